@@ -1,0 +1,1 @@
+"""AIPool: pooled, fairly shared GPU and NPU compute on Slurm."""

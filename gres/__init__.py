@@ -1,0 +1,1 @@
+"""Device inventory, shard plans and GRES configuration rendering."""

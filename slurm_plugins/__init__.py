@@ -1,0 +1,1 @@
+"""Slurm-side parts of AIPool: the client, the admission hook and the policies."""
