@@ -1,0 +1,97 @@
+"""``aipool``: a thin command line over the packages."""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+
+import click
+
+from aipool.lab.daemons import LabError
+
+
+@click.group()
+@click.option("-v", "--verbose", count=True, help="Log Slurm commands (-v) and more (-vv).")
+def main(verbose: int) -> None:
+    """AIPool: pooled, fairly shared GPUs and NPUs on Slurm."""
+    level = logging.WARNING - 10 * min(verbose, 2)
+    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+
+
+@main.group()
+def lab() -> None:
+    """The local lab cluster: real Slurm daemons on this host."""
+
+
+def _lab():  # type: ignore[no-untyped-def]
+    from aipool.lab.cluster import Lab
+
+    return Lab()
+
+
+@lab.command()
+def up() -> None:
+    """Start (or complete) the lab cluster; idempotent."""
+    try:
+        report = _lab().up(progress=lambda m: click.echo(f"  {m}", err=True))
+    except LabError as exc:
+        raise click.ClickException(str(exc)) from exc
+    for what, at in report.steps:
+        click.echo(f"{at:6.2f} s  {what}")
+    click.echo(f"started: {', '.join(report.started) or 'nothing (already up)'}")
+    if report.reused:
+        click.echo(f"already running: {', '.join(report.reused)}")
+    click.echo(f"lab up in {report.elapsed:.1f} s; use it with: eval \"$(aipool lab env)\"")
+
+
+@lab.command()
+@click.option("--keep-state", is_flag=True, help="Stop the daemons but keep state and logs.")
+def down(keep_state: bool) -> None:
+    """Cancel all jobs, stop what `lab up` started (by PID) and wipe the lab state."""
+    stopped = _lab().down(wipe=not keep_state)
+    click.echo(f"stopped: {', '.join(stopped) or 'nothing was running'}")
+
+
+@lab.command()
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def status(as_json: bool) -> None:
+    """Which lab daemons run; exit code 1 when the lab is not (fully) up."""
+    st = _lab().status()
+    if as_json:
+        click.echo(json.dumps(st, indent=2))
+    else:
+        click.echo(f"lab {st['cluster']} at {st['root']}: {'up' if st['up'] else 'DOWN'}")
+        for name, d in st["daemons"].items():
+            click.echo(f"  {name:<16} pid {d['pid']:<8} {'running' if d['running'] else 'DEAD'}")
+    sys.exit(0 if st["up"] else 1)
+
+
+@lab.command()
+def env() -> None:
+    """Shell exports for plain sbatch/squeue on the lab: eval "$(aipool lab env)"."""
+    click.echo(_lab().env_exports())
+
+
+@lab.command()
+@click.option("--wait/--no-wait", default=True, help="Wait for the demo jobs to finish.")
+def demo(wait: bool) -> None:
+    """Run the demo workload: a whole GPU, two jobs sharing one card, an NPU job."""
+    from aipool.lab.demo import run_demo
+
+    try:
+        run_demo(_lab(), wait=wait, echo=click.echo)
+    except LabError as exc:
+        raise click.ClickException(str(exc)) from exc
+
+
+def _mount_gres() -> None:
+    from gres.cli import cli as gres_cli
+
+    main.add_command(gres_cli, name="gres")
+
+
+_mount_gres()
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,361 @@
+"""``aipool lab up | down | status | env``: a real Slurm cluster on this one host.
+
+munge, MariaDB (own datadir under the lab root), slurmdbd, slurmctld, one ``slurmd -N`` per
+inventory node and slurmrestd (JWT, loopback only). What ``up`` starts is written to a ledger
+so ``down`` stops only that, by PID, and then wipes the lab's state.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import stat
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from aipool.lab import daemons, preflight
+from aipool.lab.config import LabConfig
+from aipool.lab.daemons import LabError
+from aipool.lab.render import render_lab
+from aipool.lab.tenants import load_tenants
+from gres.inventory import Inventory, load_inventory
+from slurm_plugins.client import SlurmClient
+from slurm_plugins.client.errors import SlurmError
+
+# daemon name -> the word its /proc cmdline must contain (guards against reused PIDs)
+_EXPECT = {"munged": "munged", "mariadbd": "mariadbd", "slurmdbd": "slurmdbd",
+           "slurmctld": "slurmctld", "slurmrestd": "slurmrestd"}
+MUNGE_SOCKET = Path("/run/munge/munge.socket.2")
+
+
+@dataclass
+class Report:
+    """What one ``up`` did, step by step, with timings."""
+
+    steps: list[tuple[str, float]] = field(default_factory=list)
+    started: list[str] = field(default_factory=list)
+    reused: list[str] = field(default_factory=list)
+    t0: float = field(default_factory=time.monotonic)
+
+    def step(self, what: str) -> None:
+        self.steps.append((what, time.monotonic() - self.t0))
+
+    @property
+    def elapsed(self) -> float:
+        return time.monotonic() - self.t0
+
+
+class Lab:
+    def __init__(self, cfg: LabConfig | None = None) -> None:
+        self.cfg = cfg or LabConfig.from_env()
+        self.client = SlurmClient(env=self.cfg.env(), timeout=20)
+
+    # ------------------------------------------------------------------ ledger
+    def _ledger(self) -> dict[str, Any]:
+        try:
+            data: dict[str, Any] = json.loads(self.cfg.ledger.read_text())
+            return data
+        except (OSError, ValueError):
+            return {"daemons": {}, "users_created": []}
+
+    def _save(self, ledger: dict[str, Any]) -> None:
+        tmp = self.cfg.ledger.with_suffix(".tmp")
+        tmp.write_text(json.dumps(ledger, indent=2, sort_keys=True))
+        tmp.replace(self.cfg.ledger)
+
+    def _running(self, ledger: dict[str, Any], name: str) -> bool:
+        entry = ledger["daemons"].get(name)
+        return bool(entry) and daemons.alive(entry["pid"], entry["expect"])
+
+    def _start(
+        self, ledger: dict[str, Any], report: Report, name: str, argv: list[str], *,
+        expect: str, user: str | None = None, env: dict[str, str] | None = None,
+    ) -> int:
+        if self._running(ledger, name):
+            report.reused.append(name)
+            return int(ledger["daemons"][name]["pid"])
+        proc = daemons.spawn(name, argv, log=self.cfg.log / f"{name}.out", user=user,
+                             env={**self.cfg.env(), **(env or {})})
+        ledger["daemons"][name] = {"pid": proc.pid, "expect": expect, "argv": list(proc.argv)}
+        self._save(ledger)
+        report.started.append(name)
+        return proc.pid
+
+    # ------------------------------------------------------------------ up
+    def inventory(self) -> Inventory:
+        return load_inventory(self.cfg.inventory).with_device_dir(str(self.cfg.dev))
+
+    def up(self, progress: Callable[[str], None] = lambda _: None) -> Report:
+        preflight.check()
+        cfg, report = self.cfg, Report()
+        inv = self.inventory()
+        tenants = load_tenants(cfg.tenants)
+        self._prepare_dirs(inv)
+        ledger = self._ledger()
+        self._write_configs(inv)
+        created = _ensure_unix_users(tenants.unix_users)
+        ledger["users_created"] = sorted(set(ledger.get("users_created", [])) | set(created))
+        self._save(ledger)
+        report.step("configs, devices, users")
+        progress("configs rendered")
+
+        self._munge(ledger, report)
+        report.step("munge")
+        self._mariadb(ledger, report)
+        report.step("mariadb")
+        pid = self._start(ledger, report, "slurmdbd", ["slurmdbd", "-D"], expect="slurmdbd")
+        daemons.wait_for("slurmdbd", self._dbd_answers, timeout=30, pid=pid,
+                         log=cfg.log / "slurmdbd.log")
+        self.client.add_cluster(cfg.cluster)
+        report.step("slurmdbd")
+        progress("accounting up")
+
+        pid = self._start(ledger, report, "slurmctld", ["slurmctld", "-D"], expect="slurmctld")
+        daemons.wait_for("slurmctld", self.client.ping, timeout=30, pid=pid,
+                         log=cfg.log / "slurmctld.log")
+        report.step("slurmctld")
+        for node in inv.nodes:
+            self._start(ledger, report, f"slurmd-{node.name}", ["slurmd", "-D", "-N", node.name],
+                        expect="slurmd")
+        names = {n.name for n in inv.nodes}
+        daemons.wait_for("slurmd nodes idle", lambda: self._nodes_up(names), timeout=60,
+                         log=cfg.log / "slurmctld.log", interval=0.1)
+        report.step("slurmd x%d" % len(names))
+        progress("nodes up")
+
+        self.client.ensure_qos(tenants.qos)
+        self.client.ensure_accounts(tenants.accounts)
+        self.client.ensure_users(tenants.users)
+        report.step("tenants")
+        pid = self._start(
+            ledger, report, "slurmrestd",
+            ["slurmrestd", "-a", "rest_auth/jwt", "-s", "openapi/v0.0.38,openapi/dbv0.0.38",
+             f"{cfg.address}:{cfg.ports.slurmrestd}"],
+            expect="slurmrestd", user=cfg.rest_user, env={"SLURM_JWT": "daemon"},
+        )
+        daemons.wait_for("slurmrestd", self._rest_answers, timeout=20, pid=pid,
+                         log=cfg.log / "slurmrestd.out")
+        report.step("slurmrestd")
+        ledger["up"] = True
+        self._save(ledger)
+        return report
+
+    def _prepare_dirs(self, inv: Inventory) -> None:
+        cfg = self.cfg
+        cfg.root.mkdir(parents=True, exist_ok=True)
+        cfg.root.chmod(0o755)
+        for d in (cfg.etc, cfg.state, cfg.spool, cfg.log, cfg.run, cfg.dev, cfg.mysql):
+            d.mkdir(parents=True, exist_ok=True)
+        cfg.jobs.mkdir(exist_ok=True)
+        cfg.jobs.chmod(0o1777)
+        shutil.chown(cfg.mysql, "mysql", "mysql")
+        _make_fake_devices(inv)
+
+    def _write_configs(self, inv: Inventory) -> None:
+        cfg = self.cfg
+        pw_file = cfg.etc / "db_password"
+        if not pw_file.exists():
+            _write_private(pw_file, secrets.token_hex(16))
+        if not cfg.jwt_key.exists():
+            _write_private(cfg.jwt_key, secrets.token_bytes(32))
+        files = render_lab(cfg, inv, db_password=pw_file.read_text().strip())
+        for name, text in files.items():
+            path = cfg.etc / name
+            if name == "slurmdbd.conf":
+                _write_private(path, text)  # slurmdbd refuses a world-readable config
+            else:
+                path.write_text(text)
+                path.chmod(0o755 if name.endswith(".sh") else 0o644)
+
+    def _munge(self, ledger: dict[str, Any], report: Report) -> None:
+        if _munge_works() and not self._running(ledger, "munged"):
+            report.reused.append("munged (host)")
+            return
+        Path("/run/munge").mkdir(parents=True, exist_ok=True)
+        shutil.chown("/run/munge", "munge", "munge")
+        key = Path("/etc/munge/munge.key")
+        if not key.exists():
+            subprocess.run(["mungekey", "--create", f"--keyfile={key}"], check=True)
+            shutil.chown(key, "munge", "munge")
+        pid = self._start(ledger, report, "munged", ["munged", "-F"], expect="munged",
+                          user="munge")
+        daemons.wait_for("munged", _munge_works, timeout=10, pid=pid,
+                         log=self.cfg.log / "munged.out")
+
+    def _mariadb(self, ledger: dict[str, Any], report: Report) -> None:
+        cfg = self.cfg
+        datadir = cfg.mysql / "data"
+        if not (datadir / "mysql").exists():
+            subprocess.run(
+                ["mariadb-install-db", "--user=mysql", f"--datadir={datadir}",
+                 "--auth-root-authentication-method=socket", "--skip-test-db"],
+                check=True, capture_output=True,
+            )
+        pid = self._start(
+            ledger, report, "mariadbd",
+            ["mariadbd", "--no-defaults", "--user=mysql", f"--datadir={datadir}",
+             f"--bind-address={cfg.address}", f"--port={cfg.ports.mariadb}",
+             f"--socket={cfg.mysql_socket}", f"--pid-file={cfg.mysql / 'mariadb.pid'}",
+             f"--log-error={cfg.mysql / 'mariadb.err'}", "--skip-log-bin",
+             "--innodb-buffer-pool-size=256M", "--innodb-lock-wait-timeout=900"],
+            expect="mariadbd",
+        )
+        daemons.wait_for("mariadb", self._db_answers, timeout=30, pid=pid,
+                         log=cfg.mysql / "mariadb.err")
+        pw = (cfg.etc / "db_password").read_text().strip()
+        self._sql(
+            f"CREATE DATABASE IF NOT EXISTS {cfg.db_name};"
+            f"CREATE USER IF NOT EXISTS '{cfg.db_user}'@'{cfg.address}' IDENTIFIED BY '{pw}';"
+            f"CREATE USER IF NOT EXISTS '{cfg.db_user}'@'localhost' IDENTIFIED BY '{pw}';"
+            f"GRANT ALL ON {cfg.db_name}.* TO '{cfg.db_user}'@'{cfg.address}';"
+            f"GRANT ALL ON {cfg.db_name}.* TO '{cfg.db_user}'@'localhost';"
+        )
+
+    def _sql(self, statements: str) -> None:
+        subprocess.run(
+            ["mariadb", f"--socket={self.cfg.mysql_socket}", "-u", "root"],
+            input=statements, text=True, check=True, capture_output=True,
+        )
+
+    # ------------------------------------------------------------------ readiness checks
+    def _db_answers(self) -> bool:
+        done = subprocess.run(
+            ["mariadb-admin", f"--socket={self.cfg.mysql_socket}", "-u", "root", "ping"],
+            capture_output=True, check=False,
+        )
+        return done.returncode == 0
+
+    def _dbd_answers(self) -> bool:
+        try:
+            self.client.clusters()
+        except SlurmError:
+            return False
+        return True
+
+    def _nodes_up(self, names: set[str]) -> bool:
+        try:
+            nodes = self.client.nodes()
+        except SlurmError:
+            return False
+        up = {n.name for n in nodes if n.available and n.state.value in {"IDLE", "MIXED",
+                                                                          "ALLOCATED"}}
+        return names <= up
+
+    def _rest_answers(self) -> bool:
+        try:
+            httpx.get(f"{self.cfg.rest_url}/openapi/v3", timeout=2)
+        except httpx.HTTPError:
+            return False
+        return True
+
+    # ------------------------------------------------------------------ down / status
+    def is_up(self) -> bool:
+        ledger = self._ledger()
+        return bool(ledger.get("up")) and all(
+            self._running(ledger, name) for name in ledger["daemons"]
+        )
+
+    def status(self) -> dict[str, Any]:
+        ledger = self._ledger()
+        procs = {
+            name: {"pid": e["pid"], "running": daemons.alive(e["pid"], e["expect"])}
+            for name, e in sorted(ledger["daemons"].items())
+        }
+        return {"root": str(self.cfg.root), "cluster": self.cfg.cluster,
+                "up": self.is_up(), "daemons": procs}
+
+    def down(self, *, wipe: bool = True) -> list[str]:
+        """Cancel all jobs, stop what ``up`` started (slurm daemons in parallel), wipe state."""
+        ledger = self._ledger()
+        entries = ledger["daemons"]
+        if self._running(ledger, "slurmctld"):
+            self._drain_jobs()
+        stopped: list[str] = []
+
+        def stop(names: list[str]) -> None:
+            present = [n for n in names if n in entries]
+            daemons.stop((entries[n]["pid"], entries[n]["expect"]) for n in present)
+            stopped.extend(present)
+
+        stop([n for n in entries if n.startswith("slurmd-")] + ["slurmctld", "slurmrestd"])
+        stop(["slurmdbd"])
+        stop(["mariadbd", "munged"])
+        ledger["daemons"] = {}
+        ledger["up"] = False
+        if wipe:
+            for d in (self.cfg.state, self.cfg.spool, self.cfg.log, self.cfg.run,
+                      self.cfg.mysql, self.cfg.jobs, self.cfg.etc, self.cfg.dev):
+                shutil.rmtree(d, ignore_errors=True)
+            self.cfg.ledger.unlink(missing_ok=True)
+        else:
+            self._save(ledger)
+        return stopped
+
+    def _drain_jobs(self) -> None:
+        """Cancel every job and wait until the controller has none (else steps are orphaned)."""
+        try:
+            jobs = self.client.jobs()
+            self.client.cancel(sorted({j.job_id for j in jobs}))
+            daemons.wait_for("jobs cancelled", lambda: not self.client.jobs(), timeout=30,
+                             interval=0.2)
+        except (SlurmError, LabError):
+            pass  # a broken controller must not keep us from stopping the daemons
+
+    def env_exports(self) -> str:
+        lines = [f"export {k}={v}" for k, v in self.cfg.env().items()]
+        lines.append(f"export AIPOOL_LAB_DIR={self.cfg.root}")
+        return "\n".join(lines)
+
+
+def _write_private(path: Path, content: str | bytes) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as f:
+        f.write(content.encode() if isinstance(content, str) else content)
+
+
+def _make_fake_devices(inv: Inventory) -> None:
+    """Character devices that look like /dev/nvidiaN and /dev/davinciN to slurmd."""
+    seen: set[str] = set()
+    for node in inv.nodes:
+        devices = [(g.device, 195, g.index) for g in node.gpus]
+        devices += [(n.device, 236, n.index) for n in node.npus]
+        devices += [(v.device, 237, v.vnpu_id) for v in node.vnpus]
+        for path, major, minor in devices:
+            if path in seen:
+                continue
+            seen.add(path)
+            p = Path(path)
+            if p.exists() and stat.S_ISCHR(p.stat().st_mode):
+                continue
+            p.unlink(missing_ok=True)
+            os.mknod(p, 0o666 | stat.S_IFCHR, os.makedev(major, minor))
+
+
+def _munge_works() -> bool:
+    if not MUNGE_SOCKET.exists():
+        return False
+    cred = subprocess.run(["munge", "-n"], capture_output=True, check=False)
+    if cred.returncode != 0:
+        return False
+    ok = subprocess.run(["unmunge"], input=cred.stdout, capture_output=True, check=False)
+    return ok.returncode == 0
+
+
+def _ensure_unix_users(names: tuple[str, ...]) -> list[str]:
+    """Create missing demo users (with a home, so jobs can start there); return those made."""
+    created = []
+    for name in names:
+        if subprocess.run(["id", "-u", name], capture_output=True, check=False).returncode == 0:
+            continue
+        subprocess.run(["useradd", "--create-home", "--shell", "/bin/bash", name], check=True,
+                       capture_output=True)
+        created.append(name)
+    return created

@@ -1,0 +1,89 @@
+"""Render the lab cluster's configuration files from the GRES inventory and the lab config.
+
+GRES lines come from ``gres.render`` — the same code the Ansible roles use — never re-derived.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import jinja2
+
+from aipool.lab.config import PACKAGE_DIR, LabConfig
+from gres.inventory import Inventory, NodeInventory
+from gres.render import (
+    accounting_tres,
+    gres_types,
+    render_gres_conf,
+    render_node_lines,
+    render_task_prolog,
+)
+
+_ENV = jinja2.Environment(
+    loader=jinja2.FileSystemLoader(PACKAGE_DIR / "templates"),
+    undefined=jinja2.StrictUndefined,
+    keep_trailing_newline=True,
+    autoescape=False,  # noqa: S701 - Slurm config files, not HTML
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Partition:
+    name: str
+    nodes: tuple[str, ...]
+    default: bool = False
+
+
+def partitions(inv: Inventory) -> list[Partition]:
+    """GPU, NPU and CPU partitions: accelerator work never lands on the wrong kind of node."""
+
+    def names(kind: str) -> tuple[str, ...]:
+        return tuple(n.name for n in inv.nodes if node_kind(n) == kind)
+
+    parts = [
+        Partition("gpu", names("gpu"), default=True),
+        Partition("npu", names("npu")),
+        Partition("cpu", names("cpu")),
+    ]
+    return [p for p in parts if p.nodes]
+
+
+def node_kind(node: NodeInventory) -> str:
+    if node.gpus:
+        return "gpu"
+    if node.npus or node.vnpus:
+        return "npu"
+    return "cpu"
+
+
+def node_extra(cfg: LabConfig, inv: Inventory) -> dict[str, dict[str, str]]:
+    """Every lab node is one ``slurmd -N`` on this host, with its own port."""
+    return {
+        n.name: {
+            "NodeHostname": "localhost",
+            "NodeAddr": cfg.address,
+            "Port": str(cfg.ports.slurmd_base + i),
+        }
+        for i, n in enumerate(inv.nodes)
+    }
+
+
+def render_lab(
+    cfg: LabConfig, inv: Inventory, *, db_password: str, job_submit: bool = False
+) -> dict[str, str]:
+    """File name (relative to ``cfg.etc``) -> content."""
+    slurm_conf = _ENV.get_template("slurm.conf.j2").render(
+        cfg=cfg,
+        gres_types=gres_types(inv),
+        accounting_tres=accounting_tres(inv),
+        node_lines=render_node_lines(inv, node_extra(cfg, inv)).rstrip("\n"),
+        partitions=partitions(inv),
+        job_submit=job_submit,
+    )
+    dbd_conf = _ENV.get_template("slurmdbd.conf.j2").render(cfg=cfg, db_password=db_password)
+    return {
+        "slurm.conf": slurm_conf,
+        "slurmdbd.conf": dbd_conf,
+        "gres.conf": render_gres_conf(inv),
+        "taskprolog.sh": render_task_prolog(inv),
+    }

@@ -1,0 +1,397 @@
+"""The Slurm command-line client: the only code in AIPool that runs Slurm commands.
+
+Reads use ``--json`` and go through :mod:`slurm_plugins.client.parse`; writes log their argv,
+honour ``dry_run`` and skip changes that would not change anything.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from slurm_plugins.client import parse
+from slurm_plugins.client.errors import (
+    CommandError,
+    ControllerUnavailable,
+    JobNotFound,
+    SlurmError,
+    SubmitRejected,
+    UnsatisfiableRequest,
+)
+from slurm_plugins.client.models import (
+    CLEAR,
+    AccountSpec,
+    AcctJob,
+    Association,
+    Job,
+    Node,
+    Partition,
+    Qos,
+    QosSpec,
+    UserSpec,
+)
+from slurm_plugins.client.runner import Completed, Runner, SubprocessRunner
+
+log = logging.getLogger("aipool.slurm")
+
+_UNREACHABLE = (
+    "Unable to contact slurm controller",
+    "Socket timed out",
+    "Connection refused",
+    "Problem talking to the database",
+    "Zero Bytes were transmitted or received",
+    "slurmdbd: Connection",
+)
+_UNSATISFIABLE = (
+    "Invalid generic resource (gres) specification",
+    "Requested node configuration is not available",
+    "Invalid feature specification",
+    "Invalid partition name specified",
+    "Node count specification invalid",
+    "More processors requested than permitted",
+    "Invalid qos specification",
+    "Invalid account or account/partition combination specified",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class JobUpdate:
+    """Fields of one pending job to change with ``scontrol update``; ``None`` = leave alone."""
+
+    job_id: int
+    priority: int | None = None
+    site_factor: int | None = None
+    req_nodes: str | None = None
+    exc_nodes: str | None = None
+
+    def fields(self) -> dict[str, str]:
+        out: dict[str, str] = {}
+        if self.priority is not None:
+            out["Priority"] = str(self.priority)
+        if self.site_factor is not None:
+            out["SiteFactor"] = str(self.site_factor)
+        if self.req_nodes is not None:
+            out["ReqNodeList"] = self.req_nodes
+        if self.exc_nodes is not None:
+            out["ExcNodeList"] = self.exc_nodes
+        return out
+
+    def minus(self, job: Job) -> JobUpdate:
+        """This update without the fields that already hold the wanted value on ``job``."""
+        return JobUpdate(
+            self.job_id,
+            priority=None if self.priority == job.priority else self.priority,
+            site_factor=None if self.site_factor == job.site_factor else self.site_factor,
+            req_nodes=None if self.req_nodes == job.required_nodes else self.req_nodes,
+            exc_nodes=None if self.exc_nodes == job.excluded_nodes else self.exc_nodes,
+        )
+
+
+class SlurmClient:
+    """Typed access to one cluster through the Slurm CLI.
+
+    ``cluster`` adds ``-M`` to every command that supports it (multi-cluster setups).
+    """
+
+    def __init__(
+        self,
+        runner: Runner | None = None,
+        *,
+        env: Mapping[str, str] | None = None,
+        dry_run: bool = False,
+        timeout: float = 30.0,
+        cluster: str | None = None,
+    ) -> None:
+        self.runner: Runner = runner or SubprocessRunner(env)
+        self.dry_run = dry_run
+        self.timeout = timeout
+        self.cluster = cluster
+
+    # ------------------------------------------------------------------ plumbing
+    def _run(
+        self,
+        argv: Sequence[str],
+        *,
+        input: str | None = None,
+        timeout: float | None = None,
+        check: bool = True,
+    ) -> Completed:
+        done = self.runner(argv, input=input, timeout=timeout or self.timeout)
+        if check and done.returncode != 0:
+            raise classify(done)
+        return done
+
+    def _write(self, argv: Sequence[str], *, input: str | None = None) -> Completed | None:
+        """Run a state-changing command, or only log it under ``dry_run``."""
+        shown = " ".join(argv) + (f" <<< {len(input.splitlines())} lines" if input else "")
+        if self.dry_run:
+            log.info("dry-run: %s", shown)
+            return None
+        log.info("run: %s", shown)
+        return self._run(argv, input=input)
+
+    def _m(self) -> list[str]:
+        return ["-M", self.cluster] if self.cluster else []
+
+    # ------------------------------------------------------------------ reads
+    def ping(self) -> bool:
+        """True when a controller answers."""
+        done = self._run(["scontrol", "ping"], check=False, timeout=10)
+        return " is UP" in done.stdout
+
+    def version(self) -> str:
+        done = self._run(["sinfo", "--version"])
+        return done.stdout.split()[-1] if done.stdout.split() else ""
+
+    def jobs(self, *, active_only: bool = True) -> list[Job]:
+        """Jobs in the controller; finished ones still in memory are dropped unless asked."""
+        done = self._run(["squeue", *self._m(), "--all", "--json"])
+        jobs = parse.jobs(done.stdout)
+        return [j for j in jobs if j.state.is_active] if active_only else jobs
+
+    def job(self, job_id: int) -> Job:
+        done = self._run(["squeue", *self._m(), "--json", "--jobs", str(job_id)], check=False)
+        if done.returncode != 0:
+            if "Invalid job id" in done.stderr:
+                raise JobNotFound(job_id, argv=done.argv, stderr=done.stderr)
+            raise classify(done)
+        for j in parse.jobs(done.stdout):
+            if j.job_id == job_id:
+                return j
+        raise JobNotFound(job_id, argv=done.argv)
+
+    def nodes(self) -> list[Node]:
+        return parse.nodes(self._run(["sinfo", *self._m(), "--json"]).stdout)
+
+    def partitions(self) -> list[Partition]:
+        return parse.partitions(self._run(["sinfo", *self._m(), "--json"]).stdout)
+
+    def accounting(
+        self,
+        *,
+        start: str = "now-1days",
+        end: str = "now",
+        job_ids: Iterable[int] = (),
+        all_users: bool = True,
+    ) -> list[AcctJob]:
+        """Accounting records (``sacct``) of jobs that were eligible in [start, end]."""
+        argv = ["sacct", *self._m(), "--json", "--starttime", start, "--endtime", end]
+        if all_users:
+            argv.append("--allusers")
+        ids = ",".join(str(i) for i in job_ids)
+        if ids:
+            argv += ["--jobs", ids]
+        return parse.acct_jobs(self._run(argv, timeout=120).stdout)
+
+    def associations(self) -> list[Association]:
+        return parse.associations(self._run(["sacctmgr", "--json", "show", "associations"]).stdout)
+
+    def qos(self) -> list[Qos]:
+        return parse.qos(self._run(["sacctmgr", "--json", "show", "qos"]).stdout)
+
+    def clusters(self) -> list[str]:
+        done = self._run(["sacctmgr", "--noheader", "--parsable2", "show", "cluster", "format=cluster"])
+        return [line for line in done.stdout.splitlines() if line]
+
+    # ------------------------------------------------------------------ job writes
+    def submit(
+        self,
+        script: str,
+        options: Sequence[str] = (),
+        *,
+        as_user: str | None = None,
+    ) -> int:
+        """Submit ``script`` (on stdin) with sbatch ``options``; returns the job id.
+
+        ``as_user`` (root only) submits as that Unix user through ``runuser``.
+        """
+        argv = ["sbatch", "--parsable", *self._m(), *options]
+        if as_user is not None:
+            argv = ["runuser", "-u", as_user, "--", *argv]
+        done = self._write(argv, input=script)
+        if done is None:
+            return 0
+        first = done.stdout.strip().split(";", 1)[0]
+        if not first.isdigit():
+            raise SubmitRejected(
+                f"sbatch printed no job id: {done.stdout.strip()!r}",
+                argv=done.argv,
+                returncode=done.returncode,
+                stderr=done.stderr,
+            )
+        return int(first)
+
+    def cancel(self, job_ids: Iterable[int | str], *, signal: str | None = None) -> None:
+        ids = [str(i) for i in job_ids]
+        if not ids:
+            return
+        argv = ["scancel", *self._m()]
+        if signal:
+            argv += ["--signal", signal]
+        self._write([*argv, *ids])
+
+    def _scontrol(self, verb: str, job_ids: Iterable[int]) -> None:
+        ids = ",".join(str(i) for i in job_ids)
+        if ids:
+            self._write(["scontrol", *self._m(), verb, ids])
+
+    def hold(self, job_ids: Iterable[int]) -> None:
+        self._scontrol("hold", job_ids)
+
+    def release(self, job_ids: Iterable[int]) -> None:
+        self._scontrol("release", job_ids)
+
+    def requeue(self, job_ids: Iterable[int], *, hold: bool = False) -> None:
+        self._scontrol("requeuehold" if hold else "requeue", job_ids)
+
+    def update_jobs(self, updates: Iterable[JobUpdate], *, current: Mapping[int, Job] = {}) -> int:
+        """Apply many job updates with one ``scontrol`` reading lines on stdin.
+
+        Fields that already have their value on the job in ``current`` are skipped, and an
+        update that is left with nothing is not sent at all. Returns the lines sent.
+        """
+        lines = []
+        for up in updates:
+            if up.job_id in current:
+                up = up.minus(current[up.job_id])
+            fields = up.fields()
+            if fields:
+                kv = " ".join(f"{k}={_value(v)}" for k, v in fields.items())
+                lines.append(f"update JobId={up.job_id} {kv}")
+        if lines:
+            self._write(["scontrol", *self._m(), "-Q"], input="\n".join(lines) + "\n")
+        return len(lines)
+
+    # ------------------------------------------------------------------ node writes
+    def update_node(
+        self,
+        node: Node | str,
+        *,
+        weight: int | None = None,
+        state: str | None = None,
+        reason: str | None = None,
+    ) -> bool:
+        """Change a node's Weight and/or State; returns False when nothing needed changing."""
+        name = node if isinstance(node, str) else node.name
+        fields: dict[str, str] = {}
+        if weight is not None and (isinstance(node, str) or node.weight != weight):
+            fields["Weight"] = str(weight)
+        if state is not None:
+            if isinstance(node, Node) and node.has_state(state):
+                pass
+            else:
+                fields["State"] = state
+                if state.upper() in {"DRAIN", "DOWN", "FAIL"}:
+                    fields["Reason"] = reason or "set by aipool"
+        if not fields:
+            return False
+        kv = [f"{k}={_value(v)}" for k, v in fields.items()]
+        self._write(["scontrol", *self._m(), "update", f"NodeName={name}", *kv])
+        return True
+
+    # ------------------------------------------------------------------ accounting writes
+    def _sacctmgr(self, lines: Sequence[str]) -> None:
+        """Several sacctmgr commands in one process (each separate call costs ~0.5 s)."""
+        if lines:
+            self._write(["sacctmgr", "-i"], input="\n".join(lines) + "\n")
+
+    def add_cluster(self, name: str) -> bool:
+        if name in self.clusters():
+            return False
+        self._write(["sacctmgr", "-i", "add", "cluster", name])
+        return True
+
+    def ensure_qos(self, specs: Sequence[QosSpec]) -> list[str]:
+        """Create or update QOS to match ``specs`` (in an order that satisfies Preempt=)."""
+        have = {q.name: q for q in self.qos()}
+        adds, mods = [], []
+        for spec in specs:
+            cur = have.get(spec.name)
+            attrs = spec.attributes(cur)
+            if cur is None:
+                adds.append(f"add qos {spec.name}")
+                mods.append(f"modify qos where name={spec.name} set {_kv(attrs)}")
+            elif not spec.matches(cur):
+                mods.append(f"modify qos where name={spec.name} set {_kv(attrs)}")
+        self._sacctmgr(adds + mods)
+        return adds + mods
+
+    def ensure_accounts(self, specs: Sequence[AccountSpec]) -> list[str]:
+        """Create or update accounts; parents must come before their children in ``specs``."""
+        have = {a.account: a for a in self.associations() if not a.user}
+        lines = []
+        for spec in specs:
+            cur = have.get(spec.name)
+            if cur is None:
+                lines.append(f"add account {spec.name} {_kv(spec.attributes(new=True))}")
+            elif not spec.matches(cur):
+                lines.append(
+                    f"modify account where name={spec.name} set {_kv(spec.attributes(new=False))}"
+                )
+        self._sacctmgr(lines)
+        return lines
+
+    def ensure_users(self, specs: Sequence[UserSpec]) -> list[str]:
+        """Create or update user associations (user + account)."""
+        have = {(a.user, a.account): a for a in self.associations() if a.user}
+        lines = []
+        for spec in specs:
+            cur = have.get((spec.name, spec.account))
+            if cur is None:
+                lines.append(f"add user {spec.name} {_kv(spec.attributes(new=True))}")
+            elif not spec.matches(cur):
+                lines.append(
+                    f"modify user where name={spec.name} account={spec.account} "
+                    f"set {_kv(spec.attributes(new=False))}"
+                )
+        self._sacctmgr(lines)
+        return lines
+
+
+def _kv(attrs: Mapping[str, str]) -> str:
+    return " ".join(f"{k}={_value(v)}" for k, v in attrs.items())
+
+
+_SAFE_VALUE = re.compile(r"[A-Za-z0-9_.,:/=@+\-\[\]]*")
+
+
+def _value(v: str) -> str:
+    """Values go to Slurm's own line parser (not a shell); refuse anything that could split."""
+    if v == CLEAR:
+        return v
+    if not _SAFE_VALUE.fullmatch(v):
+        if any(c in v for c in "\n\r\"'") or any(ord(c) < 32 for c in v):
+            raise SlurmError(f"refusing value with quotes or control characters: {v!r}")
+        return f'"{v}"'
+    return v
+
+
+def classify(done: Completed) -> SlurmError:
+    """Map a failed command to the most specific error, keeping Slurm's own message."""
+    err = (done.stderr or done.stdout).strip()
+    message = _user_message(err) or f"{done.argv[0]} exited with {done.returncode}"
+    kwargs = {"argv": done.argv, "returncode": done.returncode, "stderr": done.stderr}
+    if any(s in err for s in _UNREACHABLE):
+        return ControllerUnavailable(message, **kwargs)  # type: ignore[arg-type]
+    if "Invalid job id" in err:
+        return JobNotFound(_first_job_id(done.argv), **kwargs)
+    if "sbatch" in done.argv:
+        if any(s in err for s in _UNSATISFIABLE):
+            return UnsatisfiableRequest(message, **kwargs)  # type: ignore[arg-type]
+        return SubmitRejected(message, **kwargs)  # type: ignore[arg-type]
+    return CommandError(message, **kwargs)  # type: ignore[arg-type]
+
+
+def _user_message(err: str) -> str:
+    """Slurm's lines without the ``sbatch: error:`` prefixes, joined."""
+    msgs = [re.sub(r"^\w+: (error: )?", "", line).strip() for line in err.splitlines()]
+    return "; ".join(m for m in msgs if m)
+
+
+def _first_job_id(argv: Sequence[str]) -> str:
+    for a in reversed(argv):
+        if a.replace(",", "").replace("_", "").isdigit():
+            return a
+    return "?"

@@ -1,0 +1,163 @@
+"""slurmrestd client that acts as one given user, with a JWT minted from the cluster key.
+
+The portal uses this so every job is submitted *as its user* — never all jobs under one
+service account. Responses go through the same :mod:`parse` module as the CLI client.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import httpx
+import jwt
+
+from slurm_plugins.client import parse
+from slurm_plugins.client.errors import (
+    AuthenticationError,
+    CommandError,
+    ControllerUnavailable,
+    JobNotFound,
+    ParseError,
+    SubmitRejected,
+)
+from slurm_plugins.client.models import Job, Node
+
+log = logging.getLogger("aipool.slurm.rest")
+
+
+def mint_token(key: bytes, user: str, *, lifespan: int = 600, now: float | None = None) -> str:
+    """An HS256 token in the form Slurm's auth/jwt expects (``sun`` = Slurm user name)."""
+    if not user or not user.isprintable() or any(c.isspace() for c in user):
+        raise ValueError(f"invalid user name for a token: {user!r}")
+    issued = int(time.time() if now is None else now)
+    claims = {"iat": issued, "exp": issued + lifespan, "sun": user}
+    return jwt.encode(claims, key, algorithm="HS256")
+
+
+def read_key(path: Path) -> bytes:
+    """The cluster's JWT key (``AuthAltParameters=jwt_key=…``); readable only by its owner."""
+    return path.read_bytes()
+
+
+class RestClient:
+    """Talks to slurmrestd as ``user``.
+
+    Either pass ``token`` or ``key`` (raw bytes of the cluster's jwt key) to mint one.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        user: str,
+        *,
+        token: str | None = None,
+        key: bytes | None = None,
+        api: str = "v0.0.38",
+        timeout: float = 15.0,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        if token is None:
+            if key is None:
+                raise ValueError("RestClient needs a token or the key to mint one")
+            token = mint_token(key, user)
+        self.user = user
+        self.api = api
+        self._http = httpx.Client(
+            base_url=base_url.rstrip("/"),
+            timeout=timeout,
+            transport=transport,
+            headers={
+                "X-SLURM-USER-NAME": user,
+                "X-SLURM-USER-TOKEN": token,
+                "Accept": "application/json",
+            },
+        )
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> RestClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ plumbing
+    def _call(self, method: str, path: str, body: Mapping[str, Any] | None = None) -> Any:
+        url = f"/slurm/{self.api}{path}"
+        try:
+            resp = self._http.request(method, url, json=body)
+        except httpx.TransportError as exc:
+            raise ControllerUnavailable(f"slurmrestd unreachable: {exc}", argv=(method, url)) \
+                from exc
+        if resp.status_code in (401, 403):
+            raise AuthenticationError(
+                f"slurmrestd refused the credentials of {self.user!r} ({resp.status_code})",
+                argv=(method, url), returncode=resp.status_code, stderr=resp.text[:500],
+            )
+        try:
+            doc = resp.json()
+        except ValueError as exc:
+            raise ParseError(
+                f"slurmrestd answered {resp.status_code} with non-JSON: {resp.text[:200]!r}",
+                argv=(method, url),
+            ) from exc
+        errors = [e for e in doc.get("errors") or [] if _real_error(e)]
+        if resp.status_code >= 400 or errors:
+            message = "; ".join(_error_text(e) for e in errors) or f"HTTP {resp.status_code}"
+            kwargs: dict[str, Any] = {
+                "argv": (method, url), "returncode": resp.status_code, "stderr": resp.text[:500]
+            }
+            if "Invalid job id" in message or "Unable to query JobId" in message:
+                raise JobNotFound(path.rsplit("/", 1)[-1], **kwargs)
+            if path == "/job/submit":
+                raise SubmitRejected(message, **kwargs)
+            raise CommandError(message, **kwargs)
+        return doc
+
+    # ------------------------------------------------------------------ API
+    def ping(self) -> bool:
+        doc = self._call("GET", "/ping")
+        pings = doc.get("pings") or []
+        return any(str(p.get("ping") or p.get("pinged") or "").upper() in {"UP", "PINGED"}
+                   or p.get("responding") for p in pings)
+
+    def jobs(self) -> list[Job]:
+        return parse.jobs(self._call("GET", "/jobs"))
+
+    def job(self, job_id: int) -> Job:
+        found = parse.jobs(self._call("GET", f"/job/{job_id}"))
+        if not found:
+            raise JobNotFound(job_id)
+        return found[0]
+
+    def nodes(self) -> list[Node]:
+        return parse.nodes(self._call("GET", "/nodes"))
+
+    def submit(self, script: str, job: Mapping[str, Any]) -> int:
+        """Submit ``script`` with job properties (v0.0.38 names: ``gres``, ``partition`` …)."""
+        props = dict(job)
+        props.setdefault("environment", {"PATH": "/usr/local/bin:/usr/bin:/bin"})
+        doc = self._call("POST", "/job/submit", {"script": script, "job": props})
+        job_id = parse.num(doc.get("job_id"))
+        if job_id is None:
+            raise ParseError(f"slurmrestd accepted the job but returned no id: {doc!r}")
+        return job_id
+
+    def cancel(self, job_id: int) -> None:
+        self._call("DELETE", f"/job/{job_id}")
+
+
+def _real_error(e: Any) -> bool:
+    if not isinstance(e, Mapping):
+        return False
+    code = parse.num(e.get("error_number", e.get("error_code")))
+    return bool(code) or bool(e.get("error") or e.get("description"))
+
+
+def _error_text(e: Mapping[str, Any]) -> str:
+    return str(e.get("description") or e.get("error") or e)

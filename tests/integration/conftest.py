@@ -1,0 +1,63 @@
+"""Fixtures for tests against the real lab cluster.
+
+Asked for with ``--slurm``, a lab that is down is a failure, not a skip. Every job a test
+submits is cancelled when the test ends.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from aipool.lab.cluster import Lab
+from slurm_plugins.client import SlurmClient
+from slurm_plugins.client.models import Job
+
+pytestmark = pytest.mark.slurm
+
+
+@pytest.fixture(scope="session")
+def lab() -> Lab:
+    lab = Lab()
+    if not lab.is_up():
+        pytest.fail(f"the lab cluster at {lab.cfg.root} is not up: run `aipool lab up` first")
+    return lab
+
+
+@pytest.fixture
+def client(lab: Lab) -> Iterator[SlurmClient]:
+    """A client whose submissions are cancelled at the end of the test."""
+    client = SlurmClient(env=lab.cfg.env(), timeout=30)
+    before = {j.job_id for j in client.jobs()}
+    yield client
+    leftover = sorted({j.job_id for j in client.jobs()} - before)
+    if leftover:
+        client.cancel(leftover)
+        wait_until(lambda: not ({j.job_id for j in client.jobs()} & set(leftover)), 30)
+
+
+def wait_until(check: Callable[[], bool], timeout: float, interval: float = 0.25) -> None:
+    """Poll with a deadline (never a bare sleep); fail the test with what we waited for."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return
+        time.sleep(interval)
+    raise AssertionError(f"condition not met within {timeout:g} s: {check}")
+
+
+def wait_job(client: SlurmClient, job_id: int, pred: Callable[[Job], bool], timeout: float) -> Job:
+    """Wait until the job satisfies ``pred``; returns the job as last seen."""
+    seen: list[Job] = []
+
+    def check() -> bool:
+        try:
+            seen[:] = [client.job(job_id)]
+        except Exception:  # noqa: BLE001 - purged from memory counts as gone
+            return False
+        return pred(seen[0])
+
+    wait_until(check, timeout)
+    return seen[0]

@@ -1,0 +1,163 @@
+"""The CLI client's argv discipline, dry-run, no-op skipping and error mapping."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from slurm_plugins.client import (
+    ControllerUnavailable,
+    JobNotFound,
+    JobUpdate,
+    SlurmClient,
+    SubmitRejected,
+    UnsatisfiableRequest,
+)
+from slurm_plugins.client.errors import SlurmError
+from slurm_plugins.client.models import AccountSpec, QosSpec, UserSpec
+from slurm_plugins.client.runner import Completed, ReplayRunner
+
+DATA = Path(__file__).parents[2] / "data" / "slurm" / "24.11"
+
+
+def ok(stdout: str = "") -> Completed:
+    return Completed((), 0, stdout, "")
+
+
+def fail(stderr: str, rc: int = 1) -> Completed:
+    return Completed((), rc, "", stderr)
+
+
+def client(answers: dict[tuple[str, ...], Completed], **kw: object) -> tuple[SlurmClient, ReplayRunner]:
+    runner = ReplayRunner(answers)
+    return SlurmClient(runner, **kw), runner  # type: ignore[arg-type]
+
+
+def test_submit_sends_script_on_stdin_and_parses_the_id() -> None:
+    c, r = client({("sbatch",): ok("42\n")})
+    job_id = c.submit("#!/bin/bash\necho '; rm -rf ~'\n", ["--gres=shard:8", "--job-name=$(id)"])
+    assert job_id == 42
+    argv, stdin = r.calls[0]
+    assert argv == ("sbatch", "--parsable", "--gres=shard:8", "--job-name=$(id)")
+    assert stdin == "#!/bin/bash\necho '; rm -rf ~'\n"
+
+
+def test_submit_as_user_goes_through_runuser() -> None:
+    c, r = client({("runuser",): ok("7;aipool\n")})
+    assert c.submit("#!/bin/bash\n", [], as_user="alice") == 7
+    assert r.calls[0][0][:4] == ("runuser", "-u", "alice", "--")
+
+
+def test_multi_cluster_adds_m() -> None:
+    c, r = client({("sbatch",): ok("3;labb\n")}, cluster="labb")
+    assert c.submit("#!/bin/bash\n") == 3
+    assert r.calls[0][0] == ("sbatch", "--parsable", "-M", "labb")
+
+
+def test_unsatisfiable_gres_is_a_typed_error_with_slurms_message() -> None:
+    msg = (DATA / "sbatch_bad_gres.txt").read_text().splitlines()[0]
+    c, _ = client({("sbatch",): fail(msg)})
+    with pytest.raises(UnsatisfiableRequest) as info:
+        c.submit("#!/bin/bash\n", ["--gres=gpu:h100:1"])
+    assert "Requested node configuration is not available" in info.value.message
+    assert info.value.returncode == 1
+    assert info.value.argv[0] == "sbatch"
+
+
+def test_policy_rejection_is_submit_rejected() -> None:
+    c, _ = client({("sbatch",): fail("sbatch: error: policy: shard size must be k/32\n"
+                                     "sbatch: error: Batch job submission failed: Unspecified error")})
+    with pytest.raises(SubmitRejected, match="shard size must be k/32") as info:
+        c.submit("#!/bin/bash\n")
+    assert not isinstance(info.value, UnsatisfiableRequest)
+
+
+def test_controller_down() -> None:
+    c, _ = client({("squeue",): fail("slurm_load_jobs error: Unable to contact slurm controller")})
+    with pytest.raises(ControllerUnavailable):
+        c.jobs()
+
+
+def test_unknown_job() -> None:
+    c, _ = client({("squeue",): fail("slurm_load_jobs error: Invalid job id specified")})
+    with pytest.raises(JobNotFound):
+        c.job(999)
+
+
+def test_dry_run_runs_no_writes() -> None:
+    c, r = client({}, dry_run=True)
+    assert c.submit("#!/bin/bash\n") == 0
+    c.cancel([1, 2])
+    c.hold([3])
+    c.update_jobs([JobUpdate(5, priority=10)])
+    assert r.calls == []
+
+
+def test_batched_updates_skip_no_ops() -> None:
+    c, r = client({("squeue",): ok((DATA / "squeue.json").read_text()), ("scontrol",): ok()})
+    current = {j.job_id: j for j in c.jobs()}
+    sent = c.update_jobs(
+        [
+            JobUpdate(13, priority=current[13].priority),  # unchanged: not sent
+            JobUpdate(14, priority=5, exc_nodes="node1"),
+            JobUpdate(15, site_factor=100),
+        ],
+        current=current,
+    )
+    assert sent == 2
+    argv, stdin = r.calls[-1]
+    assert argv == ("scontrol", "-Q")
+    assert stdin == (
+        "update JobId=14 Priority=5 ExcNodeList=node1\nupdate JobId=15 SiteFactor=100\n"
+    )
+
+
+def test_nothing_to_update_sends_nothing() -> None:
+    c, r = client({})
+    assert c.update_jobs([JobUpdate(1)]) == 0
+    assert r.calls == []
+
+
+def test_update_node_skips_no_op() -> None:
+    from slurm_plugins.client import parse
+
+    node = parse.nodes((DATA / "scontrol_nodes.json").read_text())[0]
+    c, r = client({("scontrol",): ok()})
+    assert not c.update_node(node, weight=node.weight, state="MIXED")
+    assert c.update_node(node, weight=50, state="DRAIN", reason="gpu xid 79")
+    assert r.calls[0][0] == (
+        "scontrol", "update", f"NodeName={node.name}", "Weight=50", "State=DRAIN",
+        'Reason="gpu xid 79"',
+    )
+
+
+def test_values_with_quotes_or_newlines_are_refused() -> None:
+    c, _ = client({("scontrol",): ok()})
+    with pytest.raises(SlurmError, match="refusing value"):
+        c.update_node("node1", state="DRAIN", reason="x\nupdate NodeName=all State=DOWN")
+
+
+def test_sacctmgr_changes_are_one_batch_and_skip_what_exists() -> None:
+    answers = {
+        ("sacctmgr", "--json", "show", "qos"): ok((DATA / "sacctmgr_qos.json").read_text()),
+        ("sacctmgr", "--json", "show", "associations"): ok(
+            (DATA / "sacctmgr_assoc.json").read_text()
+        ),
+        ("sacctmgr", "-i"): ok(),
+    }
+    c, r = client(answers)
+    c.ensure_qos([QosSpec("high", 1000, ("low",)), QosSpec("urgent", 2000, ("high", "low"))])
+    writes = [stdin for argv, stdin in r.calls if argv == ("sacctmgr", "-i")]
+    assert writes == [
+        "add qos urgent\nmodify qos where name=urgent set Priority=2000 Preempt=high,low\n"
+    ]
+    r.calls.clear()
+    c.ensure_accounts([AccountSpec("nlp", "root"), AccountSpec("cv", "root", "Vision group")])
+    c.ensure_users([UserSpec("root", "nlp", ("normal", "low"), "normal"),
+                    UserSpec("alice", "cv")])
+    writes = [stdin for argv, stdin in r.calls if argv == ("sacctmgr", "-i")]
+    assert writes == [
+        'add account cv Parent=root Description="Vision group" Organization=cv\n',
+        "add user alice Account=cv QOS=normal DefaultQOS=normal\n",
+    ]
