@@ -1,0 +1,239 @@
+"""Probe the local host: NVIDIA GPUs through NVML, Ascend NPUs through ``npu-smi``, CPUs, memory.
+
+The probes are the only I/O in this package. Each takes what it talks to as an argument (the
+``pynvml`` module, the ``npu-smi`` argv, the ``/proc`` directory) so tests inject fakes and
+recorded output instead of patching globals. A host without a driver or tool has no such
+devices; a driver that is present but fails half-way raises :class:`ProbeError`, because a node
+rendered with fewer devices than it has would strand the rest.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import socket
+import subprocess
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gres.errors import ProbeError
+from gres.inventory import Gpu, NodeInventory, Npu
+from gres.naming import DEFAULT_DEVICE_DIR, GRES_TYPE_RE, NODE_NAME_RE, gpu_device, npu_device
+from gres.npusmi import parse_npu_smi_info
+
+try:
+    import pynvml as _pynvml
+except ImportError:  # pragma: no cover - nvidia-ml-py is a dependency, but probe without it
+    _pynvml = None
+
+NPU_SMI_TIMEOUT = 15.0
+_MIB = 1024 * 1024
+#: Words in NVML product names that are brand or packaging, not the model.
+_BRANDS = {"nvidia", "tesla", "geforce", "quadro"}
+_PACKAGING = re.compile(r"^(\d+gb|pcie|sxm\d*|nvl|hbm\d*e?|generation|oam)$", re.I)
+
+
+# --- NVIDIA ------------------------------------------------------------------------------------
+
+
+def normalise_gpu_model(name: str) -> str:
+    """NVML product name → Slurm GRES type.
+
+    ``NVIDIA A100-SXM4-40GB`` → ``a100``, ``Tesla V100-SXM2-16GB`` → ``v100``, ``NVIDIA H100 80GB
+    HBM3`` → ``h100``, ``NVIDIA GeForce RTX 4090`` → ``rtx4090``, ``NVIDIA L40S`` → ``l40s``.
+    Brand words and memory/packaging suffixes are dropped: jobs ask for a card model, and
+    the same model in two packagings should not split the pool.
+    """
+    words = [w for w in name.replace("_", " ").split() if w.lower() not in _BRANDS]
+    if "MIG" in words:  # "<card> MIG 1g.10gb" names a MIG slice of the card
+        words = words[: words.index("MIG")]
+    if words:
+        words[0] = words[0].split("-")[0]  # A100-SXM4-40GB → A100
+    kept = [w for w in words if not _PACKAGING.match(w)]
+    model = re.sub(r"[^a-z0-9]", "", "".join(kept).lower())[:32]
+    return model if GRES_TYPE_RE.match(model) else "gpu"
+
+
+def _text(value: str | bytes) -> str:
+    return value.decode(errors="replace") if isinstance(value, bytes) else value
+
+
+def probe_gpus(nvml: Any = None, *, device_dir: str = DEFAULT_DEVICE_DIR) -> tuple[Gpu, ...]:
+    """GPUs seen by NVML, by minor number (``/dev/nvidia<minor>``).
+
+    ``nvml`` is the ``pynvml`` module (nvidia-ml-py) or a stand-in with the same functions.
+    No NVML library or no driver means no GPUs.
+    """
+    nvml = _pynvml if nvml is None else nvml
+    if nvml is None:
+        return ()
+    try:
+        nvml.nvmlInit()
+    except (nvml.NVMLError, OSError):
+        return ()
+    try:
+        gpus = [_read_gpu(nvml, i, device_dir) for i in range(nvml.nvmlDeviceGetCount())]
+    except nvml.NVMLError as exc:
+        raise ProbeError(f"NVML found GPUs but could not read them: {exc}") from exc
+    finally:
+        with contextlib.suppress(nvml.NVMLError):
+            nvml.nvmlShutdown()
+    return tuple(sorted(gpus, key=lambda g: g.index))
+
+
+def _read_gpu(nvml: Any, i: int, device_dir: str) -> Gpu:
+    handle = nvml.nvmlDeviceGetHandleByIndex(i)
+    minor = int(nvml.nvmlDeviceGetMinorNumber(handle))
+    try:
+        current, _pending = nvml.nvmlDeviceGetMigMode(handle)
+        mig = current == getattr(nvml, "NVML_DEVICE_MIG_ENABLE", 1)
+    except nvml.NVMLError:  # NotSupported on cards without MIG
+        mig = False
+    return Gpu(
+        index=minor,
+        model=normalise_gpu_model(_text(nvml.nvmlDeviceGetName(handle))),
+        memory_mib=int(nvml.nvmlDeviceGetMemoryInfo(handle).total) // _MIB,
+        device=gpu_device(device_dir, minor),
+        uuid=_text(nvml.nvmlDeviceGetUUID(handle)),
+        mig=mig,
+    )
+
+
+# --- Ascend ------------------------------------------------------------------------------------
+
+
+def run_npu_smi(
+    npu_smi: Sequence[str] = ("npu-smi",), timeout: float = NPU_SMI_TIMEOUT
+) -> str | None:
+    """Text of ``npu-smi info``; None when the tool is not installed (no Ascend driver)."""
+    argv = [*npu_smi, "info"]
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
+    except FileNotFoundError:
+        return None
+    except subprocess.TimeoutExpired as exc:
+        raise ProbeError(f"{' '.join(argv)} did not answer within {timeout:g} s") from exc
+    except OSError as exc:
+        raise ProbeError(f"cannot run {' '.join(argv)}: {exc}") from exc
+    if proc.returncode != 0:
+        detail = (proc.stderr or proc.stdout).strip()[:500]
+        raise ProbeError(f"{' '.join(argv)} failed with exit code {proc.returncode}: {detail}")
+    return proc.stdout
+
+
+def probe_npus(
+    npu_smi: Sequence[str] = ("npu-smi",),
+    *,
+    device_dir: str = DEFAULT_DEVICE_DIR,
+    timeout: float = NPU_SMI_TIMEOUT,
+) -> tuple[Npu, ...]:
+    """Ascend NPU chips, one :class:`Npu` per ``/dev/davinci<N>``; none without ``npu-smi``."""
+    text = run_npu_smi(npu_smi, timeout)
+    if text is None:
+        return ()
+    npus: dict[int, Npu] = {}
+    for chip in parse_npu_smi_info(text):
+        npus.setdefault(
+            chip.device_id,
+            Npu(
+                index=chip.device_id,
+                model=chip.model,
+                device=npu_device(device_dir, chip.device_id),
+                memory_mib=chip.capacity_mib,
+            ),
+        )
+    return tuple(npus[i] for i in sorted(npus))
+
+
+# --- CPU and memory ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class CpuTopology:
+    cpus: int
+    sockets: int
+    cores_per_socket: int
+    threads_per_core: int
+
+
+def parse_cpuinfo(text: str, fallback_cpus: int | None = None) -> CpuTopology:
+    """Sockets, cores and threads from ``/proc/cpuinfo``.
+
+    x86 lists ``physical id`` and ``core id`` per logical CPU; many ARM kernels list neither,
+    and then the host counts as one socket of single-threaded cores, which Slurm accepts.
+    """
+    processors = 0
+    sockets: set[str] = set()
+    cores: set[tuple[str, str]] = set()
+    physical = core = None
+    for line in [*text.splitlines(), ""]:
+        key, _, value = (part.strip() for part in line.partition(":"))
+        if key == "processor":
+            processors += 1
+        elif key == "physical id":
+            physical = value
+        elif key == "core id":
+            core = value
+        elif not key:  # blank line ends one logical CPU's block
+            if physical is not None:
+                sockets.add(physical)
+                if core is not None:
+                    cores.add((physical, core))
+            physical = core = None
+    cpus = processors or fallback_cpus or 1
+    n_sockets = len(sockets) or 1
+    n_cores = len(cores) or cpus
+    if n_cores % n_sockets or cpus % n_cores:
+        return CpuTopology(cpus, 1, cpus, 1)
+    return CpuTopology(cpus, n_sockets, n_cores // n_sockets, cpus // n_cores)
+
+
+def parse_meminfo(text: str) -> int:
+    """``MemTotal`` of ``/proc/meminfo`` in MiB (Slurm's RealMemory unit)."""
+    match = re.search(r"^MemTotal:\s+(\d+)\s*kB", text, re.M)
+    if match is None:
+        raise ProbeError("no MemTotal line in /proc/meminfo")
+    return int(match[1]) // 1024
+
+
+def probe_cpu(proc_dir: str | os.PathLike[str] = "/proc") -> tuple[CpuTopology, int]:
+    """CPU topology and memory (MiB) of this host."""
+    proc = Path(proc_dir)
+    try:
+        cpuinfo = (proc / "cpuinfo").read_text(encoding="utf-8", errors="replace")
+        meminfo = (proc / "meminfo").read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise ProbeError(f"cannot read CPU and memory information: {exc}") from exc
+    return parse_cpuinfo(cpuinfo, os.cpu_count()), parse_meminfo(meminfo)
+
+
+# --- the host --------------------------------------------------------------------------------
+
+
+def probe_host(
+    name: str | None = None,
+    *,
+    nvml: Any = None,
+    npu_smi: Sequence[str] = ("npu-smi",),
+    device_dir: str = DEFAULT_DEVICE_DIR,
+    proc_dir: str | os.PathLike[str] = "/proc",
+    timeout: float = NPU_SMI_TIMEOUT,
+) -> NodeInventory:
+    """This host as one inventory node; a host without accelerators is a CPU-only node."""
+    node_name = name or socket.gethostname().split(".")[0]
+    if not NODE_NAME_RE.match(node_name):
+        raise ProbeError(f"{node_name!r} is not a valid Slurm node name; give one with --name")
+    topology, memory_mb = probe_cpu(proc_dir)
+    return NodeInventory(
+        name=node_name,
+        cpus=topology.cpus,
+        sockets=topology.sockets,
+        cores_per_socket=topology.cores_per_socket,
+        threads_per_core=topology.threads_per_core,
+        memory_mb=memory_mb,
+        gpus=probe_gpus(nvml, device_dir=device_dir),
+        npus=probe_npus(npu_smi, device_dir=device_dir, timeout=timeout),
+    )
