@@ -109,7 +109,11 @@ def test_numeric_model_names_are_read_as_text() -> None:
 
 def test_with_device_dir_reroots_every_device(example: Example) -> None:
     inv = example("gpu-pool").with_device_dir("/tmp/lab/dev")
-    devices = [d.device for n in inv.nodes for d in (*n.gpus, *n.npus, *n.vnpus)]
+    devices = [
+        *(g.device for n in inv.nodes for g in n.gpus),
+        *(p.device for n in inv.nodes for p in n.npus),
+        *(v.device for n in inv.nodes for v in n.vnpus),
+    ]
     assert devices
     assert all(d.startswith("/tmp/lab/dev/") for d in devices)
     assert inv.node("asc07").vnpus[0].device == "/tmp/lab/dev/vdavinci100"
