@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from gres.examples import example_path
 from gres.inventory import (
     TEMPLATES,
     Gpu,
@@ -225,3 +226,12 @@ def _inventories(draw: st.DrawFn) -> Inventory:
 @given(_inventories())
 def test_any_inventory_round_trips_through_yaml(inv: Inventory) -> None:
     assert load_inventory(inv.to_yaml()) == inv
+
+
+def test_example_path() -> None:
+    assert example_path("lab").name == "lab.yaml"
+    assert example_path("gpu-pool.yaml").is_file()
+    with pytest.raises(FileNotFoundError, match="known: gpu-pool, lab, teaching-lab"):
+        example_path("nope")
+    with pytest.raises(FileNotFoundError):
+        example_path("../inventory")
