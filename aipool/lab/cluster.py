@@ -8,6 +8,7 @@ so ``down`` stops only that, by PID, and then wipes the lab's state.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import secrets
 import shutil
@@ -24,7 +25,7 @@ import httpx
 from aipool.lab import daemons, preflight
 from aipool.lab.config import LabConfig
 from aipool.lab.daemons import LabError
-from aipool.lab.render import render_lab
+from aipool.lab.render import hostname_is_loopback, render_lab
 from aipool.lab.tenants import load_tenants
 from gres.inventory import Inventory, load_inventory
 from slurm_plugins.client import SlurmClient
@@ -34,6 +35,7 @@ from slurm_plugins.client.errors import SlurmError
 _EXPECT = {"munged": "munged", "mariadbd": "mariadbd", "slurmdbd": "slurmdbd",
            "slurmctld": "slurmctld", "slurmrestd": "slurmrestd"}
 MUNGE_SOCKET = Path("/run/munge/munge.socket.2")
+log = logging.getLogger("aipool.lab")
 
 
 @dataclass
@@ -166,7 +168,12 @@ class Lab:
             _write_private(pw_file, secrets.token_hex(16))
         if not cfg.jwt_key.exists():
             _write_private(cfg.jwt_key, secrets.token_bytes(32))
-        files = render_lab(cfg, inv, db_password=pw_file.read_text().strip())
+        loopback = hostname_is_loopback()
+        if not loopback:
+            log.warning("host name does not resolve to 127.*: Slurm daemons bind to 0.0.0.0")
+        files = render_lab(
+            cfg, inv, db_password=pw_file.read_text().strip(), loopback_only=loopback
+        )
         for name, text in files.items():
             path = cfg.etc / name
             if name == "slurmdbd.conf":

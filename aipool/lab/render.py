@@ -5,6 +5,7 @@ GRES lines come from ``gres.render`` — the same code the Ansible roles use —
 
 from __future__ import annotations
 
+import socket
 from dataclasses import dataclass
 
 import jinja2
@@ -68,10 +69,27 @@ def node_extra(cfg: LabConfig, inv: Inventory) -> dict[str, dict[str, str]]:
     }
 
 
+def hostname_is_loopback() -> bool:
+    """Slurm's NoInAddrAny binds to the address of gethostname(): only safe on loopback."""
+    try:
+        return socket.gethostbyname(socket.gethostname()).startswith("127.")
+    except OSError:
+        return False
+
+
 def render_lab(
-    cfg: LabConfig, inv: Inventory, *, db_password: str, job_submit: bool = False
+    cfg: LabConfig,
+    inv: Inventory,
+    *,
+    db_password: str,
+    job_submit: bool = False,
+    loopback_only: bool = True,
 ) -> dict[str, str]:
-    """File name (relative to ``cfg.etc``) -> content."""
+    """File name (relative to ``cfg.etc``) -> content.
+
+    ``loopback_only`` keeps every daemon off 0.0.0.0; it needs the host name to resolve to a
+    loopback address (else slurmd would listen on an address slurmctld does not use).
+    """
     slurm_conf = _ENV.get_template("slurm.conf.j2").render(
         cfg=cfg,
         gres_types=gres_types(inv),
@@ -79,8 +97,11 @@ def render_lab(
         node_lines=render_node_lines(inv, node_extra(cfg, inv)).rstrip("\n"),
         partitions=partitions(inv),
         job_submit=job_submit,
+        loopback_only=loopback_only,
     )
-    dbd_conf = _ENV.get_template("slurmdbd.conf.j2").render(cfg=cfg, db_password=db_password)
+    dbd_conf = _ENV.get_template("slurmdbd.conf.j2").render(
+        cfg=cfg, db_password=db_password, loopback_only=loopback_only
+    )
     return {
         "slurm.conf": slurm_conf,
         "slurmdbd.conf": dbd_conf,

@@ -108,6 +108,7 @@ class SlurmClient:
         self.dry_run = dry_run
         self.timeout = timeout
         self.cluster = cluster
+        self._release: tuple[int, int] | None = None
 
     # ------------------------------------------------------------------ plumbing
     def _run(
@@ -145,6 +146,20 @@ class SlurmClient:
         done = self._run(["sinfo", "--version"])
         return done.stdout.split()[-1] if done.stdout.split() else ""
 
+    def release_tuple(self) -> tuple[int, int]:
+        """(major, minor) of the Slurm commands, asked once: ``(22, 5)``, ``(24, 11)``."""
+        if self._release is None:
+            parts = self.version().split(".")
+            try:
+                self._release = (int(parts[0]), int(parts[1]))
+            except (IndexError, ValueError) as exc:
+                raise SlurmError(f"cannot tell the Slurm version from {parts!r}") from exc
+        return self._release
+
+    def _has_scontrol_json(self) -> bool:
+        # ``scontrol … --json`` exists from 23.02; 22.05's sinfo --json lists nodes instead
+        return self.release_tuple() >= (23, 2)
+
     def jobs(self, *, active_only: bool = True) -> list[Job]:
         """Jobs in the controller; finished ones still in memory are dropped unless asked."""
         done = self._run(["squeue", *self._m(), "--all", "--json"])
@@ -163,10 +178,17 @@ class SlurmClient:
         raise JobNotFound(job_id, argv=done.argv)
 
     def nodes(self) -> list[Node]:
+        if self._has_scontrol_json():
+            return parse.nodes(self._run(["scontrol", *self._m(), "show", "nodes", "--json"]).stdout)
         return parse.nodes(self._run(["sinfo", *self._m(), "--json"]).stdout)
 
     def partitions(self) -> list[Partition]:
-        return parse.partitions(self._run(["sinfo", *self._m(), "--json"]).stdout)
+        if self._has_scontrol_json():
+            argv = ["scontrol", *self._m(), "show", "partitions", "--json"]
+            return parse.partitions(self._run(argv).stdout)
+        # 22.05's sinfo --json has no partitions: read scontrol's one-line records
+        done = self._run(["scontrol", *self._m(), "--oneliner", "show", "partitions"])
+        return parse.partitions_text(done.stdout)
 
     def accounting(
         self,
@@ -186,10 +208,18 @@ class SlurmClient:
         return parse.acct_jobs(self._run(argv, timeout=120).stdout)
 
     def associations(self) -> list[Association]:
-        return parse.associations(self._run(["sacctmgr", "--json", "show", "associations"]).stdout)
+        if self._has_scontrol_json():
+            return parse.associations(self._run(["sacctmgr", "show", "associations", "--json"]).stdout)
+        argv = ["sacctmgr", "--noheader", "--parsable2", "show", "associations",
+                "format=" + ",".join(parse.ASSOC_FIELDS)]
+        return parse.associations_parsable(self._run(argv).stdout)
 
     def qos(self) -> list[Qos]:
-        return parse.qos(self._run(["sacctmgr", "--json", "show", "qos"]).stdout)
+        if self._has_scontrol_json():
+            return parse.qos(self._run(["sacctmgr", "show", "qos", "--json"]).stdout)
+        argv = ["sacctmgr", "--noheader", "--parsable2", "show", "qos",
+                "format=" + ",".join(parse.QOS_FIELDS)]
+        return parse.qos_parsable(self._run(argv).stdout)
 
     def clusters(self) -> list[str]:
         done = self._run(["sacctmgr", "--noheader", "--parsable2", "show", "cluster", "format=cluster"])
@@ -292,8 +322,14 @@ class SlurmClient:
         return True
 
     # ------------------------------------------------------------------ accounting writes
-    def _sacctmgr(self, lines: Sequence[str]) -> None:
-        """Several sacctmgr commands in one process (each separate call costs ~0.5 s)."""
+    def _sacctmgr(self, waves: Sequence[Sequence[str]]) -> None:
+        """Run sacctmgr commands in order, in one process reading them on stdin.
+
+        Commands that depend on each other (a parent account before its children) come in
+        earlier waves. They are not run concurrently: slurmdbd then loses parents that were
+        added a moment before.
+        """
+        lines = [line for wave in waves for line in wave]
         if lines:
             self._write(["sacctmgr", "-i"], input="\n".join(lines) + "\n")
 
@@ -304,34 +340,41 @@ class SlurmClient:
         return True
 
     def ensure_qos(self, specs: Sequence[QosSpec]) -> list[str]:
-        """Create or update QOS to match ``specs`` (in an order that satisfies Preempt=)."""
+        """Create or update QOS to match ``specs``.
+
+        All missing QOS are created first, so ``Preempt=`` can name any of them.
+        """
         have = {q.name: q for q in self.qos()}
-        adds, mods = [], []
-        for spec in specs:
-            cur = have.get(spec.name)
-            attrs = spec.attributes(cur)
-            if cur is None:
-                adds.append(f"add qos {spec.name}")
-                mods.append(f"modify qos where name={spec.name} set {_kv(attrs)}")
-            elif not spec.matches(cur):
-                mods.append(f"modify qos where name={spec.name} set {_kv(attrs)}")
-        self._sacctmgr(adds + mods)
+        missing = [s.name for s in specs if s.name not in have]
+        adds = [f"add qos {','.join(missing)}"] if missing else []
+        mods = [
+            f"modify qos where name={spec.name} set {_kv(spec.attributes(have.get(spec.name)))}"
+            for spec in specs
+            if spec.name not in have or not spec.matches(have[spec.name])
+        ]
+        self._sacctmgr([adds, mods])
         return adds + mods
 
     def ensure_accounts(self, specs: Sequence[AccountSpec]) -> list[str]:
-        """Create or update accounts; parents must come before their children in ``specs``."""
+        """Create or update accounts, parents before children (one wave per tree depth)."""
         have = {a.account: a for a in self.associations() if not a.user}
-        lines = []
+        depth: dict[str, int] = {}
+        for spec in specs:  # parents come first in specs, or exist already (depth 0)
+            depth[spec.name] = depth.get(spec.parent, 0) + 1
+        waves: dict[int, list[str]] = {}
         for spec in specs:
             cur = have.get(spec.name)
             if cur is None:
-                lines.append(f"add account {spec.name} {_kv(spec.attributes(new=True))}")
+                line = f"add account {spec.name} {_kv(spec.attributes(new=True))}"
             elif not spec.matches(cur):
-                lines.append(
-                    f"modify account where name={spec.name} set {_kv(spec.attributes(new=False))}"
-                )
-        self._sacctmgr(lines)
-        return lines
+                attrs = spec.attributes(new=False, previous=cur.grp_tres)
+                line = f"modify account where name={spec.name} set {_kv(attrs)}"
+            else:
+                continue
+            waves.setdefault(depth[spec.name], []).append(line)
+        ordered = [waves[d] for d in sorted(waves)]
+        self._sacctmgr(ordered)
+        return [line for wave in ordered for line in wave]
 
     def ensure_users(self, specs: Sequence[UserSpec]) -> list[str]:
         """Create or update user associations (user + account)."""
@@ -346,7 +389,7 @@ class SlurmClient:
                     f"modify user where name={spec.name} account={spec.account} "
                     f"set {_kv(spec.attributes(new=False))}"
                 )
-        self._sacctmgr(lines)
+        self._sacctmgr([lines])
         return lines
 
 

@@ -276,6 +276,11 @@ class Node:
         return sum(g.count for g in self.gres if g.name == name)
 
     def gres_in_use(self, name: str) -> int:
+        """Allocated count; TRES first, since 22.05's ``gres_used`` counts a shared card
+        once however many of its shards are taken (``shard:a100:1(IDX:0)``)."""
+        key = f"gres/{name}"
+        if key in self.tres_used.counts:
+            return self.tres_used[key]
         return sum(g.count for g in self.gres_used if g.name == name)
 
 

@@ -120,12 +120,20 @@ def tres_list(items: Any) -> Tres:
 
 
 def exit_code(value: Any) -> int | None:
-    """22.05: an int (or ``"0:0"`` text); 23.02+: ``{"status": [...], "return_code": {...}}``."""
+    """The process's exit code, shell-style (128 + signal when killed by one).
+
+    squeue 22.05 prints the raw wait status (``768`` for ``exit 3``, ``15`` for SIGTERM);
+    sacct and 23.02+ print ``{"status": …, "return_code": …}`` with the code itself.
+    """
     if isinstance(value, Mapping):
         return num(value.get("return_code"))
     if isinstance(value, str) and ":" in value:
         return num(value.split(":", 1)[0])
-    return num(value)
+    status = num(value)
+    if status is None:
+        return None
+    signal = status & 0x7F
+    return 128 + signal if signal else (status >> 8) & 0xFF
 
 
 # ---------------------------------------------------------------------- jobs
@@ -292,8 +300,9 @@ def acct_step(s: Doc) -> AcctStep:
         sid = sid.get("step_id")
     st = states(s.get("state"))
     t = s.get("time") or {}
+    sid = text(sid if sid is not None else step.get("step_id"))
     return AcctStep(
-        step_id=text(sid if sid is not None else step.get("step_id")),
+        step_id=sid.split(".", 1)[1] if "." in sid else sid,  # 24.11 says "5.batch"
         name=text(step.get("name")),
         state=JobState.parse(st[0] if st else ""),
         elapsed_s=num0(t.get("elapsed")),
@@ -365,6 +374,96 @@ def qos_one(q: Doc) -> Qos:
         flags=tuple(states(q.get("flags"))),
         description=text(q.get("description")),
     )
+
+
+# ---------------------------------------------------------------------- 22.05 text forms
+# Slurm 22.05 has no JSON for partitions (sinfo --json lists only nodes) nor for sacctmgr;
+# these read the stable one-line and --parsable2 forms instead.
+ASSOC_FIELDS = ("Cluster", "Account", "User", "ParentName", "Partition", "QOS", "DefaultQOS",
+                "GrpTRES", "MaxTRES", "Share")
+QOS_FIELDS = ("Name", "Priority", "Preempt", "PreemptMode", "GrpTRES", "MaxTRESPerJob",
+              "MaxTRESPerUser", "Flags", "Description")
+
+
+def _rows(text_: str, fields: tuple[str, ...]) -> list[dict[str, str]]:
+    rows = []
+    for line in text_.splitlines():
+        if not line.strip():
+            continue
+        values = line.split("|")
+        if len(values) != len(fields):
+            raise ParseError(f"expected {len(fields)} fields, got {len(values)}: {line!r}")
+        rows.append(dict(zip(fields, values, strict=True)))
+    return rows
+
+
+def associations_parsable(text_: str) -> list[Association]:
+    return [
+        Association(
+            cluster=r["Cluster"],
+            account=r["Account"],
+            user=r["User"],
+            parent=r["ParentName"],
+            partition=r["Partition"],
+            qos=word_list(r["QOS"]),
+            default_qos=r["DefaultQOS"],
+            grp_tres=Tres.parse(r["GrpTRES"]),
+            max_tres_per_job=Tres.parse(r["MaxTRES"]),
+            shares=num(r["Share"]),
+        )
+        for r in _rows(text_, ASSOC_FIELDS)
+    ]
+
+
+def qos_parsable(text_: str) -> list[Qos]:
+    return [
+        Qos(
+            name=r["Name"],
+            priority=num0(r["Priority"]),
+            preempt=word_list(r["Preempt"]),
+            preempt_mode=tuple(w.upper() for w in word_list(r["PreemptMode"])),
+            grp_tres=Tres.parse(r["GrpTRES"]),
+            max_tres_per_job=Tres.parse(r["MaxTRESPerJob"]),
+            max_tres_per_user=Tres.parse(r["MaxTRESPerUser"]),
+            flags=word_list(r["Flags"]),
+            description=r["Description"],
+        )
+        for r in _rows(text_, QOS_FIELDS)
+    ]
+
+
+def partitions_text(text_: str) -> list[Partition]:
+    """``scontrol --oneliner show partitions``: one ``Key=Value …`` record per line."""
+    out = []
+    for line in text_.splitlines():
+        kv = dict(item.split("=", 1) for item in line.split() if "=" in item)
+        if "PartitionName" not in kv:
+            continue
+        out.append(
+            Partition(
+                name=kv["PartitionName"],
+                nodes=kv.get("Nodes", "") if kv.get("Nodes") != "(null)" else "",
+                default=kv.get("Default") == "YES",
+                state=kv.get("State", "UP"),
+                max_time_min=_minutes(kv.get("MaxTime", "UNLIMITED")),
+                total_cpus=num0(kv.get("TotalCPUs")),
+                total_nodes=num0(kv.get("TotalNodes")),
+                qos=kv.get("QoS", "") if kv.get("QoS") not in {"N/A", None} else "",
+            )
+        )
+    return out
+
+
+def _minutes(value: str) -> int | None:
+    """Slurm time ``[days-]hours:minutes:seconds`` or minutes -> minutes; UNLIMITED -> None."""
+    if value.upper() in {"UNLIMITED", "INFINITE", "NONE", ""}:
+        return None
+    days, _, rest = value.rpartition("-")
+    parts = [int(p) for p in rest.split(":")]
+    while len(parts) < 3:
+        parts.insert(0, 0)
+    h, m, sec = parts[-3:]
+    return (int(days) if days else 0) * 1440 + h * 60 + m + (1 if sec else 0)
 
 
 def ids(values: Iterable[Any]) -> list[int]:

@@ -107,6 +107,11 @@ class RestClient:
                 argv=(method, url),
             ) from exc
         errors = [e for e in doc.get("errors") or [] if _real_error(e)]
+        if errors and all(_unspecified(e) for e in errors) and self._token_refused(path):
+            raise AuthenticationError(
+                f"slurmctld refused the token of {self.user!r} (bad, forged or expired JWT)",
+                argv=(method, url), returncode=resp.status_code, stderr=resp.text[:500],
+            )
         if resp.status_code >= 400 or errors:
             message = "; ".join(_error_text(e) for e in errors) or f"HTTP {resp.status_code}"
             kwargs: dict[str, Any] = {
@@ -118,6 +123,19 @@ class RestClient:
                 raise SubmitRejected(message, **kwargs)
             raise CommandError(message, **kwargs)
         return doc
+
+    def _token_refused(self, path: str) -> bool:
+        """Slurm 22.05 passes the JWT through to slurmctld, which rejects a bad one with a
+        bare "Unspecified error" (errno -1). Tell that apart from a real failure by asking
+        ``/ping``, which only fails that way when the credentials are refused."""
+        if path == "/ping":
+            return True
+        try:
+            probe = self._http.get(f"/slurm/{self.api}/ping").json()
+        except (httpx.HTTPError, ValueError):
+            return False
+        errors = [e for e in probe.get("errors") or [] if _real_error(e)]
+        return bool(errors) and all(_unspecified(e) for e in errors)
 
     # ------------------------------------------------------------------ API
     def ping(self) -> bool:
@@ -157,6 +175,11 @@ def _real_error(e: Any) -> bool:
         return False
     code = parse.num(e.get("error_number", e.get("error_code")))
     return bool(code) or bool(e.get("error") or e.get("description"))
+
+
+def _unspecified(e: Mapping[str, Any]) -> bool:
+    code = parse.num(e.get("error_number", e.get("errno")))
+    return code == -1 and str(e.get("error", "")) == "Unspecified error"
 
 
 def _error_text(e: Mapping[str, Any]) -> str:

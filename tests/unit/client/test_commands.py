@@ -140,8 +140,9 @@ def test_values_with_quotes_or_newlines_are_refused() -> None:
 
 def test_sacctmgr_changes_are_one_batch_and_skip_what_exists() -> None:
     answers = {
-        ("sacctmgr", "--json", "show", "qos"): ok((DATA / "sacctmgr_qos.json").read_text()),
-        ("sacctmgr", "--json", "show", "associations"): ok(
+        ("sinfo", "--version"): ok("slurm-wlm 24.11.5\n"),
+        ("sacctmgr", "show", "qos", "--json"): ok((DATA / "sacctmgr_qos.json").read_text()),
+        ("sacctmgr", "show", "associations", "--json"): ok(
             (DATA / "sacctmgr_assoc.json").read_text()
         ),
         ("sacctmgr", "-i"): ok(),
@@ -153,11 +154,13 @@ def test_sacctmgr_changes_are_one_batch_and_skip_what_exists() -> None:
         "add qos urgent\nmodify qos where name=urgent set Priority=2000 Preempt=high,low\n"
     ]
     r.calls.clear()
-    c.ensure_accounts([AccountSpec("nlp", "root"), AccountSpec("cv", "root", "Vision group")])
+    c.ensure_accounts([AccountSpec("nlp", "root"), AccountSpec("cv", "root", "Vision group"),
+                       AccountSpec("cv-3d", "cv")])
     c.ensure_users([UserSpec("root", "nlp", ("normal", "low"), "normal"),
                     UserSpec("alice", "cv")])
     writes = [stdin for argv, stdin in r.calls if argv == ("sacctmgr", "-i")]
     assert writes == [
-        'add account cv Parent=root Description="Vision group" Organization=cv\n',
+        'add account cv Parent=root Description="Vision group" Organization=cv\n'
+        "add account cv-3d Parent=cv Description=cv-3d Organization=cv\n",
         "add user alice Account=cv QOS=normal DefaultQOS=normal\n",
     ]

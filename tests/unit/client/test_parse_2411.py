@@ -76,7 +76,7 @@ def test_sacct_records_with_gres_tres_and_steps() -> None:
     recs = {r.job_id: r for r in parse.acct_jobs(read("sacct.json"))}
     assert recs[1].state is JobState.COMPLETED
     assert recs[1].tres_alloc.typed("gpu") == {"a100": 1}
-    assert [s.step_id for s in recs[1].steps] == ["1.batch", "1.0", "1.1"]
+    assert [s.step_id for s in recs[1].steps] == ["batch", "0", "1"]
     assert recs[2].state is JobState.FAILED
     assert recs[2].exit_code == 3
     assert recs[2].tres_alloc.shards == 8
