@@ -99,13 +99,13 @@ class _Builder:
                 f"({sockets * cores * threads}) or sockets*cores_per_socket ({sockets * cores})",
             )
         ddir = entry.get("device_dir", self.device_dir)
-        gpus = self._devices(entry.get("gpus", []), f"{path}.gpus", ddir, _make_gpu, gpu_device)
-        npus = self._devices(entry.get("npus", []), f"{path}.npus", ddir, _make_npu, npu_device)
-        for j, npu_entry in enumerate(entry.get("npus", [])):
+        gpus = self._devices(entry.get("gpus") or [], f"{path}.gpus", ddir, _make_gpu, gpu_device)
+        npus = self._devices(entry.get("npus") or [], f"{path}.npus", ddir, _make_npu, npu_device)
+        for j, npu_entry in enumerate(entry.get("npus") or []):
             for t in TEMPLATES.values():
                 if npu_entry["model"].endswith(f"_{t.suffix}"):
                     self.error(f"{path}.npus[{j}].model", f"'_{t.suffix}' is kept for vNPU types")
-        vnpus = self._vnpus(entry.get("vnpus", []), f"{path}.vnpus", ddir, npus)
+        vnpus = self._vnpus(entry.get("vnpus") or [], f"{path}.vnpus", ddir, npus)
         self._check_unique_devices([*gpus, *npus, *vnpus])
         return NodeInventory(
             name=name,
@@ -114,7 +114,7 @@ class _Builder:
             cores_per_socket=cores,
             threads_per_core=threads,
             memory_mb=entry["memory_mb"],
-            features=tuple(sorted(set(entry.get("features", [])))),
+            features=tuple(sorted(set(entry.get("features") or []))),
             gpus=tuple(sorted((g for g, _ in gpus), key=lambda g: g.index)),
             npus=tuple(sorted((n for n, _ in npus), key=lambda n: n.index)),
             vnpus=tuple(sorted((v for v, _ in vnpus), key=lambda v: v.vnpu_id)),

@@ -126,10 +126,13 @@ class _NodeSchema(_Strict):
     cores_per_socket = _int(1)
     threads_per_core = _int(1)
     memory_mb = _int(1, required=True)
-    features = _list(_token(FEATURE_RE, "a simple feature token (letters, digits, _ . -)"))
-    gpus = _list(_nested(_GpuSchema))
-    npus = _list(_nested(_NpuSchema))
-    vnpus = _list(_nested(_VnpuSchema))
+    # An empty YAML key (``gpus:``) reads as null; it means "none", as in most YAML configs.
+    features = _list(
+        _token(FEATURE_RE, "a simple feature token (letters, digits, _ . -)"), allow_none=True
+    )
+    gpus = _list(_nested(_GpuSchema), allow_none=True)
+    npus = _list(_nested(_NpuSchema), allow_none=True)
+    vnpus = _list(_nested(_VnpuSchema), allow_none=True)
     shards_per_gpu = _int(1, 128)
     device_dir = _device_path()
 

@@ -103,6 +103,13 @@ def test_indexes_continue_from_the_previous_entry() -> None:
     ]
 
 
+def test_empty_device_keys_mean_none() -> None:
+    inv = load_inventory(
+        "nodes:\n  - name: a\n    cpus: 1\n    memory_mb: 1\n    gpus:\n    features:\n"
+    )
+    assert (inv.nodes[0].gpus, inv.nodes[0].features) == ((), ())
+
+
 def test_numeric_model_names_are_read_as_text() -> None:
     inv = load_inventory("nodes:\n - {name: a, cpus: 1, memory_mb: 1, npus: [{model: 910}]}")
     assert inv.nodes[0].npus[0].model == "910"
