@@ -60,7 +60,8 @@ class _Builder:
                 first_seen[name] = i
                 nodes.append(self._node(name, entry, path))
         if self.errors:
-            raise InventoryError(self.errors)
+            # A node range repeats its entry's problems once per node; report each once.
+            raise InventoryError(list(dict.fromkeys(self.errors)))
         return Inventory(nodes=tuple(nodes))
 
     def _names(self, raw: str, path: str) -> list[str]:
@@ -89,8 +90,8 @@ class _Builder:
             if cores * sockets * threads != cpus:
                 self.error(
                     f"{path}.cores_per_socket",
-                    f"required: {cpus} CPUs do not divide into {sockets} sockets x {threads} "
-                    "threads",
+                    f"cannot be derived: {cpus} CPUs do not split evenly over {sockets} "
+                    f"sockets x {threads} threads per core; give it",
                 )
         elif cpus not in (sockets * cores * threads, sockets * cores):
             self.error(

@@ -83,7 +83,11 @@ CASES: list[tuple[str, str, list[str]]] = [
         _node("sockets: 2, cores_per_socket: 4, threads_per_core: 1"),
         ["nodes[0].cpus: must equal sockets*cores_per_socket*threads_per_core (8)"],
     ),
-    ("cpus not divisible", _node("sockets: 3"), ["nodes[0].cores_per_socket: required"]),
+    (
+        "cpus not divisible",
+        _node("sockets: 3"),
+        ["nodes[0].cores_per_socket: cannot be derived: 16 CPUs"],
+    ),
     (
         "duplicate gpu index",
         _node("gpus: [{model: a100, count: 2}, {model: t4, index: 1}]"),
@@ -162,6 +166,16 @@ def test_all_problems_are_reported_at_once() -> None:
     with pytest.raises(InventoryError) as info:
         load_inventory(text)
     assert len(info.value.errors) == 3
+
+
+def test_a_node_range_reports_each_problem_once() -> None:
+    text = (
+        "nodes:\n  - {name: 'g[1-8]', cpus: 1, memory_mb: 1,"
+        " gpus: [{model: t4, count: 2, uuid: GPU-1}]}"
+    )
+    with pytest.raises(InventoryError) as info:
+        load_inventory(text)
+    assert info.value.errors == ("nodes[0].gpus[0].uuid: only allowed on an entry with count 1",)
 
 
 def test_missing_file_is_an_inventory_error(tmp_path: Path) -> None:
