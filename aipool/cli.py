@@ -5,10 +5,14 @@ from __future__ import annotations
 import json
 import logging
 import sys
+from typing import TYPE_CHECKING
 
 import click
 
 from aipool.lab.daemons import LabError
+
+if TYPE_CHECKING:
+    from aipool.lab.cluster import Lab
 
 
 @click.group()
@@ -24,7 +28,7 @@ def lab() -> None:
     """The local lab cluster: real Slurm daemons on this host."""
 
 
-def _lab():  # type: ignore[no-untyped-def]
+def _lab() -> Lab:
     from aipool.lab.cluster import Lab
 
     return Lab()
@@ -42,7 +46,7 @@ def up() -> None:
     click.echo(f"started: {', '.join(report.started) or 'nothing (already up)'}")
     if report.reused:
         click.echo(f"already running: {', '.join(report.reused)}")
-    click.echo(f"lab up in {report.elapsed:.1f} s; use it with: eval \"$(aipool lab env)\"")
+    click.echo(f'lab up in {report.elapsed:.1f} s; use it with: eval "$(aipool lab env)"')
 
 
 @lab.command()

@@ -7,6 +7,7 @@ changes (the admission hook) compare against the figures this prints.
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 import time
 
@@ -22,7 +23,10 @@ def plain_sbatch(n: int, env: dict[str, str]) -> tuple[float, list[int]]:
     for _ in range(n):
         out = subprocess.run(
             ["sbatch", "--parsable", "-H", "--partition=cpu", "--wrap=true"],
-            capture_output=True, text=True, check=True, env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+            env=env,
         )
         ids.append(int(out.stdout.split(";")[0]))
     return time.perf_counter() - t0, ids
@@ -43,8 +47,6 @@ def main() -> None:
     lab = Lab()
     if not lab.is_up():
         raise SystemExit("the lab is not up: run `aipool lab up` first")
-    import os
-
     env = {**os.environ, **lab.cfg.env()}
     client = SlurmClient(env=lab.cfg.env())
     n = args.jobs

@@ -32,8 +32,13 @@ from slurm_plugins.client import SlurmClient
 from slurm_plugins.client.errors import SlurmError
 
 # daemon name -> the word its /proc cmdline must contain (guards against reused PIDs)
-_EXPECT = {"munged": "munged", "mariadbd": "mariadbd", "slurmdbd": "slurmdbd",
-           "slurmctld": "slurmctld", "slurmrestd": "slurmrestd"}
+_EXPECT = {
+    "munged": "munged",
+    "mariadbd": "mariadbd",
+    "slurmdbd": "slurmdbd",
+    "slurmctld": "slurmctld",
+    "slurmrestd": "slurmrestd",
+}
 MUNGE_SOCKET = Path("/run/munge/munge.socket.2")
 log = logging.getLogger("aipool.lab")
 
@@ -78,14 +83,26 @@ class Lab:
         return bool(entry) and daemons.alive(entry["pid"], entry["expect"])
 
     def _start(
-        self, ledger: dict[str, Any], report: Report, name: str, argv: list[str], *,
-        expect: str, user: str | None = None, env: dict[str, str] | None = None,
+        self,
+        ledger: dict[str, Any],
+        report: Report,
+        name: str,
+        argv: list[str],
+        *,
+        expect: str,
+        user: str | None = None,
+        env: dict[str, str] | None = None,
     ) -> int:
         if self._running(ledger, name):
             report.reused.append(name)
             return int(ledger["daemons"][name]["pid"])
-        proc = daemons.spawn(name, argv, log=self.cfg.log / f"{name}.out", user=user,
-                             env={**self.cfg.env(), **(env or {})})
+        proc = daemons.spawn(
+            name,
+            argv,
+            log=self.cfg.log / f"{name}.out",
+            user=user,
+            env={**self.cfg.env(), **(env or {})},
+        )
         ledger["daemons"][name] = {"pid": proc.pid, "expect": expect, "argv": list(proc.argv)}
         self._save(ledger)
         report.started.append(name)
@@ -114,23 +131,35 @@ class Lab:
         self._mariadb(ledger, report)
         report.step("mariadb")
         pid = self._start(ledger, report, "slurmdbd", ["slurmdbd", "-D"], expect="slurmdbd")
-        daemons.wait_for("slurmdbd", self._dbd_answers, timeout=30, pid=pid,
-                         log=cfg.log / "slurmdbd.log")
+        daemons.wait_for(
+            "slurmdbd", self._dbd_answers, timeout=30, pid=pid, log=cfg.log / "slurmdbd.log"
+        )
         self.client.add_cluster(cfg.cluster)
         report.step("slurmdbd")
         progress("accounting up")
 
         pid = self._start(ledger, report, "slurmctld", ["slurmctld", "-D"], expect="slurmctld")
-        daemons.wait_for("slurmctld", self.client.ping, timeout=30, pid=pid,
-                         log=cfg.log / "slurmctld.log")
+        daemons.wait_for(
+            "slurmctld", self.client.ping, timeout=30, pid=pid, log=cfg.log / "slurmctld.log"
+        )
         report.step("slurmctld")
         for node in inv.nodes:
-            self._start(ledger, report, f"slurmd-{node.name}", ["slurmd", "-D", "-N", node.name],
-                        expect="slurmd")
+            self._start(
+                ledger,
+                report,
+                f"slurmd-{node.name}",
+                ["slurmd", "-D", "-N", node.name],
+                expect="slurmd",
+            )
         names = {n.name for n in inv.nodes}
-        daemons.wait_for("slurmd nodes idle", lambda: self._nodes_up(names), timeout=60,
-                         log=cfg.log / "slurmctld.log", interval=0.1)
-        report.step("slurmd x%d" % len(names))
+        daemons.wait_for(
+            "slurmd nodes idle",
+            lambda: self._nodes_up(names),
+            timeout=60,
+            log=cfg.log / "slurmctld.log",
+            interval=0.1,
+        )
+        report.step(f"slurmd x{len(names)}")
         progress("nodes up")
 
         self.client.ensure_qos(tenants.qos)
@@ -138,13 +167,24 @@ class Lab:
         self.client.ensure_users(tenants.users)
         report.step("tenants")
         pid = self._start(
-            ledger, report, "slurmrestd",
-            ["slurmrestd", "-a", "rest_auth/jwt", "-s", "openapi/v0.0.38,openapi/dbv0.0.38",
-             f"{cfg.address}:{cfg.ports.slurmrestd}"],
-            expect="slurmrestd", user=cfg.rest_user, env={"SLURM_JWT": "daemon"},
+            ledger,
+            report,
+            "slurmrestd",
+            [
+                "slurmrestd",
+                "-a",
+                "rest_auth/jwt",
+                "-s",
+                "openapi/v0.0.38,openapi/dbv0.0.38",
+                f"{cfg.address}:{cfg.ports.slurmrestd}",
+            ],
+            expect="slurmrestd",
+            user=cfg.rest_user,
+            env={"SLURM_JWT": "daemon"},
         )
-        daemons.wait_for("slurmrestd", self._rest_answers, timeout=20, pid=pid,
-                         log=cfg.log / "slurmrestd.out")
+        daemons.wait_for(
+            "slurmrestd", self._rest_answers, timeout=20, pid=pid, log=cfg.log / "slurmrestd.out"
+        )
         report.step("slurmrestd")
         ledger["up"] = True
         self._save(ledger)
@@ -192,31 +232,49 @@ class Lab:
         if not key.exists():
             subprocess.run(["mungekey", "--create", f"--keyfile={key}"], check=True)
             shutil.chown(key, "munge", "munge")
-        pid = self._start(ledger, report, "munged", ["munged", "-F"], expect="munged",
-                          user="munge")
-        daemons.wait_for("munged", _munge_works, timeout=10, pid=pid,
-                         log=self.cfg.log / "munged.out")
+        pid = self._start(ledger, report, "munged", ["munged", "-F"], expect="munged", user="munge")
+        daemons.wait_for(
+            "munged", _munge_works, timeout=10, pid=pid, log=self.cfg.log / "munged.out"
+        )
 
     def _mariadb(self, ledger: dict[str, Any], report: Report) -> None:
         cfg = self.cfg
         datadir = cfg.mysql / "data"
         if not (datadir / "mysql").exists():
             subprocess.run(
-                ["mariadb-install-db", "--user=mysql", f"--datadir={datadir}",
-                 "--auth-root-authentication-method=socket", "--skip-test-db"],
-                check=True, capture_output=True,
+                [
+                    "mariadb-install-db",
+                    "--user=mysql",
+                    f"--datadir={datadir}",
+                    "--auth-root-authentication-method=socket",
+                    "--skip-test-db",
+                ],
+                check=True,
+                capture_output=True,
             )
         pid = self._start(
-            ledger, report, "mariadbd",
-            ["mariadbd", "--no-defaults", "--user=mysql", f"--datadir={datadir}",
-             f"--bind-address={cfg.address}", f"--port={cfg.ports.mariadb}",
-             f"--socket={cfg.mysql_socket}", f"--pid-file={cfg.mysql / 'mariadb.pid'}",
-             f"--log-error={cfg.mysql / 'mariadb.err'}", "--skip-log-bin",
-             "--innodb-buffer-pool-size=256M", "--innodb-lock-wait-timeout=900"],
+            ledger,
+            report,
+            "mariadbd",
+            [
+                "mariadbd",
+                "--no-defaults",
+                "--user=mysql",
+                f"--datadir={datadir}",
+                f"--bind-address={cfg.address}",
+                f"--port={cfg.ports.mariadb}",
+                f"--socket={cfg.mysql_socket}",
+                f"--pid-file={cfg.mysql / 'mariadb.pid'}",
+                f"--log-error={cfg.mysql / 'mariadb.err'}",
+                "--skip-log-bin",
+                "--innodb-buffer-pool-size=256M",
+                "--innodb-lock-wait-timeout=900",
+            ],
             expect="mariadbd",
         )
-        daemons.wait_for("mariadb", self._db_answers, timeout=30, pid=pid,
-                         log=cfg.mysql / "mariadb.err")
+        daemons.wait_for(
+            "mariadb", self._db_answers, timeout=30, pid=pid, log=cfg.mysql / "mariadb.err"
+        )
         pw = (cfg.etc / "db_password").read_text().strip()
         self._sql(
             f"CREATE DATABASE IF NOT EXISTS {cfg.db_name};"
@@ -229,14 +287,18 @@ class Lab:
     def _sql(self, statements: str) -> None:
         subprocess.run(
             ["mariadb", f"--socket={self.cfg.mysql_socket}", "-u", "root"],
-            input=statements, text=True, check=True, capture_output=True,
+            input=statements,
+            text=True,
+            check=True,
+            capture_output=True,
         )
 
     # ------------------------------------------------------------------ readiness checks
     def _db_answers(self) -> bool:
         done = subprocess.run(
             ["mariadb-admin", f"--socket={self.cfg.mysql_socket}", "-u", "root", "ping"],
-            capture_output=True, check=False,
+            capture_output=True,
+            check=False,
         )
         return done.returncode == 0
 
@@ -252,8 +314,9 @@ class Lab:
             nodes = self.client.nodes()
         except SlurmError:
             return False
-        up = {n.name for n in nodes if n.available and n.state.value in {"IDLE", "MIXED",
-                                                                          "ALLOCATED"}}
+        up = {
+            n.name for n in nodes if n.available and n.state.value in {"IDLE", "MIXED", "ALLOCATED"}
+        }
         return names <= up
 
     def _rest_answers(self) -> bool:
@@ -276,8 +339,12 @@ class Lab:
             name: {"pid": e["pid"], "running": daemons.alive(e["pid"], e["expect"])}
             for name, e in sorted(ledger["daemons"].items())
         }
-        return {"root": str(self.cfg.root), "cluster": self.cfg.cluster,
-                "up": self.is_up(), "daemons": procs}
+        return {
+            "root": str(self.cfg.root),
+            "cluster": self.cfg.cluster,
+            "up": self.is_up(),
+            "daemons": procs,
+        }
 
     def down(self, *, wipe: bool = True) -> list[str]:
         """Cancel all jobs, stop what ``up`` started (slurm daemons in parallel), wipe state."""
@@ -298,8 +365,16 @@ class Lab:
         ledger["daemons"] = {}
         ledger["up"] = False
         if wipe:
-            for d in (self.cfg.state, self.cfg.spool, self.cfg.log, self.cfg.run,
-                      self.cfg.mysql, self.cfg.jobs, self.cfg.etc, self.cfg.dev):
+            for d in (
+                self.cfg.state,
+                self.cfg.spool,
+                self.cfg.log,
+                self.cfg.run,
+                self.cfg.mysql,
+                self.cfg.jobs,
+                self.cfg.etc,
+                self.cfg.dev,
+            ):
                 shutil.rmtree(d, ignore_errors=True)
             self.cfg.ledger.unlink(missing_ok=True)
         else:
@@ -311,8 +386,9 @@ class Lab:
         try:
             jobs = self.client.jobs()
             self.client.cancel(sorted({j.job_id for j in jobs}))
-            daemons.wait_for("jobs cancelled", lambda: not self.client.jobs(), timeout=30,
-                             interval=0.2)
+            daemons.wait_for(
+                "jobs cancelled", lambda: not self.client.jobs(), timeout=30, interval=0.2
+            )
         except (SlurmError, LabError):
             pass  # a broken controller must not keep us from stopping the daemons
 
@@ -362,7 +438,10 @@ def _ensure_unix_users(names: tuple[str, ...]) -> list[str]:
     for name in names:
         if subprocess.run(["id", "-u", name], capture_output=True, check=False).returncode == 0:
             continue
-        subprocess.run(["useradd", "--create-home", "--shell", "/bin/bash", name], check=True,
-                       capture_output=True)
+        subprocess.run(
+            ["useradd", "--create-home", "--shell", "/bin/bash", name],
+            check=True,
+            capture_output=True,
+        )
         created.append(name)
     return created

@@ -112,4 +112,3 @@ class LabConfig:
     def env(self) -> dict[str, str]:
         """Environment a Slurm client needs to talk to this lab."""
         return {"SLURM_CONF": str(self.slurm_conf)}
-

@@ -6,6 +6,7 @@ Every daemon runs in the foreground of its own session (``-D``/``-F``), so the P
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -65,10 +66,8 @@ def alive(pid: int, expect: str | None = None) -> bool:
 
 
 def _reap(pid: int) -> None:
-    try:
+    with contextlib.suppress(ChildProcessError):
         os.waitpid(pid, os.WNOHANG)
-    except ChildProcessError:
-        pass
 
 
 def stop(procs: Iterable[tuple[int, str]], *, grace: float = 15.0) -> list[int]:
@@ -92,10 +91,8 @@ def stop(procs: Iterable[tuple[int, str]], *, grace: float = 15.0) -> list[int]:
 
 
 def _signal(pid: int, sig: signal.Signals) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.kill(pid, sig)
-    except ProcessLookupError:
-        pass
 
 
 def wait_for(

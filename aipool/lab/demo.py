@@ -33,10 +33,12 @@ class DemoJob:
 
 DEMO_JOBS = (
     DemoJob("whole GPU", "alice", ("--partition=gpu", "--gres=gpu:a100:1")),
-    DemoJob("1/2 GPU (16/32 shards)", "bob", ("--partition=gpu", "--nodelist=gpu2",
-                                              "--gres=shard:16")),
-    DemoJob("1/2 GPU (16/32 shards)", "carol", ("--partition=gpu", "--nodelist=gpu2",
-                                                "--gres=shard:16")),
+    DemoJob(
+        "1/2 GPU (16/32 shards)", "bob", ("--partition=gpu", "--nodelist=gpu2", "--gres=shard:16")
+    ),
+    DemoJob(
+        "1/2 GPU (16/32 shards)", "carol", ("--partition=gpu", "--nodelist=gpu2", "--gres=shard:16")
+    ),
     DemoJob("2 Ascend NPUs", "dave", ("--partition=npu", "--gres=npu:910b:2")),
 )
 
@@ -47,8 +49,14 @@ def run_demo(lab: Lab, *, wait: bool, echo: Callable[[str], None]) -> list[int]:
     client, out_dir = lab.client, lab.cfg.jobs
     ids = []
     for dj in DEMO_JOBS:
-        opts = (*dj.options, f"--job-name=demo-{dj.user}", f"--chdir={out_dir}",
-                f"--output={out_dir}/%x-%j.out", "--time=5", "--cpus-per-task=1")
+        opts = (
+            *dj.options,
+            f"--job-name=demo-{dj.user}",
+            f"--chdir={out_dir}",
+            f"--output={out_dir}/%x-%j.out",
+            "--time=5",
+            "--cpus-per-task=1",
+        )
         job_id = client.submit(PROBE_SCRIPT, opts, as_user=dj.user)
         ids.append(job_id)
         echo(f"submitted {job_id:>5}  {dj.user:<6} {dj.title}")
@@ -68,8 +76,9 @@ def run_demo(lab: Lab, *, wait: bool, echo: Callable[[str], None]) -> list[int]:
     return ids
 
 
-def _wait(client: SlurmClient, ids: list[int], done: Callable[[list[Job]], bool],
-          timeout: float) -> None:
+def _wait(
+    client: SlurmClient, ids: list[int], done: Callable[[list[Job]], bool], timeout: float
+) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if done([j for j in client.jobs() if j.job_id in ids]):
@@ -80,14 +89,13 @@ def _wait(client: SlurmClient, ids: list[int], done: Callable[[list[Job]], bool]
 
 def nodes_table(nodes: list[Node]) -> Table:
     t = Table(title="nodes (sinfo)")
-    for col in ("node", "state", "partitions", "cpus used", "gres", "gres in use"):
+    for col in ("node", "state", "partitions", "cpus used", "gres used / total"):
         t.add_column(col)
     for n in nodes:
-        used = ", ".join(f"{g.name}:{g.type or '-'}:{g.count}" for g in n.gres_used if g.count)
-        total = ", ".join(f"{g.name}:{g.type or '-'}:{g.count}" for g in n.gres)
+        kinds = dict.fromkeys(g.name for g in n.gres)
+        gres = ", ".join(f"{k} {n.gres_in_use(k)}/{n.gres_total(k)}" for k in kinds)
         state = n.state.value.lower() + "".join(f"+{f.lower()}" for f in sorted(n.flags))
-        t.add_row(n.name, state, ",".join(n.partitions), f"{n.alloc_cpus}/{n.cpus}", total,
-                  used or "-")
+        t.add_row(n.name, state, ",".join(n.partitions), f"{n.alloc_cpus}/{n.cpus}", gres or "-")
     return t
 
 
@@ -96,6 +104,14 @@ def queue_table(jobs: list[Job]) -> Table:
     for col in ("job", "user", "account", "partition", "state", "node", "gres", "reason"):
         t.add_column(col)
     for j in jobs:
-        t.add_row(str(j.job_id), j.user, j.account, j.partition, j.state.value.lower(),
-                  j.nodes or "-", j.gres_request or "-", j.reason if j.is_pending else "")
+        t.add_row(
+            str(j.job_id),
+            j.user,
+            j.account,
+            j.partition,
+            j.state.value.lower(),
+            j.nodes or "-",
+            j.gres_request or "-",
+            j.reason if j.is_pending else "",
+        )
     return t

@@ -46,9 +46,7 @@ def check(*, euid: int | None = None, path: str = SEARCH_PATH) -> None:
     """Raise a ``LabError`` naming every missing package and the command that installs it."""
     euid = os.geteuid() if euid is None else euid
     if euid != 0:
-        raise LabError(
-            "the lab cluster runs Slurm daemons and creates demo users: run it as root"
-        )
+        raise LabError("the lab cluster runs Slurm daemons and creates demo users: run it as root")
     missing = missing_binaries(path)
     if missing:
         pkgs = sorted({m.package for m in missing})

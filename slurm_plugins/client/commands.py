@@ -179,7 +179,9 @@ class SlurmClient:
 
     def nodes(self) -> list[Node]:
         if self._has_scontrol_json():
-            return parse.nodes(self._run(["scontrol", *self._m(), "show", "nodes", "--json"]).stdout)
+            return parse.nodes(
+                self._run(["scontrol", *self._m(), "show", "nodes", "--json"]).stdout
+            )
         return parse.nodes(self._run(["sinfo", *self._m(), "--json"]).stdout)
 
     def partitions(self) -> list[Partition]:
@@ -209,20 +211,36 @@ class SlurmClient:
 
     def associations(self) -> list[Association]:
         if self._has_scontrol_json():
-            return parse.associations(self._run(["sacctmgr", "show", "associations", "--json"]).stdout)
-        argv = ["sacctmgr", "--noheader", "--parsable2", "show", "associations",
-                "format=" + ",".join(parse.ASSOC_FIELDS)]
+            return parse.associations(
+                self._run(["sacctmgr", "show", "associations", "--json"]).stdout
+            )
+        argv = [
+            "sacctmgr",
+            "--noheader",
+            "--parsable2",
+            "show",
+            "associations",
+            "format=" + ",".join(parse.ASSOC_FIELDS),
+        ]
         return parse.associations_parsable(self._run(argv).stdout)
 
     def qos(self) -> list[Qos]:
         if self._has_scontrol_json():
             return parse.qos(self._run(["sacctmgr", "show", "qos", "--json"]).stdout)
-        argv = ["sacctmgr", "--noheader", "--parsable2", "show", "qos",
-                "format=" + ",".join(parse.QOS_FIELDS)]
+        argv = [
+            "sacctmgr",
+            "--noheader",
+            "--parsable2",
+            "show",
+            "qos",
+            "format=" + ",".join(parse.QOS_FIELDS),
+        ]
         return parse.qos_parsable(self._run(argv).stdout)
 
     def clusters(self) -> list[str]:
-        done = self._run(["sacctmgr", "--noheader", "--parsable2", "show", "cluster", "format=cluster"])
+        done = self._run(
+            ["sacctmgr", "--noheader", "--parsable2", "show", "cluster", "format=cluster"]
+        )
         return [line for line in done.stdout.splitlines() if line]
 
     # ------------------------------------------------------------------ job writes
@@ -283,9 +301,8 @@ class SlurmClient:
         update that is left with nothing is not sent at all. Returns the lines sent.
         """
         lines = []
-        for up in updates:
-            if up.job_id in current:
-                up = up.minus(current[up.job_id])
+        for wanted in updates:
+            up = wanted.minus(current[wanted.job_id]) if wanted.job_id in current else wanted
             fields = up.fields()
             if fields:
                 kv = " ".join(f"{k}={_value(v)}" for k, v in fields.items())
@@ -415,16 +432,19 @@ def classify(done: Completed) -> SlurmError:
     """Map a failed command to the most specific error, keeping Slurm's own message."""
     err = (done.stderr or done.stdout).strip()
     message = _user_message(err) or f"{done.argv[0]} exited with {done.returncode}"
-    kwargs = {"argv": done.argv, "returncode": done.returncode, "stderr": done.stderr}
+    kind: type[SlurmError] = CommandError
     if any(s in err for s in _UNREACHABLE):
-        return ControllerUnavailable(message, **kwargs)  # type: ignore[arg-type]
-    if "Invalid job id" in err:
-        return JobNotFound(_first_job_id(done.argv), **kwargs)
-    if "sbatch" in done.argv:
-        if any(s in err for s in _UNSATISFIABLE):
-            return UnsatisfiableRequest(message, **kwargs)  # type: ignore[arg-type]
-        return SubmitRejected(message, **kwargs)  # type: ignore[arg-type]
-    return CommandError(message, **kwargs)  # type: ignore[arg-type]
+        kind = ControllerUnavailable
+    elif "Invalid job id" in err:
+        return JobNotFound(
+            _first_job_id(done.argv),
+            argv=done.argv,
+            returncode=done.returncode,
+            stderr=done.stderr,
+        )
+    elif "sbatch" in done.argv:
+        kind = UnsatisfiableRequest if any(s in err for s in _UNSATISFIABLE) else SubmitRejected
+    return kind(message, argv=done.argv, returncode=done.returncode, stderr=done.stderr)
 
 
 def _user_message(err: str) -> str:

@@ -53,8 +53,15 @@ class ControllerUnavailable(SlurmError):
 class JobNotFound(SlurmError):
     """The job id is not known to the controller."""
 
-    def __init__(self, job_id: int | str, **kwargs: object) -> None:
-        super().__init__(f"job {job_id} not found", **kwargs)  # type: ignore[arg-type]
+    def __init__(
+        self,
+        job_id: int | str,
+        *,
+        argv: Sequence[str] = (),
+        returncode: int | None = None,
+        stderr: str = "",
+    ) -> None:
+        super().__init__(f"job {job_id} not found", argv=argv, returncode=returncode, stderr=stderr)
         self.job_id = job_id
 
 

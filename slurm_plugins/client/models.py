@@ -173,7 +173,9 @@ _GRES_RE = re.compile(r"(?P<spec>[^()]+?)(?:\((?:IDX:)?(?P<idx>[^)]*)\))?")
 
 def _split_top(text: str) -> list[str]:
     """Split on commas that are not inside parentheses."""
-    items, depth, cur = [], 0, []
+    items: list[str] = []
+    cur: list[str] = []
+    depth = 0
     for ch in text:
         if ch == "(":
             depth += 1

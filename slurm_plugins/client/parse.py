@@ -163,7 +163,7 @@ def job(j: Doc) -> Job:
             nodes=text(j.get("nodes")),
             node_count=num0(j.get("node_count")),
             cpus=num0(j.get("cpus")),
-            gres_request=text(j.get("tres_per_node")),
+            gres_request=gres_request(j.get("tres_per_node")),
             tres_req=Tres.parse(text(j.get("tres_req_str"))),
             tres_alloc=Tres.parse(text(j.get("tres_alloc_str"))),
             gres_detail=tuple(str(g) for g in j.get("gres_detail") or []),
@@ -186,6 +186,12 @@ def job(j: Doc) -> Job:
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise ParseError(f"job record not understood: {exc!r}") from exc
+
+
+def gres_request(value: Any) -> str:
+    """``gres:gpu:a100:1`` (22.05) or ``gres/gpu:a100:1`` (24.11) -> ``gpu:a100:1``."""
+    items = [i.strip() for i in text(value).split(",") if i.strip()]
+    return ",".join(i[5:] if i[:5] in {"gres:", "gres/"} else i for i in items)
 
 
 def _time_limit(value: Any) -> int | None:
@@ -241,15 +247,25 @@ def partition(p: Doc) -> Partition:
         name=str(p["name"]),
         nodes=node_list,
         default="DEFAULT" in flags or bool(p.get("default")),
-        state=(states(p.get("state")) or [s for s in flags if s in {"UP", "DOWN", "DRAIN",
-                                                                   "INACTIVE"}] or ["UP"])[0],
+        state=(
+            states(p.get("state"))
+            or [s for s in flags if s in {"UP", "DOWN", "DRAIN", "INACTIVE"}]
+            or ["UP"]
+        )[0],
         max_time_min=_time_limit(maximums.get("time") if maximums else p.get("maximum_time")),
-        total_cpus=num0((p.get("cpus") or {}).get("total") if isinstance(p.get("cpus"), Mapping)
-                        else p.get("total_cpus")),
-        total_nodes=num0((nodes_ or {}).get("total") if isinstance(nodes_, Mapping)
-                         else p.get("total_nodes")),
-        qos=text((p.get("qos") or {}).get("assigned") if isinstance(p.get("qos"), Mapping)
-                 else p.get("qos")),
+        total_cpus=num0(
+            (p.get("cpus") or {}).get("total")
+            if isinstance(p.get("cpus"), Mapping)
+            else p.get("total_cpus")
+        ),
+        total_nodes=num0(
+            (nodes_ or {}).get("total") if isinstance(nodes_, Mapping) else p.get("total_nodes")
+        ),
+        qos=text(
+            (p.get("qos") or {}).get("assigned")
+            if isinstance(p.get("qos"), Mapping)
+            else p.get("qos")
+        ),
     )
 
 
@@ -379,10 +395,29 @@ def qos_one(q: Doc) -> Qos:
 # ---------------------------------------------------------------------- 22.05 text forms
 # Slurm 22.05 has no JSON for partitions (sinfo --json lists only nodes) nor for sacctmgr;
 # these read the stable one-line and --parsable2 forms instead.
-ASSOC_FIELDS = ("Cluster", "Account", "User", "ParentName", "Partition", "QOS", "DefaultQOS",
-                "GrpTRES", "MaxTRES", "Share")
-QOS_FIELDS = ("Name", "Priority", "Preempt", "PreemptMode", "GrpTRES", "MaxTRESPerJob",
-              "MaxTRESPerUser", "Flags", "Description")
+ASSOC_FIELDS = (
+    "Cluster",
+    "Account",
+    "User",
+    "ParentName",
+    "Partition",
+    "QOS",
+    "DefaultQOS",
+    "GrpTRES",
+    "MaxTRES",
+    "Share",
+)
+QOS_FIELDS = (
+    "Name",
+    "Priority",
+    "Preempt",
+    "PreemptMode",
+    "GrpTRES",
+    "MaxTRESPerJob",
+    "MaxTRESPerUser",
+    "Flags",
+    "Description",
+)
 
 
 def _rows(text_: str, fields: tuple[str, ...]) -> list[dict[str, str]]:

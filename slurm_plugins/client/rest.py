@@ -92,12 +92,15 @@ class RestClient:
         try:
             resp = self._http.request(method, url, json=body)
         except httpx.TransportError as exc:
-            raise ControllerUnavailable(f"slurmrestd unreachable: {exc}", argv=(method, url)) \
-                from exc
+            raise ControllerUnavailable(
+                f"slurmrestd unreachable: {exc}", argv=(method, url)
+            ) from exc
         if resp.status_code in (401, 403):
             raise AuthenticationError(
                 f"slurmrestd refused the credentials of {self.user!r} ({resp.status_code})",
-                argv=(method, url), returncode=resp.status_code, stderr=resp.text[:500],
+                argv=(method, url),
+                returncode=resp.status_code,
+                stderr=resp.text[:500],
             )
         try:
             doc = resp.json()
@@ -110,12 +113,16 @@ class RestClient:
         if errors and all(_unspecified(e) for e in errors) and self._token_refused(path):
             raise AuthenticationError(
                 f"slurmctld refused the token of {self.user!r} (bad, forged or expired JWT)",
-                argv=(method, url), returncode=resp.status_code, stderr=resp.text[:500],
+                argv=(method, url),
+                returncode=resp.status_code,
+                stderr=resp.text[:500],
             )
         if resp.status_code >= 400 or errors:
             message = "; ".join(_error_text(e) for e in errors) or f"HTTP {resp.status_code}"
             kwargs: dict[str, Any] = {
-                "argv": (method, url), "returncode": resp.status_code, "stderr": resp.text[:500]
+                "argv": (method, url),
+                "returncode": resp.status_code,
+                "stderr": resp.text[:500],
             }
             if "Invalid job id" in message or "Unable to query JobId" in message:
                 raise JobNotFound(path.rsplit("/", 1)[-1], **kwargs)
@@ -141,8 +148,11 @@ class RestClient:
     def ping(self) -> bool:
         doc = self._call("GET", "/ping")
         pings = doc.get("pings") or []
-        return any(str(p.get("ping") or p.get("pinged") or "").upper() in {"UP", "PINGED"}
-                   or p.get("responding") for p in pings)
+        return any(
+            str(p.get("ping") or p.get("pinged") or "").upper() in {"UP", "PINGED"}
+            or p.get("responding")
+            for p in pings
+        )
 
     def jobs(self) -> list[Job]:
         return parse.jobs(self._call("GET", "/jobs"))

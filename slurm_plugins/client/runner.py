@@ -57,9 +57,7 @@ class SubprocessRunner:
                 check=False,
             )
         except subprocess.TimeoutExpired as exc:
-            raise SlurmTimeout(
-                f"{args[0]} did not finish within {timeout:g} s", argv=args
-            ) from exc
+            raise SlurmTimeout(f"{args[0]} did not finish within {timeout:g} s", argv=args) from exc
         except FileNotFoundError as exc:
             raise SlurmError(
                 f"{args[0]}: command not found (is slurm-client installed and on PATH?)",
@@ -91,7 +89,9 @@ class ReplayRunner:
 
     def __init__(
         self,
-        answers: Mapping[tuple[str, ...], Completed | Callable[[Sequence[str], str | None], Completed]],
+        answers: Mapping[
+            tuple[str, ...], Completed | Callable[[Sequence[str], str | None], Completed]
+        ],
     ) -> None:
         self._answers = dict(answers)
         self.calls: list[tuple[tuple[str, ...], str | None]] = []
@@ -101,9 +101,7 @@ class ReplayRunner:
     ) -> Completed:
         key = tuple(argv)
         self.calls.append((key, input))
-        best = max(
-            (p for p in self._answers if key[: len(p)] == p), key=len, default=None
-        )
+        best = max((p for p in self._answers if key[: len(p)] == p), key=len, default=None)
         if best is None:
             raise AssertionError(f"no recorded answer for {key!r}")
         answer = self._answers[best]

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from aipool.lab.cluster import Lab
-from slurm_plugins.client import SlurmClient
+from slurm_plugins.client import JobNotFound, SlurmClient
 from slurm_plugins.client.models import Job
 
 pytestmark = pytest.mark.slurm
@@ -55,7 +55,7 @@ def wait_job(client: SlurmClient, job_id: int, pred: Callable[[Job], bool], time
     def check() -> bool:
         try:
             seen[:] = [client.job(job_id)]
-        except Exception:  # noqa: BLE001 - purged from memory counts as gone
+        except JobNotFound:  # purged from memory: keep waiting (the caller's deadline decides)
             return False
         return pred(seen[0])
 

@@ -52,9 +52,15 @@ def test_rest_acts_as_the_demo_user(client: SlurmClient, lab: Lab) -> None:
         assert rest.ping()
         job_id = rest.submit(
             "#!/bin/bash\nsleep 30\n",
-            {"name": "rest-alice", "partition": "gpu", "gres": "shard:4",
-             "current_working_directory": str(lab.cfg.jobs), "standard_output": "/dev/null",
-             "account": "nlp", "time_limit": 2},
+            {
+                "name": "rest-alice",
+                "partition": "gpu",
+                "gres": "shard:4",
+                "current_working_directory": str(lab.cfg.jobs),
+                "standard_output": "/dev/null",
+                "account": "nlp",
+                "time_limit": 2,
+            },
         )
         job = rest.job(job_id)
         assert job.user == "alice"
@@ -67,14 +73,20 @@ def test_rest_acts_as_the_demo_user(client: SlurmClient, lab: Lab) -> None:
 
 
 def test_rest_refuses_bad_tokens(lab: Lab) -> None:
-    with RestClient(lab.cfg.rest_url, "alice", token="not-a-token") as rest, \
-            pytest.raises(AuthenticationError):
+    with (
+        RestClient(lab.cfg.rest_url, "alice", token="not-a-token") as rest,
+        pytest.raises(AuthenticationError),
+    ):
         rest.jobs()
     forged = mint_token(b"x" * 32, "alice")
-    with RestClient(lab.cfg.rest_url, "alice", token=forged) as rest, \
-            pytest.raises(AuthenticationError):
+    with (
+        RestClient(lab.cfg.rest_url, "alice", token=forged) as rest,
+        pytest.raises(AuthenticationError),
+    ):
         rest.jobs()
     expired = mint_token(read_key(lab.cfg.jwt_key), "alice", now=0)
-    with RestClient(lab.cfg.rest_url, "alice", token=expired) as rest, \
-            pytest.raises(AuthenticationError):
+    with (
+        RestClient(lab.cfg.rest_url, "alice", token=expired) as rest,
+        pytest.raises(AuthenticationError),
+    ):
         rest.jobs()

@@ -28,8 +28,14 @@ sleep "${HOLD:-120}"
 def submit(client: SlurmClient, lab: Lab, tag: str, *opts: str, hold: int = 120) -> int:
     return client.submit(
         PROBE,
-        [f"--job-name={tag}", f"--output={lab.cfg.jobs}/{tag}-%j.out", f"--chdir={lab.cfg.jobs}",
-         f"--export=ALL,HOLD={hold}", "--time=5", *opts],
+        [
+            f"--job-name={tag}",
+            f"--output={lab.cfg.jobs}/{tag}-%j.out",
+            f"--chdir={lab.cfg.jobs}",
+            f"--export=ALL,HOLD={hold}",
+            "--time=5",
+            *opts,
+        ],
     )
 
 
@@ -37,9 +43,7 @@ def env_of(lab: Lab, tag: str, job_id: int) -> dict[str, str]:
     """Wait for the job to print its environment, then return it."""
     path = Path(f"{lab.cfg.jobs}/{tag}-{job_id}.out")
     wait_until(lambda: path.exists() and "READY" in path.read_text(), 30)
-    return dict(
-        line.split("=", 1) for line in path.read_text().splitlines() if "=" in line
-    )
+    return dict(line.split("=", 1) for line in path.read_text().splitlines() if "=" in line)
 
 
 def running(client: SlurmClient, job_id: int) -> Job:
@@ -84,9 +88,7 @@ def test_two_half_card_jobs_share_the_last_free_card(client: SlurmClient, lab: L
     running(client, fill1)
     running(client, fill2)
     halves = [submit(client, lab, f"half{i}", "-p", "gpu", "--gres=shard:16") for i in range(3)]
-    wait_until(
-        lambda: sum(client.job(j).state is JobState.RUNNING for j in halves) == 2, 30
-    )
+    wait_until(lambda: sum(client.job(j).state is JobState.RUNNING for j in halves) == 2, 30)
     jobs = {j: client.job(j) for j in halves}
     run = [j for j in halves if jobs[j].state is JobState.RUNNING]
     waiting = [j for j in halves if jobs[j].state is JobState.PENDING]
@@ -122,9 +124,7 @@ def test_npu_job_sees_its_devices_through_the_ascend_variable(
     )
 
 
-def test_request_the_cluster_cannot_satisfy_is_a_typed_error(
-    client: SlurmClient, lab: Lab
-) -> None:
+def test_request_the_cluster_cannot_satisfy_is_a_typed_error(client: SlurmClient, lab: Lab) -> None:
     with pytest.raises(UnsatisfiableRequest) as info:
         submit(client, lab, "nope", "-p", "gpu", "--gres=gpu:h100:1")
     assert info.value.argv[0] == "sbatch"

@@ -51,8 +51,11 @@ def test_env_lets_plain_slurm_commands_reach_the_lab(lab: Lab) -> None:
         line.removeprefix("export ").split("=", 1) for line in lab.env_exports().splitlines()
     )
     out = subprocess.run(
-        ["sinfo", "-h", "-o", "%P"], env={**os.environ, **exports},
-        capture_output=True, text=True, check=True,
+        ["sinfo", "-h", "-o", "%P"],
+        env={**os.environ, **exports},
+        capture_output=True,
+        text=True,
+        check=True,
     )
     assert "gpu*" in out.stdout.split()
 

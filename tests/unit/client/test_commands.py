@@ -13,6 +13,7 @@ from slurm_plugins.client import (
     SlurmClient,
     SubmitRejected,
     UnsatisfiableRequest,
+    parse,
 )
 from slurm_plugins.client.errors import SlurmError
 from slurm_plugins.client.models import AccountSpec, QosSpec, UserSpec
@@ -29,7 +30,9 @@ def fail(stderr: str, rc: int = 1) -> Completed:
     return Completed((), rc, "", stderr)
 
 
-def client(answers: dict[tuple[str, ...], Completed], **kw: object) -> tuple[SlurmClient, ReplayRunner]:
+def client(
+    answers: dict[tuple[str, ...], Completed], **kw: object
+) -> tuple[SlurmClient, ReplayRunner]:
     runner = ReplayRunner(answers)
     return SlurmClient(runner, **kw), runner  # type: ignore[arg-type]
 
@@ -66,8 +69,14 @@ def test_unsatisfiable_gres_is_a_typed_error_with_slurms_message() -> None:
 
 
 def test_policy_rejection_is_submit_rejected() -> None:
-    c, _ = client({("sbatch",): fail("sbatch: error: policy: shard size must be k/32\n"
-                                     "sbatch: error: Batch job submission failed: Unspecified error")})
+    c, _ = client(
+        {
+            ("sbatch",): fail(
+                "sbatch: error: policy: shard size must be k/32\n"
+                "sbatch: error: Batch job submission failed: Unspecified error"
+            )
+        }
+    )
     with pytest.raises(SubmitRejected, match="shard size must be k/32") as info:
         c.submit("#!/bin/bash\n")
     assert not isinstance(info.value, UnsatisfiableRequest)
@@ -120,14 +129,16 @@ def test_nothing_to_update_sends_nothing() -> None:
 
 
 def test_update_node_skips_no_op() -> None:
-    from slurm_plugins.client import parse
-
     node = parse.nodes((DATA / "scontrol_nodes.json").read_text())[0]
     c, r = client({("scontrol",): ok()})
     assert not c.update_node(node, weight=node.weight, state="MIXED")
     assert c.update_node(node, weight=50, state="DRAIN", reason="gpu xid 79")
     assert r.calls[0][0] == (
-        "scontrol", "update", f"NodeName={node.name}", "Weight=50", "State=DRAIN",
+        "scontrol",
+        "update",
+        f"NodeName={node.name}",
+        "Weight=50",
+        "State=DRAIN",
         'Reason="gpu xid 79"',
     )
 
@@ -154,10 +165,14 @@ def test_sacctmgr_changes_are_one_batch_and_skip_what_exists() -> None:
         "add qos urgent\nmodify qos where name=urgent set Priority=2000 Preempt=high,low\n"
     ]
     r.calls.clear()
-    c.ensure_accounts([AccountSpec("nlp", "root"), AccountSpec("cv", "root", "Vision group"),
-                       AccountSpec("cv-3d", "cv")])
-    c.ensure_users([UserSpec("root", "nlp", ("normal", "low"), "normal"),
-                    UserSpec("alice", "cv")])
+    c.ensure_accounts(
+        [
+            AccountSpec("nlp", "root"),
+            AccountSpec("cv", "root", "Vision group"),
+            AccountSpec("cv-3d", "cv"),
+        ]
+    )
+    c.ensure_users([UserSpec("root", "nlp", ("normal", "low"), "normal"), UserSpec("alice", "cv")])
     writes = [stdin for argv, stdin in r.calls if argv == ("sacctmgr", "-i")]
     assert writes == [
         'add account cv Parent=root Description="Vision group" Organization=cv\n'

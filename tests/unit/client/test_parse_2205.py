@@ -44,8 +44,13 @@ def test_finished_jobs_in_memory_and_exit_codes() -> None:
 
 @pytest.mark.parametrize(
     ("job_id", "reason"),
-    [(56, "JobHeldUser"), (57, "Resources"), (58, "AssocGrpGRES"), (59, "Dependency"),
-     (60, "JobArrayTaskLimit")],
+    [
+        (56, "JobHeldUser"),
+        (57, "Resources"),
+        (58, "AssocGrpGRES"),
+        (59, "Dependency"),
+        (60, "JobArrayTaskLimit"),
+    ],
 )
 def test_pending_reasons(job_id: int, reason: str) -> None:
     job = jobs()[job_id]
