@@ -1,0 +1,97 @@
+"""Submit the specs of one submission through the Slurm client, dependencies first."""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from jobspec.deps import submission_order
+from jobspec.errors import SubmitError
+from jobspec.library import History
+from jobspec.model import Spec
+from jobspec.options import ClusterConfig
+from jobspec.render import Rendered, render, resolve_mounts
+from slurm_plugins.client import SlurmClient, SlurmError
+
+log = logging.getLogger("aipool.jobspec")
+
+
+@dataclass(frozen=True, slots=True)
+class Submitted:
+    name: str
+    job_id: int
+    rendered: Rendered
+
+
+def plan(specs: Sequence[Spec], cfg: ClusterConfig | None = None) -> list[tuple[Spec, Rendered]]:
+    """What a dry run shows: every spec rendered, in submission order; the job ids of
+    dependencies are shown as ``<name>``."""
+    order = submission_order(specs)
+    placeholders: dict[str, int | str] = {s.name: f"<{s.name}>" for s in order}
+    return [(s, render(s, cfg, dependencies=placeholders)) for s in order]
+
+
+def submit_specs(
+    specs: Sequence[Spec],
+    client: SlurmClient,
+    *,
+    cfg: ClusterConfig | None = None,
+    as_user: str | None = None,
+    history: History | None = None,
+    cluster: str = "local",
+) -> list[Submitted]:
+    """Submit ``specs`` (dependencies first) and return their job ids in that order.
+
+    If one submission fails, the jobs already submitted in this call are cancelled and
+    :class:`SubmitError` says which spec failed and why (Slurm's own message).
+    """
+    ids: dict[str, int | str] = {}
+    done: list[Submitted] = []
+    for spec in submission_order(specs):
+        rendered = render(spec, cfg, dependencies=ids)
+        try:
+            job_id = client.submit(rendered.script, rendered.argv, as_user=as_user)
+        except SlurmError as exc:
+            _roll_back(client, [s.job_id for s in done])
+            raise SubmitError(
+                f"{spec.name}: {exc}", submitted={s.name: s.job_id for s in done}
+            ) from exc
+        ids[spec.name] = job_id
+        done.append(Submitted(spec.name, job_id, rendered))
+        log.info("submitted %s as job %s", spec.name, job_id)
+        if history is not None and job_id:
+            history.record(cluster, job_id, spec)
+    return done
+
+
+def _roll_back(client: SlurmClient, job_ids: list[int]) -> None:
+    if not job_ids:
+        return
+    try:
+        client.cancel(job_ids)
+    except SlurmError as exc:  # the original failure matters more; say what is left
+        log.warning("could not cancel jobs %s after a failed submission: %s", job_ids, exc)
+
+
+def check_paths(
+    spec: Spec,
+    cfg: ClusterConfig | None = None,
+    *,
+    is_dir: Callable[[str], bool] = os.path.isdir,
+    exists: Callable[[str], bool] = os.path.exists,
+) -> list[str]:
+    """Paths a spec names that do not exist here (``path: problem`` lines).
+
+    The working and output directories must exist before the job starts (Slurm opens the
+    output file there). Mounts are checked again on the node when the job starts.
+    """
+    problems = []
+    for field, path in (("workdir", spec.workdir), ("outputs", spec.outputs)):
+        if path is not None and not is_dir(path):
+            problems.append(f"{field}: directory {path} does not exist")
+    for i, mount in enumerate(resolve_mounts(spec.mounts, cfg or ClusterConfig())):
+        if not exists(mount.path):
+            problems.append(f"mounts[{i}].path: {mount.path} does not exist")
+    return problems

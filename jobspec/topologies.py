@@ -1,0 +1,104 @@
+"""How each topology maps onto Slurm: job components, processes per node, launch template.
+
+* ``single``: one process, one node.
+* ``multi_gpu``: one node, one process per card (``torchrun --standalone``).
+* ``ddp``: N nodes, one ``torchrun`` per node started by ``srun``; rendezvous at the first
+  node's address, node rank from ``SLURM_NODEID``.
+* ``mpi``: the batch step is the launcher (``mpirun``), ranks run on every allocated node.
+* ``ps_worker``, ``master_worker``, ``scheduler_server_worker``: a heterogeneous job, one
+  component per role, so Slurm starts all roles together or none; each replica has a node
+  allocation (one task) of its own and learns every role's addresses from its environment.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from jobspec.model import Spec, TopologyKind
+from jobspec.options import (
+    ClusterConfig,
+    affinity_options,
+    job_options,
+    partition_for,
+    resource_options,
+    shared_options,
+)
+
+#: Roles whose end ends the job; the other roles (servers) are stopped then.
+PRIMARY_ROLES: Mapping[TopologyKind, tuple[str, ...]] = {
+    TopologyKind.PS_WORKER: ("worker",),
+    TopologyKind.MASTER_WORKER: ("master", "worker"),
+    TopologyKind.SCHEDULER_SERVER_WORKER: ("worker",),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class RoleLaunch:
+    name: str
+    group: int
+    replicas: int
+    command: tuple[str, ...]  # empty: the spec's program
+
+
+@dataclass(frozen=True, slots=True)
+class Layout:
+    """What the renderer needs: sbatch components and the launch template with its values."""
+
+    template: str
+    components: tuple[tuple[str, ...], ...]
+    context: dict[str, Any] = field(default_factory=dict)
+
+
+def layout(spec: Spec, cfg: ClusterConfig, deps: Mapping[str, int | str]) -> Layout:
+    kind = spec.topology.kind
+    if kind.heterogeneous:
+        return _heterogeneous(spec, cfg, deps)
+    res = spec.resources
+    single = kind in (TopologyKind.SINGLE, TopologyKind.MULTI_GPU)
+    per_node = 1 if kind is not TopologyKind.MPI else res.processes_per_node
+    opts = [
+        *shared_options(spec),
+        *resource_options(
+            res,
+            partition=partition_for(res, spec.partition, cfg),
+            nodes=res.nodes,
+            tasks_per_node=per_node,
+            single_task=single,
+        ),
+        *affinity_options(spec),
+        *job_options(spec, deps),
+    ]
+    template = "jupyter.sh.j2" if spec.jupyter is not None else f"{kind.value}.sh.j2"
+    return Layout(
+        template=template,
+        components=(tuple(opts),),
+        context={"processes_per_node": res.processes_per_node},
+    )
+
+
+def _heterogeneous(spec: Spec, cfg: ClusterConfig, deps: Mapping[str, int | str]) -> Layout:
+    components: list[tuple[str, ...]] = []
+    roles: list[RoleLaunch] = []
+    for group, role in enumerate(spec.topology.roles):
+        opts = [
+            *shared_options(spec),
+            *resource_options(
+                role.resources,
+                partition=partition_for(role.resources, role.partition or spec.partition, cfg),
+                nodes=role.replicas,
+                tasks_per_node=1,
+                single_task=False,
+            ),
+            *affinity_options(spec, with_nodes=False),
+        ]
+        if group == 0:
+            opts += job_options(spec, deps)
+        components.append(tuple(opts))
+        roles.append(RoleLaunch(role.name, group, role.replicas, role.command))
+    return Layout(
+        template="roles.sh.j2",
+        components=tuple(components),
+        context={"roles": roles, "primary": PRIMARY_ROLES[spec.topology.kind]},
+    )
