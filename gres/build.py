@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 from gres.errors import InventoryError
 from gres.hostlist import expand_range
-from gres.inventory import TEMPLATES, Gpu, Inventory, NodeInventory, Npu, Vnpu
+from gres.model import TEMPLATES, Gpu, Inventory, NodeInventory, Npu, Vnpu
 from gres.naming import (
     DEFAULT_DEVICE_DIR,
     DEFAULT_SHARDS_PER_GPU,

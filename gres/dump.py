@@ -22,7 +22,7 @@ from gres.naming import (
 )
 
 if TYPE_CHECKING:
-    from gres.inventory import Gpu, Inventory, NodeInventory, Npu, Vnpu
+    from gres.model import Gpu, Inventory, NodeInventory, Npu, Vnpu
 
 
 def inventory_to_yaml(inv: Inventory) -> str:

@@ -18,7 +18,7 @@ from marshmallow import RAISE, Schema, ValidationError, fields, validate
 
 from gres.build import build_inventory
 from gres.errors import InventoryError
-from gres.inventory import Inventory
+from gres.model import Inventory
 from gres.naming import DEVICE_PATH_RE, FEATURE_RE, GRES_TYPE_RE
 
 # --- fields ----------------------------------------------------------------------------------

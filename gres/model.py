@@ -1,9 +1,10 @@
-"""Device inventory: what each Slurm node has, as frozen data.
+"""Device inventory data: what each Slurm node has, as frozen dataclasses.
 
 Everything that renders Slurm configuration (gres.conf, node lines, the TaskProlog) reads these
 classes, whether they came from a YAML file (labs, sites without probes) or from probing a host.
-Loading and validation live in :mod:`gres.loader`; this module is pure data plus the derived
-views the renderers need.
+This module is pure data plus the derived views the renderers need; import the classes from
+:mod:`gres.inventory`, which adds loading. They live here so the YAML loader can build them
+without an import cycle.
 """
 
 from __future__ import annotations
@@ -13,27 +14,10 @@ import posixpath
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
-from pathlib import Path
 from typing import Any
 
 from gres import dump
-from gres.errors import InventoryError
-from gres.naming import DEFAULT_DEVICE_DIR, DEFAULT_SHARDS_PER_GPU, VNPU_ID_BASE, reroot
-
-__all__ = [
-    "DEFAULT_DEVICE_DIR",
-    "DEFAULT_SHARDS_PER_GPU",
-    "TEMPLATES",
-    "VNPU_ID_BASE",
-    "Gpu",
-    "Inventory",
-    "InventoryError",
-    "NodeInventory",
-    "Npu",
-    "Vnpu",
-    "VnpuTemplate",
-    "load_inventory",
-]
+from gres.naming import DEFAULT_SHARDS_PER_GPU, reroot
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,26 +194,9 @@ class Inventory:
         return Inventory(nodes=tuple(n.with_device_dir(root) for n in self.nodes))
 
     def to_dict(self) -> dict[str, Any]:
-        """The inventory in its YAML format; :func:`load_inventory` reads it back unchanged."""
+        """The inventory in its YAML format; ``load_inventory`` reads it back unchanged."""
         return dump.inventory_to_dict(self)
 
     def to_yaml(self) -> str:
         """YAML with one block per node and one line per device entry."""
         return dump.inventory_to_yaml(self)
-
-
-def load_inventory(source: str | os.PathLike[str]) -> Inventory:
-    """Load and validate an inventory from YAML text or from a file.
-
-    A :class:`os.PathLike` is always a file. A ``str`` is YAML text when it spans several lines
-    or contains ``": "`` / ``{``, otherwise a file name. Every problem raises
-    :class:`gres.errors.InventoryError` naming the field path.
-    """
-    # The loader builds the classes above, so it is imported here rather than at the top.
-    from gres import loader  # noqa: PLC0415
-
-    if isinstance(source, os.PathLike):
-        return loader.load_file(Path(source))
-    if "\n" in source or ": " in source or source.lstrip().startswith("{"):
-        return loader.load_text(source)
-    return loader.load_file(Path(source))
