@@ -72,6 +72,15 @@ def test_task_prolog_is_valid_bash(name: str, tmp_path: Path) -> None:
     subprocess.run(["bash", "-n", str(script)], check=True)
 
 
+@pytest.mark.skipif(shutil.which("shellcheck") is None, reason="shellcheck not installed")
+@pytest.mark.parametrize("name", sorted(INVENTORIES))
+def test_task_prolog_passes_shellcheck(name: str, tmp_path: Path) -> None:
+    script = tmp_path / "taskprolog.sh"
+    script.write_text(render_task_prolog(load_inventory(INVENTORIES[name])))
+    proc = subprocess.run(["shellcheck", str(script)], capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stdout
+
+
 def _inv(name: str) -> Inventory:
     return load_inventory(INVENTORIES[name])
 
