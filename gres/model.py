@@ -17,7 +17,7 @@ from fractions import Fraction
 from typing import Any
 
 from gres import dump
-from gres.naming import DEFAULT_SHARDS_PER_GPU, reroot
+from gres.naming import DEFAULT_SHARDS_PER_GPU, DEVICE_PATH_RE, reroot
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,9 +188,13 @@ class Inventory:
 
     def with_device_dir(self, device_dir: str | os.PathLike[str]) -> Inventory:
         """A copy with all device paths re-rooted, e.g. onto mknod'ed fake devices of a lab."""
-        root = os.fspath(device_dir)
-        if not posixpath.isabs(root):
-            raise ValueError(f"device_dir must be an absolute path, got {root!r}")
+        root = posixpath.normpath(os.fspath(device_dir))
+        if not posixpath.isabs(root) or not DEVICE_PATH_RE.match(root):
+            # gres.conf takes the path unquoted: no spaces or shell/hostlist characters.
+            raise ValueError(
+                f"device_dir must be an absolute path of letters, digits, '_', '.', '-', "
+                f"got {root!r}"
+            )
         return Inventory(nodes=tuple(n.with_device_dir(root) for n in self.nodes))
 
     def to_dict(self) -> dict[str, Any]:

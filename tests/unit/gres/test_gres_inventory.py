@@ -128,6 +128,9 @@ def test_with_device_dir_reroots_every_device(example: Example) -> None:
     assert load_inventory(inv.to_yaml()) == inv
     with pytest.raises(ValueError, match="absolute"):
         inv.with_device_dir("relative/dev")
+    with pytest.raises(ValueError, match="absolute path of letters"):
+        inv.with_device_dir("/tmp/my lab/dev")
+    assert inv.with_device_dir("/tmp/x/").nodes[-1].name == inv.nodes[-1].name
 
 
 def test_load_accepts_paths_and_text(repo: Path) -> None:
