@@ -50,9 +50,13 @@ def main() -> None:
     env = {**os.environ, **lab.cfg.env()}
     client = SlurmClient(env=lab.cfg.env())
     n = args.jobs
+    rounds = 3  # alternate the two loops so warm-up and drift hit both alike
+    base_t = cli_t = 0.0
     try:
-        base_t, base_ids = plain_sbatch(n, env)
-        cli_t, cli_ids = via_client(client, n)
+        for _ in range(rounds):
+            base_t += plain_sbatch(n // rounds, env)[0]
+            cli_t += via_client(client, n // rounds)[0]
+        n = rounds * (n // rounds)
         t0 = time.perf_counter()
         client.submit(SCRIPT, ["-H", "--partition=cpu", f"--array=1-{n}"])
         arr_t = time.perf_counter() - t0
@@ -62,7 +66,6 @@ def main() -> None:
     print(f"plain sbatch loop (baseline): {base:7.1f} jobs/s  ({base_t:.2f} s for {n})")
     print(f"SlurmClient.submit loop:      {cli:7.1f} jobs/s  ratio {cli / base:.2f}x")
     print(f"one array of {n}:            {n / arr_t:9.1f} jobs/s  ratio {n / arr_t / base:.1f}x")
-    del base_ids, cli_ids
 
 
 if __name__ == "__main__":

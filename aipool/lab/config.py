@@ -10,9 +10,11 @@ import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+import gres
+
 DEFAULT_ROOT = Path("/tmp/aipool-lab")
 PACKAGE_DIR = Path(__file__).resolve().parent
-DEFAULT_INVENTORY = PACKAGE_DIR.parent.parent / "gres" / "examples" / "lab.yaml"
+DEFAULT_INVENTORY = Path(gres.__file__).resolve().parent / "examples" / "lab.yaml"
 DEFAULT_TENANTS = PACKAGE_DIR / "tenants.yaml"
 
 
