@@ -131,3 +131,20 @@ def test_request_the_cluster_cannot_satisfy_is_a_typed_error(client: SlurmClient
     assert "gres" in info.value.message.lower() or "node configuration" in info.value.message
     with pytest.raises(UnsatisfiableRequest):
         submit(client, lab, "nope", "-p", "gpu", "--gres=gpu:a100:9")
+
+
+def test_vnpu_jobs_see_their_vnpu_ids(client: SlurmClient, lab: Lab) -> None:
+    """npu2 has cards 0-1 whole, card 2 as four 1/4 vNPUs (100-103), card 3 as two 1/2 (104-105)."""
+    quarter = submit(client, lab, "vnpu-q", "-p", "npu", "-w", "npu2", "--gres=npu:910b_vir05:2")
+    half = submit(client, lab, "vnpu-h", "-p", "npu", "-w", "npu2", "--gres=npu:910b_vir10:1")
+    whole = submit(client, lab, "vnpu-w", "-p", "npu", "-w", "npu2", "--gres=npu:910b:2")
+    for job_id in (quarter, half, whole):
+        running(client, job_id)
+    q = env_of(lab, "vnpu-q", quarter)["ASCEND_RT_VISIBLE_DEVICES"].split(",")
+    h = env_of(lab, "vnpu-h", half)["ASCEND_RT_VISIBLE_DEVICES"].split(",")
+    w = env_of(lab, "vnpu-w", whole)["ASCEND_RT_VISIBLE_DEVICES"].split(",")
+    assert len(q) == 2
+    assert set(q) <= {"100", "101", "102", "103"}
+    assert len(h) == 1
+    assert set(h) <= {"104", "105"}
+    assert w == ["0", "1"]

@@ -22,12 +22,15 @@ def test_up_again_starts_nothing(lab: Lab) -> None:
 
 def test_nodes_partitions_and_gres(client: SlurmClient) -> None:
     nodes = {n.name: n for n in client.nodes()}
-    assert set(nodes) == {"gpu1", "gpu2", "npu1", "cpu1"}
+    assert set(nodes) == {"gpu1", "gpu2", "npu1", "npu2", "cpu1"}
     for name in ("gpu1", "gpu2"):
         assert nodes[name].gres_total("gpu") == 4
         assert nodes[name].gres_total("shard") == 128
         assert "a100" in nodes[name].features
     assert nodes["npu1"].gres_total("npu") == 8
+    assert {(g.type, g.count) for g in nodes["npu2"].gres} == {
+        ("910b", 2), ("910b_vir05", 4), ("910b_vir10", 2)
+    }
     assert nodes["cpu1"].gres == ()
     parts = {p.name: p for p in client.partitions()}
     assert set(parts) >= {"gpu", "npu", "cpu"}

@@ -58,9 +58,10 @@ def test_render_settings_part(runner: CliRunner) -> None:
     result = runner.invoke(cli, ["render", "--inventory", str(LAB), "--part", "gres-settings.conf"])
     assert result.exit_code == 0, result.output
     assert "GresTypes=gpu,npu,shard\n" in result.stdout
-    assert "AccountingStorageTRES=gres/gpu,gres/gpu:a100,gres/shard,gres/npu,gres/npu:910b\n" in (
-        result.stdout
-    )
+    assert (
+        "AccountingStorageTRES=gres/gpu,gres/gpu:a100,gres/shard,gres/npu,gres/npu:910b,"
+        "gres/npu:910b_vir05,gres/npu:910b_vir10\n"
+    ) in result.stdout
 
 
 def test_render_all_to_stdout(runner: CliRunner) -> None:

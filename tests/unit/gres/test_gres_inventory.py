@@ -28,7 +28,7 @@ EXAMPLES = ("lab", "teaching-lab", "gpu-pool")
 
 def test_lab_inventory_is_what_the_lab_expects(example: Example) -> None:
     inv = example("lab")
-    assert inv.names == ("gpu1", "gpu2", "npu1", "cpu1")
+    assert inv.names == ("gpu1", "gpu2", "npu1", "npu2", "cpu1")
     for node in inv.nodes:
         assert (node.cpus, node.sockets, node.cores_per_socket, node.threads_per_core) == (
             16,

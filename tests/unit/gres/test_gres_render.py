@@ -32,7 +32,7 @@ INVENTORIES = {
 }
 LAB_EXTRA = {
     name: {"NodeHostname": "localhost", "NodeAddr": "127.0.0.1", "Port": str(17001 + i)}
-    for i, name in enumerate(("gpu1", "gpu2", "npu1", "cpu1"))
+    for i, name in enumerate(("gpu1", "gpu2", "npu1", "npu2", "cpu1"))
 }
 
 
@@ -93,8 +93,11 @@ def test_lab_lines() -> None:
         "Gres=gpu:a100:4,shard:128 Feature=a100,gpu"
     )
     assert lines[2].endswith("Gres=npu:910b:8 Feature=910b,ascend,npu")
-    assert lines[3].endswith("RealMemory=64000 Feature=cpu")
-    assert "Gres=" not in lines[3]
+    assert lines[3].endswith(
+        "Gres=npu:910b:2,npu:910b_vir05:4,npu:910b_vir10:2 Feature=910b,ascend,npu,vnpu"
+    )
+    assert lines[4].endswith("RealMemory=64000 Feature=cpu")
+    assert "Gres=" not in lines[4]
 
 
 def test_gres_conf_of_the_lab() -> None:
@@ -166,6 +169,8 @@ def test_types_and_accounting() -> None:
         "gres/shard",
         "gres/npu",
         "gres/npu:910b",
+        "gres/npu:910b_vir05",
+        "gres/npu:910b_vir10",
     ]
     pool = accounting_tres(_inv("gpu-pool"))
     assert pool[-3:] == ["gres/npu:910b", "gres/npu:910b_vir05", "gres/npu:910b_vir10"]

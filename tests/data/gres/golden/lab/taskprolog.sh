@@ -17,6 +17,7 @@ AIPOOL_SCONTROL="${AIPOOL_SCONTROL:-scontrol}"
 aipool_npu_map() {
     case "$1" in
         'npu1') echo "0 1 2 3 4 5 6 7" ;;
+        'npu2') echo "0 1 100 101 102 103 104 105" ;;
         *) return 1 ;;
     esac
 }
