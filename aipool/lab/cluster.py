@@ -119,7 +119,7 @@ class Lab:
         tenants = load_tenants(cfg.tenants)
         self._prepare_dirs(inv)
         ledger = self._ledger()
-        self._write_configs(inv)
+        changed = self._write_configs(inv)
         created = _ensure_unix_users(tenants.unix_users)
         ledger["users_created"] = sorted(set(ledger.get("users_created", [])) | set(created))
         self._save(ledger)
@@ -138,6 +138,7 @@ class Lab:
         report.step("slurmdbd")
         progress("accounting up")
 
+        was_running = self._running(ledger, "slurmctld")
         pid = self._start(ledger, report, "slurmctld", ["slurmctld", "-D"], expect="slurmctld")
         daemons.wait_for(
             "slurmctld", self.client.ping, timeout=30, pid=pid, log=cfg.log / "slurmctld.log"
@@ -160,6 +161,11 @@ class Lab:
             interval=0.1,
         )
         report.step(f"slurmd x{len(names)}")
+        if was_running and {"slurm.conf", "gres.conf"} & set(changed):
+            # a running cluster picks up a new slurm.conf on reconfigure; new nodes or GRES
+            # need a restart (`aipool lab down --keep-state` then `up`)
+            self.client.reconfigure()
+            report.step("reconfigure")
         progress("nodes up")
 
         self.client.ensure_qos(tenants.qos)
@@ -201,7 +207,8 @@ class Lab:
         shutil.chown(cfg.mysql, "mysql", "mysql")
         _make_fake_devices(inv)
 
-    def _write_configs(self, inv: Inventory) -> None:
+    def _write_configs(self, inv: Inventory) -> list[str]:
+        """Render every config file; returns the names whose content changed."""
         cfg = self.cfg
         pw_file = cfg.etc / "db_password"
         if not pw_file.exists():
@@ -214,13 +221,18 @@ class Lab:
         files = render_lab(
             cfg, inv, db_password=pw_file.read_text().strip(), loopback_only=loopback
         )
+        changed = []
         for name, text in files.items():
             path = cfg.etc / name
+            if path.exists() and path.read_text() == text:
+                continue
+            changed.append(name)
             if name == "slurmdbd.conf":
                 _write_private(path, text)  # slurmdbd refuses a world-readable config
             else:
                 path.write_text(text)
                 path.chmod(0o755 if name.endswith(".sh") else 0o644)
+        return changed
 
     def _munge(self, ledger: dict[str, Any], report: Report) -> None:
         if _munge_works() and not self._running(ledger, "munged"):

@@ -311,6 +311,10 @@ class SlurmClient:
             self._write(["scontrol", *self._m(), "-Q"], input="\n".join(lines) + "\n")
         return len(lines)
 
+    def reconfigure(self) -> None:
+        """Make slurmctld (and every slurmd) re-read slurm.conf."""
+        self._write(["scontrol", "reconfigure"])
+
     # ------------------------------------------------------------------ node writes
     def update_node(
         self,
