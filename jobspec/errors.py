@@ -47,12 +47,14 @@ def flatten_messages(messages: Any, path: Sequence[str | int] = ()) -> list[str]
         return out
     if isinstance(messages, list | tuple):
         if all(isinstance(m, str) for m in messages):
-            return [f"{_path(path)}: {m}" if path else m for m in messages]
+            where = _path(path)
+            return [f"{where}: {m}" if where else m for m in messages]
         out = []
         for m in messages:
             out += flatten_messages(m, path)
         return out
-    return [f"{_path(path)}: {messages}" if path else str(messages)]
+    where = _path(path)
+    return [f"{where}: {messages}" if where else str(messages)]
 
 
 def _path(parts: Sequence[str | int]) -> str:
@@ -64,4 +66,4 @@ def _path(parts: Sequence[str | int]) -> str:
             text += f"[{p}]"
         else:
             text += f".{p}" if text else str(p)
-    return text or "spec"
+    return text

@@ -159,8 +159,11 @@ def check_path(value: Any, *, relative_ok: bool = False) -> str:
     if not pattern.fullmatch(text):
         what = "a path" if relative_ok else "an absolute path"
         raise ValidationError(f"{text!r} is not allowed: must be {what}; {PATH_HINT}")
-    if ".." in text.split("/"):
+    parts = text.split("/")
+    if ".." in parts:
         raise ValidationError(f"{text!r} is not allowed: '..' is not allowed in paths")
+    if any(p.startswith("-") for p in parts):
+        raise ValidationError(f"{text!r} is not allowed: no part of a path may start with '-'")
     return text
 
 
