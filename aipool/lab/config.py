@@ -28,6 +28,10 @@ class LabPorts:
     slurmd_base: int = 17001
     mariadb: int = 13306
 
+    def shifted(self, offset: int) -> LabPorts:
+        """Every port moved by ``offset``: a second lab on the same host."""
+        return LabPorts(*(getattr(self, f) + offset for f in self.__dataclass_fields__))
+
 
 @dataclass(frozen=True, slots=True)
 class LabConfig:
@@ -54,6 +58,8 @@ class LabConfig:
             cfg = replace(cfg, cluster=name)
         if inv := env.get("AIPOOL_LAB_INVENTORY"):
             cfg = replace(cfg, inventory=Path(inv))
+        if offset := env.get("AIPOOL_LAB_PORT_OFFSET"):
+            cfg = replace(cfg, ports=cfg.ports.shifted(_int(offset, "AIPOOL_LAB_PORT_OFFSET")))
         return cfg
 
     # Paths -----------------------------------------------------------------------------
@@ -114,3 +120,10 @@ class LabConfig:
     def env(self) -> dict[str, str]:
         """Environment a Slurm client needs to talk to this lab."""
         return {"SLURM_CONF": str(self.slurm_conf)}
+
+
+def _int(value: str, name: str) -> int:
+    try:
+        return int(value)
+    except ValueError:
+        raise ValueError(f"{name} must be an integer, not {value!r}") from None
