@@ -7,53 +7,17 @@ honour ``dry_run`` and skip changes that would not change anything.
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from slurm_plugins.client import parse
-from slurm_plugins.client.errors import (
-    CommandError,
-    ControllerUnavailable,
-    JobNotFound,
-    SlurmError,
-    SubmitRejected,
-    UnsatisfiableRequest,
-)
-from slurm_plugins.client.models import (
-    CLEAR,
-    AccountSpec,
-    AcctJob,
-    Association,
-    Job,
-    Node,
-    Partition,
-    Qos,
-    QosSpec,
-    UserSpec,
-)
+from slurm_plugins.client import accounts, parse
+from slurm_plugins.client.errors import JobNotFound, SlurmError, SubmitRejected
+from slurm_plugins.client.models import AcctJob, Association, Job, Node, Partition, Qos
 from slurm_plugins.client.runner import Completed, Runner, SubprocessRunner
+from slurm_plugins.client.specs import AccountSpec, QosSpec, UserSpec
+from slurm_plugins.client.wire import classify, quote_value
 
 log = logging.getLogger("aipool.slurm")
-
-_UNREACHABLE = (
-    "Unable to contact slurm controller",
-    "Socket timed out",
-    "Connection refused",
-    "Problem talking to the database",
-    "Zero Bytes were transmitted or received",
-    "slurmdbd: Connection",
-)
-_UNSATISFIABLE = (
-    "Invalid generic resource (gres) specification",
-    "Requested node configuration is not available",
-    "Invalid feature specification",
-    "Invalid partition name specified",
-    "Node count specification invalid",
-    "More processors requested than permitted",
-    "Invalid qos specification",
-    "Invalid account or account/partition combination specified",
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -305,7 +269,7 @@ class SlurmClient:
             up = wanted.minus(current[wanted.job_id]) if wanted.job_id in current else wanted
             fields = up.fields()
             if fields:
-                kv = " ".join(f"{k}={_value(v)}" for k, v in fields.items())
+                kv = " ".join(f"{k}={quote_value(v)}" for k, v in fields.items())
                 lines.append(f"update JobId={up.job_id} {kv}")
         if lines:
             self._write(["scontrol", *self._m(), "-Q"], input="\n".join(lines) + "\n")
@@ -338,22 +302,11 @@ class SlurmClient:
                     fields["Reason"] = reason or "set by aipool"
         if not fields:
             return False
-        kv = [f"{k}={_value(v)}" for k, v in fields.items()]
+        kv = [f"{k}={quote_value(v)}" for k, v in fields.items()]
         self._write(["scontrol", *self._m(), "update", f"NodeName={name}", *kv])
         return True
 
     # ------------------------------------------------------------------ accounting writes
-    def _sacctmgr(self, waves: Sequence[Sequence[str]]) -> None:
-        """Run sacctmgr commands in order, in one process reading them on stdin.
-
-        Commands that depend on each other (a parent account before its children) come in
-        earlier waves. They are not run concurrently: slurmdbd then loses parents that were
-        added a moment before.
-        """
-        lines = [line for wave in waves for line in wave]
-        if lines:
-            self._write(["sacctmgr", "-i"], input="\n".join(lines) + "\n")
-
     def add_cluster(self, name: str) -> bool:
         if name in self.clusters():
             return False
@@ -361,104 +314,23 @@ class SlurmClient:
         return True
 
     def ensure_qos(self, specs: Sequence[QosSpec]) -> list[str]:
-        """Create or update QOS to match ``specs``.
-
-        All missing QOS are created first, so ``Preempt=`` can name any of them.
-        """
-        have = {q.name: q for q in self.qos()}
-        missing = [s.name for s in specs if s.name not in have]
-        adds = [f"add qos {','.join(missing)}"] if missing else []
-        mods = [
-            f"modify qos where name={spec.name} set {_kv(spec.attributes(have.get(spec.name)))}"
-            for spec in specs
-            if spec.name not in have or not spec.matches(have[spec.name])
-        ]
-        self._sacctmgr([adds, mods])
-        return adds + mods
+        """Create or update QOS to match ``specs``; returns the sacctmgr commands sent."""
+        return self._sacctmgr(accounts.qos_commands(self.qos(), specs))
 
     def ensure_accounts(self, specs: Sequence[AccountSpec]) -> list[str]:
-        """Create or update accounts, parents before children (one wave per tree depth)."""
-        have = {a.account: a for a in self.associations() if not a.user}
-        depth: dict[str, int] = {}
-        for spec in specs:  # parents come first in specs, or exist already (depth 0)
-            depth[spec.name] = depth.get(spec.parent, 0) + 1
-        waves: dict[int, list[str]] = {}
-        for spec in specs:
-            cur = have.get(spec.name)
-            if cur is None:
-                line = f"add account {spec.name} {_kv(spec.attributes(new=True))}"
-            elif not spec.matches(cur):
-                attrs = spec.attributes(new=False, previous=cur.grp_tres)
-                line = f"modify account where name={spec.name} set {_kv(attrs)}"
-            else:
-                continue
-            waves.setdefault(depth[spec.name], []).append(line)
-        ordered = [waves[d] for d in sorted(waves)]
-        self._sacctmgr(ordered)
-        return [line for wave in ordered for line in wave]
+        """Create or update accounts (parents before children); returns the commands sent."""
+        return self._sacctmgr(accounts.account_commands(self.associations(), specs))
 
     def ensure_users(self, specs: Sequence[UserSpec]) -> list[str]:
-        """Create or update user associations (user + account)."""
-        have = {(a.user, a.account): a for a in self.associations() if a.user}
-        lines = []
-        for spec in specs:
-            cur = have.get((spec.name, spec.account))
-            if cur is None:
-                lines.append(f"add user {spec.name} {_kv(spec.attributes(new=True))}")
-            elif not spec.matches(cur):
-                lines.append(
-                    f"modify user where name={spec.name} account={spec.account} "
-                    f"set {_kv(spec.attributes(new=False))}"
-                )
-        self._sacctmgr([lines])
+        """Create or update user associations (user + account); returns the commands sent."""
+        return self._sacctmgr(accounts.user_commands(self.associations(), specs))
+
+    def _sacctmgr(self, lines: list[str]) -> list[str]:
+        """Several commands in one sacctmgr process reading them on stdin, in order.
+
+        Every command costs ~0.5 s of round trips to slurmdbd. They are not run concurrently:
+        slurmdbd then loses parents that were added a moment before.
+        """
+        if lines:
+            self._write(["sacctmgr", "-i"], input="\n".join(lines) + "\n")
         return lines
-
-
-def _kv(attrs: Mapping[str, str]) -> str:
-    return " ".join(f"{k}={_value(v)}" for k, v in attrs.items())
-
-
-_SAFE_VALUE = re.compile(r"[A-Za-z0-9_.,:/=@+\-\[\]]*")
-
-
-def _value(v: str) -> str:
-    """Values go to Slurm's own line parser (not a shell); refuse anything that could split."""
-    if v == CLEAR:
-        return v
-    if not _SAFE_VALUE.fullmatch(v):
-        if any(c in v for c in "\n\r\"'") or any(ord(c) < 32 for c in v):
-            raise SlurmError(f"refusing value with quotes or control characters: {v!r}")
-        return f'"{v}"'
-    return v
-
-
-def classify(done: Completed) -> SlurmError:
-    """Map a failed command to the most specific error, keeping Slurm's own message."""
-    err = (done.stderr or done.stdout).strip()
-    message = _user_message(err) or f"{done.argv[0]} exited with {done.returncode}"
-    kind: type[SlurmError] = CommandError
-    if any(s in err for s in _UNREACHABLE):
-        kind = ControllerUnavailable
-    elif "Invalid job id" in err:
-        return JobNotFound(
-            _first_job_id(done.argv),
-            argv=done.argv,
-            returncode=done.returncode,
-            stderr=done.stderr,
-        )
-    elif "sbatch" in done.argv:
-        kind = UnsatisfiableRequest if any(s in err for s in _UNSATISFIABLE) else SubmitRejected
-    return kind(message, argv=done.argv, returncode=done.returncode, stderr=done.stderr)
-
-
-def _user_message(err: str) -> str:
-    """Slurm's lines without the ``sbatch: error:`` prefixes, joined."""
-    msgs = [re.sub(r"^\w+: (error: )?", "", line).strip() for line in err.splitlines()]
-    return "; ".join(m for m in msgs if m)
-
-
-def _first_job_id(argv: Sequence[str]) -> str:
-    for a in reversed(argv):
-        if a.replace(",", "").replace("_", "").isdigit():
-            return a
-    return "?"

@@ -29,7 +29,9 @@ def test_nodes_partitions_and_gres(client: SlurmClient) -> None:
         assert "a100" in nodes[name].features
     assert nodes["npu1"].gres_total("npu") == 8
     assert {(g.type, g.count) for g in nodes["npu2"].gres} == {
-        ("910b", 2), ("910b_vir05", 4), ("910b_vir10", 2)
+        ("910b", 2),
+        ("910b_vir05", 4),
+        ("910b_vir10", 2),
     }
     assert nodes["cpu1"].gres == ()
     parts = {p.name: p for p in client.partitions()}

@@ -1,0 +1,131 @@
+"""Helpers that read either JSON shape (22.05 plain values, 23.02+ wrapped ones)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from slurm_plugins.client.errors import ParseError
+from slurm_plugins.client.models import (
+    Tres,
+)
+
+Doc = Mapping[str, Any]
+
+
+# ---------------------------------------------------------------------- shapes
+def load(text: str | bytes | Doc, key: str) -> list[Doc]:
+    """Parse a document and return its ``key`` list; Slurm errors in it become ParseError."""
+    if isinstance(text, Mapping):
+        doc: Any = text
+    else:
+        try:
+            doc = json.loads(text)
+        except ValueError as exc:
+            raise ParseError(f"not JSON: {exc}") from exc
+    if not isinstance(doc, Mapping):
+        raise ParseError("expected a JSON object at the top level")
+    errors = [e for e in doc.get("errors") or [] if isinstance(e, Mapping)]
+    if errors and key not in doc:
+        msg = "; ".join(str(e.get("description") or e.get("error") or e) for e in errors)
+        raise ParseError(f"Slurm reported errors: {msg}")
+    items = doc.get(key)
+    if items is None:
+        raise ParseError(f"no {key!r} in Slurm's output (keys: {sorted(doc)})")
+    if not isinstance(items, list):
+        raise ParseError(f"{key!r} is not a list")
+    return items
+
+
+def num(value: Any) -> int | None:
+    """``5``, ``"5"`` or ``{"set": true, "infinite": false, "number": 5}`` -> 5; unset -> None."""
+    if isinstance(value, Mapping):
+        if not value.get("set", True) or value.get("infinite"):
+            return None
+        value = value.get("number")
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, int | float):
+        return int(value)
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        return int(value)
+    return None
+
+
+def num0(value: Any) -> int:
+    return num(value) or 0
+
+
+def when(value: Any) -> datetime | None:
+    """Epoch seconds (either shape) -> aware UTC datetime; 0 / unset -> None."""
+    seconds = num(value)
+    if not seconds or seconds <= 0:
+        return None
+    return datetime.fromtimestamp(seconds, tz=UTC)
+
+
+def states(value: Any) -> list[str]:
+    """``"PENDING"`` or ``["PENDING", "REQUEUED"]`` -> upper-case list."""
+    if isinstance(value, str):
+        return [value.upper()] if value else []
+    if isinstance(value, list):
+        return [str(v).upper() for v in value]
+    return []
+
+
+def text(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, list):
+        return ",".join(str(v) for v in value)
+    return str(value)
+
+
+def word_list(value: Any) -> tuple[str, ...]:
+    """Comma-separated string or list -> tuple of non-empty words."""
+    if isinstance(value, list):
+        return tuple(str(v) for v in value if v)
+    return tuple(w for w in text(value).split(",") if w)
+
+
+def tres_list(items: Any) -> Tres:
+    """sacct's ``[{"type": "gres", "name": "gpu:a100", "count": 2}, …]`` -> Tres."""
+    counts: dict[str, int] = {}
+    for item in items or []:
+        kind, name = item.get("type", ""), item.get("name") or ""
+        key = f"{kind}/{name}" if name else kind
+        if kind == "mem":
+            key = "mem"
+        counts[key] = num0(item.get("count"))
+    return Tres(counts)
+
+
+def exit_code(value: Any) -> int | None:
+    """The process's exit code, shell-style (128 + signal when killed by one).
+
+    squeue 22.05 prints the raw wait status (``768`` for ``exit 3``, ``15`` for SIGTERM);
+    sacct and 23.02+ print ``{"status": …, "return_code": …}`` with the code itself.
+    """
+    if isinstance(value, Mapping):
+        return num(value.get("return_code"))
+    if isinstance(value, str) and ":" in value:
+        return num(value.split(":", 1)[0])
+    status = num(value)
+    if status is None:
+        return None
+    signal = status & 0x7F
+    return 128 + signal if signal else (status >> 8) & 0xFF
+
+
+def ids(values: Iterable[Any]) -> list[int]:
+    return [v for v in (num(x) for x in values) if v is not None]
+
+
+def limit_minutes(value: Any) -> int | None:
+    n = num(value)
+    # 22.05 prints INFINITE as NO_VAL-ish sentinels
+    if n is None or n >= 0xFFFFFFFE:
+        return None
+    return n
