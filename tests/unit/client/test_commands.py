@@ -16,8 +16,8 @@ from slurm_plugins.client import (
     parse,
 )
 from slurm_plugins.client.errors import SlurmError
-from slurm_plugins.client.models import AccountSpec, QosSpec, UserSpec
 from slurm_plugins.client.runner import Completed, ReplayRunner
+from slurm_plugins.client.specs import AccountSpec, QosSpec, UserSpec
 
 DATA = Path(__file__).parents[2] / "data" / "slurm" / "24.11"
 
