@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -37,14 +37,15 @@ class Settings:
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> Settings:
         env = dict(os.environ) if env is None else env
-        default_state = Path(env.get("XDG_STATE_HOME") or Path.home() / ".local/state") / "aipool"
-        cfg = ClusterConfig()
-        overrides = {
-            "data_root": env.get("AIPOOL_DATA_ROOT"),
-            "model_root": env.get("AIPOOL_MODEL_ROOT"),
-            "conda_sh": env.get("AIPOOL_CONDA_SH"),
-        }
-        cfg = ClusterConfig(**{**cfg.__dict__, **{k: v for k, v in overrides.items() if v}})
+        home = Path(env["HOME"]) if env.get("HOME") else Path.home()
+        default_state = Path(env.get("XDG_STATE_HOME") or home / ".local/state") / "aipool"
+        base = ClusterConfig()
+        cfg = replace(
+            base,
+            data_root=env.get("AIPOOL_DATA_ROOT") or base.data_root,
+            model_root=env.get("AIPOOL_MODEL_ROOT") or base.model_root,
+            conda_sh=env.get("AIPOOL_CONDA_SH") or base.conda_sh,
+        )
         return cls(
             state_dir=Path(env.get("AIPOOL_STATE_DIR") or default_state),
             cluster=env.get("AIPOOL_CLUSTER") or "local",
@@ -211,7 +212,7 @@ def job_report(client: SlurmClient, settings: Settings, job_id: int) -> dict[str
         report["progress"] = parse_progress(read_tail(report["output"]))
         if report["labels"].get("jupyter"):
             conn = read_connection(connection_path(Path(report["output"]).parent, job_id))
-            report["jupyter"] = conn.__dict__ if conn else None
+            report["jupyter"] = asdict(conn) if conn else None
     if settings.history.has(settings.cluster, job_id):
         report["spec"] = spec_to_data(settings.history.spec(settings.cluster, job_id))
     return report
