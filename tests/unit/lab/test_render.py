@@ -1,0 +1,64 @@
+"""The lab's slurm.conf / slurmdbd.conf come from the lab config plus gres' renderers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from aipool.lab.config import DEFAULT_INVENTORY, LabConfig
+from aipool.lab.render import partitions, render_lab
+from gres.inventory import load_inventory
+from gres.render import render_gres_conf
+
+
+def conf(text: str) -> dict[str, str]:
+    out = {}
+    for line in text.splitlines():
+        if line and not line.startswith("#") and "=" in line:
+            key, _, value = line.partition("=")
+            out.setdefault(key, value)
+    return out
+
+
+def test_lab_files_are_consistent(tmp_path: Path) -> None:
+    cfg = LabConfig.from_env({"AIPOOL_LAB_DIR": str(tmp_path), "AIPOOL_LAB_PORT_OFFSET": "100"})
+    inv = load_inventory(DEFAULT_INVENTORY).with_device_dir(str(cfg.dev))
+    files = render_lab(cfg, inv, db_password="pw")
+    slurm = conf(files["slurm.conf"])
+    assert slurm["SlurmctldPort"] == "6917"
+    assert slurm["StateSaveLocation"] == str(tmp_path / "state")
+    assert slurm["GresTypes"] == "gpu,npu,shard"
+    assert "gres/npu:910b_vir05" in slurm["AccountingStorageTRES"].split(",")
+    assert slurm["CommunicationParameters"] == "NoCtldInAddrAny,NoInAddrAny"
+    assert "JobSubmitPlugins" not in slurm
+    node_lines = [ln for ln in files["slurm.conf"].splitlines() if ln.startswith("NodeName=")]
+    assert [ln.split()[0] for ln in node_lines] == [
+        "NodeName=gpu1",
+        "NodeName=gpu2",
+        "NodeName=npu1",
+        "NodeName=npu2",
+        "NodeName=cpu1",
+    ]
+    assert "Port=17101" in node_lines[0]
+    assert "Port=17105" in node_lines[4]
+    assert files["gres.conf"] == render_gres_conf(inv)
+    assert str(cfg.dev) in files["gres.conf"]
+    dbd = conf(files["slurmdbd.conf"])
+    assert dbd["DbdPort"] == "6919"
+    assert dbd["StoragePort"] == "13406"
+    assert dbd["StoragePass"] == "pw"
+
+
+def test_without_loopback_hostname_daemons_bind_any(tmp_path: Path) -> None:
+    cfg = LabConfig(root=tmp_path)
+    inv = load_inventory(DEFAULT_INVENTORY)
+    files = render_lab(cfg, inv, db_password="pw", loopback_only=False)
+    assert "CommunicationParameters" not in files["slurm.conf"]
+    assert "CommunicationParameters" not in files["slurmdbd.conf"]
+
+
+def test_partitions_follow_the_devices() -> None:
+    parts = {p.name: p for p in partitions(load_inventory(DEFAULT_INVENTORY))}
+    assert parts["gpu"].nodes == ("gpu1", "gpu2")
+    assert parts["gpu"].default
+    assert parts["npu"].nodes == ("npu1", "npu2")
+    assert parts["cpu"].nodes == ("cpu1",)
