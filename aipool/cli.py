@@ -89,13 +89,17 @@ def demo(wait: bool) -> None:
         raise click.ClickException(str(exc)) from exc
 
 
-def _mount_gres() -> None:
+def _mount() -> None:
+    """The packages' own command groups, under one ``aipool``."""
     from gres.cli import cli as gres_cli
+    from jobspec.cli import COMMANDS as job_commands
 
     main.add_command(gres_cli, name="gres")
+    for command in job_commands:
+        main.add_command(command)
 
 
-_mount_gres()
+_mount()
 
 if __name__ == "__main__":
     main()

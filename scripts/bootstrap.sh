@@ -7,6 +7,7 @@ PACKAGES=(
   slurmctld slurmd slurm-client slurmdbd slurmrestd munge
   mariadb-server mariadb-client
   lua5.1 lua-posix
+  openmpi-bin
   python3-venv util-linux passwd
 )
 
@@ -33,7 +34,7 @@ fi
 stamp=.venv/.aipool-installed
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   .venv/bin/python -m pip install -q --upgrade pip
-  .venv/bin/python -m pip install -q -e '.[dev]'
+  .venv/bin/python -m pip install -q -e '.[dev,lab]'
   touch "$stamp"
 fi
 echo "bootstrap done: .venv ready, Slurm $(dpkg-query -W -f='${Version}' slurmctld)"
