@@ -1,0 +1,300 @@
+"""``plan(snapshot, config) -> Plan``: the pure heart of the policy daemon.
+
+1. **Score** every managed pending job: the weighted mean of the policies' scores.
+2. **Order** by score, ties by submit time, then job id.
+3. **Admit** in that order: tiered votes decide hold or start; the first ``lookahead`` jobs
+   that may start are reserved in a scratch :class:`ClusterView`, so later decisions (a gang,
+   an anti-affinity group) see the room earlier jobs will take.
+4. **Victims**: running jobs to warn, signal, requeue or cancel; node weights.
+5. **Diff** against the snapshot: only changes go into the plan (SiteFactor within a
+   dead band of what we last set is left alone).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from slurm_plugins.policy import policies as _policies  # noqa: F401  (registers built-ins)
+from slurm_plugins.policy.base import REGISTRY, Context, Cycle, Policy, Verdict, Vote
+from slurm_plugins.policy.cluster import ClusterView, first_fit
+from slurm_plugins.policy.plan import (
+    Action,
+    Hold,
+    JobAction,
+    JobChange,
+    NodeWeight,
+    Notification,
+    Plan,
+)
+from slurm_plugins.policy.resources import hostlist
+from slurm_plugins.policy.snapshot import DaemonState, JobInfo, Mark, Snapshot
+from slurm_plugins.policy.statekeeping import next_state
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyConfig:
+    name: str
+    weight: float = 1.0
+    tier: int = 0
+    args: Mapping[str, object] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class EngineConfig:
+    policies: tuple[PolicyConfig, ...] = (PolicyConfig("fifo"),)
+    #: Only jobs of these partitions are steered (empty: all).
+    partitions: tuple[str, ...] = ()
+    #: SiteFactor of a job with combined score 1.0. Far above Slurm's other priority terms
+    #: (QOS 10000, age and fair-share 1000 in the lab), so the policies' order holds and
+    #: those terms only break ties.
+    site_factor_scale: int = 1_000_000
+    #: A SiteFactor we set is rewritten only when the wish moved further than this.
+    site_factor_deadband: int = 2_000
+    #: Pending jobs reserved in the scratch view per cycle (as Slurm's queue depth).
+    lookahead: int = 300
+    admins: tuple[str, ...] = ("root",)
+
+
+def build_policies(config: EngineConfig) -> list[tuple[PolicyConfig, Policy]]:
+    out = []
+    for pc in config.policies:
+        cls = REGISTRY.get(pc.name)
+        if cls is None:
+            raise KeyError(f"unknown policy {pc.name!r}; known: {', '.join(sorted(REGISTRY))}")
+        out.append((pc, cls(**dict(pc.args))))
+    return out
+
+
+def plan(
+    snapshot: Snapshot,
+    config: EngineConfig,
+    policies: Sequence[tuple[PolicyConfig, Policy]] | None = None,
+) -> Plan:
+    """The changes the configured policies want; pure (same input, same plan)."""
+    pols = list(policies) if policies is not None else build_policies(config)
+    ctx = Context(snapshot, partitions=config.partitions or None)
+    chooser = next((p.chooser for _, p in pols if hasattr(p, "chooser")), first_fit)
+    cycle = Cycle(ClusterView(snapshot.nodes, ctx.running), chooser)
+    reasons: dict[int, list[str]] = {}
+
+    scores = _scores(ctx, pols)
+    order = sorted(ctx.pending, key=lambda j: (-scores[j.job_id], j.submit, j.job_id))
+    verdicts = _admit(order, ctx, cycle, pols, config.lookahead)
+    actions = _merge_actions(
+        a for _, p in pols if p.implements("victims") for a in p.victims(ctx, cycle)
+    )
+    weights = [w for _, p in pols if p.implements("nodes") for w in p.nodes(ctx, cycle)]
+
+    changes, holds, releases = _job_diff(
+        ctx, config, order, scores=scores, verdicts=verdicts, pols=pols, reasons=reasons
+    )
+    for a in actions:
+        reasons.setdefault(a.job_id, []).append(a.reason)
+    node_weights = tuple(
+        w for w in weights if w.node in ctx.nodes and ctx.nodes[w.node].weight != w.weight
+    )
+    notes = _notifications(ctx, config, actions)
+    new_state = next_state(
+        snapshot,
+        changes=changes,
+        holds=holds,
+        releases=releases,
+        actions=actions,
+        verdicts=verdicts,
+        node_weights=node_weights,
+    )
+    return Plan(
+        now=snapshot.now,
+        job_changes=tuple(changes),
+        holds=tuple(holds),
+        releases=tuple(releases),
+        actions=tuple(actions),
+        node_weights=node_weights,
+        notifications=tuple(notes),
+        reasons={k: tuple(v) for k, v in reasons.items() if v},
+        order=tuple(j.job_id for j in order),
+        state=new_state,
+        wake_at=min(cycle.wake) if cycle.wake else None,
+    )
+
+
+def _scores(ctx: Context, pols: Sequence[tuple[PolicyConfig, Policy]]) -> dict[int, float]:
+    """Weighted mean of the scores each policy gave (a policy may abstain on a job)."""
+    scorers = [(pc.weight, p) for pc, p in pols if p.implements("score") and pc.weight > 0]
+    out = {}
+    for j in ctx.pending:
+        total = weights = 0.0
+        for w, p in scorers:
+            v = p.score(j, ctx)
+            if v is not None:
+                total += w * min(max(v, 0.0), 1.0)
+                weights += w
+        out[j.job_id] = total / weights if weights else 0.0
+    return out
+
+
+def _admit(
+    order: Sequence[JobInfo],
+    ctx: Context,
+    cycle: Cycle,
+    pols: Sequence[tuple[PolicyConfig, Policy]],
+    lookahead: int,
+) -> dict[int, Verdict]:
+    admitters = sorted(
+        ((pc.tier, p.stage, i, p) for i, (pc, p) in enumerate(pols) if p.implements("admit")),
+        key=lambda t: t[:3],
+    )
+    out: dict[int, Verdict] = {}
+    reserved = 0
+    for job in order:
+        by_tier: dict[int, list[Verdict]] = {}
+        exclude: frozenset[str] = frozenset()
+        pin: tuple[str, ...] = ()
+        for tier, _, _, p in admitters:
+            v = p.admit(job, ctx, cycle)
+            if v is None:
+                continue
+            if v.exclude:
+                exclude |= v.exclude
+                cycle.exclude[job.job_id] = exclude
+            pin = v.pin or pin
+            if v.vote is not None:
+                by_tier.setdefault(tier, []).append(v)
+        verdict = _decide(by_tier, exclude, pin)
+        out[job.job_id] = verdict
+        admitted = verdict.vote is not Vote.HOLD
+        cycle.admitted[job.job_id] = admitted
+        if (
+            admitted
+            and reserved < lookahead
+            and job.job_id not in cycle.view.placed
+            and "BeginTime" not in job.reason
+            and "Dependency" not in job.reason
+        ):
+            reserved += 1
+            cycle.view.place(job, exclude=exclude, require=pin, choose=cycle.chooser)
+    return out
+
+
+def _decide(
+    by_tier: Mapping[int, list[Verdict]], exclude: frozenset[str], pin: tuple[str, ...]
+) -> Verdict:
+    for tier in sorted(by_tier):
+        votes = by_tier[tier]
+        holds = [v for v in votes if v.vote is Vote.HOLD]
+        if holds:
+            return Verdict(Vote.HOLD, "; ".join(v.reason for v in holds if v.reason), exclude, pin)
+        return Verdict(Vote.ADMIT, "; ".join(v.reason for v in votes if v.reason), exclude, pin)
+    return Verdict(None, "", exclude, pin)
+
+
+_STRENGTH = {a: i for i, a in enumerate(Action)}
+
+
+def _merge_actions(actions: Iterable[JobAction]) -> list[JobAction]:
+    """One action per job: the strongest wins, the reasons of all are kept."""
+    best: dict[int, JobAction] = {}
+    why: dict[int, list[str]] = {}
+    for a in actions:
+        why.setdefault(a.job_id, []).append(a.reason)
+        cur = best.get(a.job_id)
+        if cur is None or _STRENGTH[a.action] > _STRENGTH[cur.action]:
+            best[a.job_id] = a
+    return [
+        JobAction(a.job_id, a.action, "; ".join(dict.fromkeys(why[a.job_id])), a.signal, a.policy)
+        for a in sorted(best.values(), key=lambda a: a.job_id)
+    ]
+
+
+def _job_diff(
+    ctx: Context,
+    config: EngineConfig,
+    order: Sequence[JobInfo],
+    *,
+    scores: Mapping[int, float],
+    verdicts: Mapping[int, Verdict],
+    pols: Sequence[tuple[PolicyConfig, Policy]],
+    reasons: dict[int, list[str]],
+) -> tuple[list[JobChange], list[Hold], list[Hold]]:
+    state = ctx.state
+    scored = any(p.implements("score") and pc.weight > 0 for pc, p in pols)
+    changes, holds, releases = [], [], []
+    scale, band = config.site_factor_scale, config.site_factor_deadband
+    for job in order:
+        jid = job.job_id
+        v = verdicts[jid]
+        if v.reason:
+            reasons.setdefault(jid, []).append(v.reason)
+        want_sf = round(scores[jid] * scale)
+        last = state.site_factors.get(jid)
+        stale = last is None or abs(want_sf - last) > band
+        sf = want_sf if scored and stale else None
+        exc, req = _steer(job, v, state)
+        if sf is not None or exc is not None or req is not None:
+            why = _score_reason(job, ctx, scores[jid], pols, want_sf) if sf is not None else ""
+            changes.append(JobChange(jid, sf, req, exc, why or v.reason))
+            if why:
+                reasons.setdefault(jid, []).append(why)
+        ours = jid in state.holds
+        if v.vote is Vote.HOLD and not job.held:
+            holds.append(Hold(jid, v.reason))
+        elif v.vote is not Vote.HOLD and job.held and (ours or "gang" in job.labels):
+            releases.append(Hold(jid, v.reason or "no policy holds it any more"))
+    return changes, holds, releases
+
+
+def _steer(job: JobInfo, v: Verdict, state: DaemonState) -> tuple[str | None, str | None]:
+    """ExcNodeList/ReqNodeList to write (None: already right); the user's own lists stay."""
+    base_exc = state.base_exc.get(job.job_id, hostlist(job.excluded_nodes))
+    base_req = state.base_req.get(job.job_id, hostlist(job.required_nodes))
+    want_exc = hostlist(set(base_exc.split(",") if base_exc else ()) | v.exclude)
+    want_req = hostlist(v.pin) if v.pin and not base_req else base_req
+    exc = want_exc if want_exc != hostlist(job.excluded_nodes) else None
+    req = want_req if want_req != hostlist(job.required_nodes) else None
+    return exc, req
+
+
+def _score_reason(
+    job: JobInfo,
+    ctx: Context,
+    score: float,
+    pols: Sequence[tuple[PolicyConfig, Policy]],
+    site_factor: int,
+) -> str:
+    parts = [
+        f"{p.explain(job, ctx)} x{pc.weight:g}"
+        for pc, p in pols
+        if p.implements("score") and pc.weight > 0
+    ]
+    return f"score {score:.3f} ({', '.join(x for x in parts if x)}) → SiteFactor {site_factor}"
+
+
+def _notifications(
+    ctx: Context, config: EngineConfig, actions: Sequence[JobAction]
+) -> list[Notification]:
+    out = []
+    for a in actions:
+        job = ctx.jobs.get(a.job_id)
+        if job is None or a.action is Action.SIGNAL:
+            continue
+        users = tuple(dict.fromkeys((job.user, *config.admins)))
+        verb = {
+            Action.WARN: "warning",
+            Action.REQUEUE: "requeued",
+            Action.REQUEUE_HOLD: "requeued and held",
+            Action.CANCEL: "cancelled",
+        }[a.action]
+        out.append(
+            Notification(
+                a.policy or a.action.value,
+                a.job_id,
+                users,
+                f"job {a.job_id} ({job.name}) {verb}",
+                a.reason,
+            )
+        )
+    return out
+
+
+__all__ = ["EngineConfig", "Mark", "NodeWeight", "PolicyConfig", "plan"]
