@@ -1,0 +1,50 @@
+"""The application factory."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from flask import Flask
+
+from portal import config, errors, web
+from portal.extensions import api, csrf, db, limiter, login_manager, migrate
+
+MIGRATIONS = str(Path(__file__).with_name("migrations"))
+
+
+def create_app(settings: Mapping[str, Any] | None = None) -> Flask:
+    """Build the portal: defaults, then ``AIPOOL_*`` environment, then ``settings``."""
+    app = Flask(__name__, instance_relative_config=True)
+    config.load(app, settings)
+    Path(app.instance_path).mkdir(parents=True, exist_ok=True)
+    logging.getLogger("aipool.portal").setLevel(app.config.get("LOG_LEVEL", "INFO"))
+
+    db.init_app(app)
+    migrate.init_app(app, db, directory=MIGRATIONS, render_as_batch=True)
+    login_manager.init_app(app)
+    csrf.init_app(app)
+    limiter.init_app(app)
+    api.init_app(app)
+    web.install(app)
+    _register(app)
+    errors.register(app)
+    return app
+
+
+def _register(app: Flask) -> None:
+    from portal.audit.views import blp as audit
+    from portal.identity.views import auth, users
+    from portal.jobs.views import blp as jobs
+    from portal.nodes.views import blp as nodes
+    from portal.pages import register_pages
+    from portal.quotas.views import blp as quotas
+    from portal.roles.views import blp as roles
+    from portal.tenancy.group_views import blp as groups
+    from portal.tenancy.views import domains, projects
+
+    for blp in (auth, users, roles, domains, projects, groups, quotas, jobs, nodes, audit):
+        api.register_blueprint(blp)
+    register_pages(app)

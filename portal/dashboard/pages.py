@@ -1,0 +1,36 @@
+"""The dashboard: cluster use, the caller's projects and their latest jobs."""
+
+from __future__ import annotations
+
+from flask import Blueprint, render_template
+from flask_login import login_required
+
+from portal.errors import SlurmUnavailable
+from portal.jobs.service import list_jobs
+from portal.nodes.service import read_nodes, totals
+from portal.slurm import slurm
+from portal.tenancy.service import projects_query
+from portal.web import current_access, session
+
+bp = Blueprint("dashboard", __name__)
+
+
+@bp.route("/")
+@login_required
+def index() -> str:
+    access = current_access()
+    projects = list(session().scalars(projects_query(access)))
+    error = None
+    try:
+        nodes = read_nodes(slurm())
+        jobs = list_jobs(session(), access, slurm(), {})[:10]
+    except SlurmUnavailable as exc:
+        nodes, jobs, error = [], [], exc.message
+    return render_template(
+        "dashboard/index.html",
+        totals=totals(nodes),
+        node_count=len(nodes),
+        projects=projects,
+        jobs=jobs,
+        error=error,
+    )

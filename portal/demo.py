@@ -1,0 +1,89 @@
+"""Demo tenants matching the lab cluster (``aipool/lab/tenants.yaml``).
+
+Domains ``teaching`` (project ``cs101``) and ``research`` (``nlp``, ``vision``); platform
+admin ``admin``; ``alice`` in nlp (may use QOS high), ``bob`` in vision, ``carol`` (manager)
+and ``dave`` in cs101.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Mapping
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from portal.identity.models import User
+from portal.identity.service import hash_password
+from portal.roles.service import ensure_builtin, role_by_name
+from portal.tenancy.models import Domain, Membership, Project
+
+DEMO_USERS = ("admin", "alice", "bob", "carol", "dave")
+DOMAINS = {"teaching": "Teaching domain", "research": "Research domain"}
+PROJECTS = {
+    # name: (domain, description, qos)
+    "cs101": ("teaching", "Course CS101 lab sessions", "normal,low"),
+    "nlp": ("research", "NLP group", "normal,low,high"),
+    "vision": ("research", "Computer vision group", "normal,low"),
+}
+MEMBERS = {
+    "alice": ("nlp", "member"),
+    "bob": ("vision", "member"),
+    "carol": ("cs101", "manager"),
+    "dave": ("cs101", "member"),
+}
+
+
+def passwords_from(env: Mapping[str, str]) -> dict[str, str]:
+    """``AIPOOL_DEMO_PASSWORD_<USER>`` where set, else a fresh random password."""
+    return {
+        u: env.get(f"AIPOOL_DEMO_PASSWORD_{u.upper()}") or secrets.token_urlsafe(9)
+        for u in DEMO_USERS
+    }
+
+
+def seed(session: Session, passwords: Mapping[str, str]) -> dict[str, str]:
+    """Create what is missing; returns the passwords of the users it created."""
+    ensure_builtin(session)
+    created: dict[str, str] = {}
+    users: dict[str, User] = {}
+    for name in DEMO_USERS:
+        user = session.scalar(select(User).where(User.username == name))
+        if user is None:
+            user = User(
+                username=name,
+                display_name=name.capitalize(),
+                password_hash=hash_password(passwords[name]),
+                is_platform_admin=name == "admin",
+            )
+            session.add(user)
+            created[name] = passwords[name]
+        users[name] = user
+    domains: dict[str, Domain] = {}
+    for name, description in DOMAINS.items():
+        found = session.scalar(select(Domain).where(Domain.name == name))
+        domains[name] = found or Domain(name=name, description=description)
+        session.add(domains[name])
+    projects: dict[str, Project] = {}
+    for name, (domain_name, description, qos) in PROJECTS.items():
+        existing = session.scalar(select(Project).where(Project.name == name))
+        projects[name] = existing or Project(
+            name=name, domain=domains[domain_name], description=description, qos=qos
+        )
+        session.add(projects[name])
+    session.flush()
+    for username, (project_name, role) in MEMBERS.items():
+        p, u = projects[project_name], users[username]
+        if (
+            session.scalar(
+                select(Membership.id).where(
+                    Membership.project_id == p.id, Membership.user_id == u.id
+                )
+            )
+            is None
+        ):
+            session.add(
+                Membership(project_id=p.id, user_id=u.id, role_id=role_by_name(session, role).id)
+            )
+    session.commit()
+    return created

@@ -1,0 +1,61 @@
+"""Users and their API tokens."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from flask_login import UserMixin
+from sqlalchemy import Boolean, ForeignKey, Integer, String
+from sqlalchemy.orm import Mapped, mapped_column
+
+from portal.extensions import Base
+from portal.models import UTCDateTime, utcnow
+
+
+class User(UserMixin, Base):
+    __tablename__ = "users"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    # also the Unix and Slurm user name: jobs run as this user
+    username: Mapped[str] = mapped_column(String(32), unique=True, index=True)
+    display_name: Mapped[str] = mapped_column(String(120), default="")
+    email: Mapped[str] = mapped_column(String(254), default="")
+    password_hash: Mapped[str] = mapped_column(String(255))
+    is_platform_admin: Mapped[bool] = mapped_column(Boolean, default=False)
+    active: Mapped[bool] = mapped_column(Boolean, default=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+    password_changed_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+    # bumped on password change / reset: sessions made before it are refused
+    session_epoch: Mapped[int] = mapped_column(Integer, default=0)
+
+    @property
+    def is_active(self) -> bool:
+        return self.active
+
+    def get_id(self) -> str:
+        return f"{self.id}:{self.session_epoch}"
+
+    def audit_view(self) -> dict[str, object]:
+        return {
+            "username": self.username,
+            "display_name": self.display_name,
+            "email": self.email,
+            "is_platform_admin": self.is_platform_admin,
+            "active": self.active,
+        }
+
+
+class ApiToken(Base):
+    __tablename__ = "api_tokens"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    name: Mapped[str] = mapped_column(String(80))
+    prefix: Mapped[str] = mapped_column(String(16))  # shown in lists, never the secret
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True, index=True)  # sha256
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+    expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    last_used_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+
+    def audit_view(self) -> dict[str, object]:
+        return {"user_id": self.user_id, "name": self.name, "prefix": self.prefix}

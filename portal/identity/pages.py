@@ -1,0 +1,83 @@
+"""Pages: login, logout and password change."""
+
+from __future__ import annotations
+
+from urllib.parse import urlsplit
+
+from flask import Blueprint, flash, redirect, render_template, request, url_for
+from flask_login import login_required, login_user, logout_user
+from flask_wtf import FlaskForm
+from werkzeug.wrappers import Response
+from wtforms import PasswordField, StringField
+from wtforms.validators import DataRequired, Length
+
+from portal.errors import ValidationFailed
+from portal.extensions import limiter
+from portal.identity import service
+from portal.web import caller, session, setting
+
+bp = Blueprint("identity_pages", __name__)
+
+
+class LoginForm(FlaskForm):
+    username = StringField("User name", validators=[DataRequired(), Length(max=32)])
+    password = PasswordField("Password", validators=[DataRequired(), Length(max=1024)])
+
+
+class PasswordForm(FlaskForm):
+    current_password = PasswordField("Current password", validators=[DataRequired()])
+    new_password = PasswordField("New password", validators=[DataRequired()])
+
+
+def _safe_next(target: str | None) -> str:
+    """Only local paths: never redirect to another site after login."""
+    if not target:
+        return url_for("dashboard.index")
+    parts = urlsplit(target)
+    if parts.scheme or parts.netloc or not target.startswith("/") or target.startswith("//"):
+        return url_for("dashboard.index")
+    return target
+
+
+@bp.route("/login", methods=["GET", "POST"])
+@limiter.limit(lambda: str(setting("LOGIN_RATE_LIMIT")), methods=["POST"])
+def login() -> str | Response | tuple[str, int]:
+    form = LoginForm()
+    if form.validate_on_submit():
+        username, password = form.username.data or "", form.password.data or ""
+        user = service.authenticate(session(), username, password)
+        if user is not None:
+            login_user(user)
+            return redirect(_safe_next(request.args.get("next")))
+        flash("Wrong user name or password.", "error")
+        return render_template("identity/login.html", form=form), 401
+    return render_template("identity/login.html", form=form)
+
+
+@bp.route("/logout", methods=["POST"])
+def logout() -> Response:
+    logout_user()
+    return redirect(url_for("identity_pages.login"))
+
+
+@bp.route("/account/password", methods=["GET", "POST"])
+@login_required
+def password() -> str | Response | tuple[str, int]:
+    form = PasswordForm()
+    if form.validate_on_submit():
+        try:
+            service.change_password(
+                session(),
+                caller(),
+                form.current_password.data or "",
+                form.new_password.data or "",
+                min_length=setting("PASSWORD_MIN_LENGTH"),
+            )
+        except ValidationFailed as exc:
+            for field, messages in exc.errors.items():
+                getattr(form, field).errors = list(messages)
+            return render_template("identity/password.html", form=form), 422
+        login_user(caller())  # the session epoch changed: renew this session's cookie
+        flash("Password changed; your other sessions are signed out.", "info")
+        return redirect(url_for("dashboard.index"))
+    return render_template("identity/password.html", form=form)

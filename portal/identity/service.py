@@ -1,0 +1,249 @@
+"""Users, passwords (argon2) and API tokens (random secrets, stored as SHA-256)."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import secrets
+from collections.abc import Mapping
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from argon2 import PasswordHasher
+from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatchError
+from sqlalchemy import CompoundSelect, Select, select, union
+from sqlalchemy.orm import Session
+
+from portal.audit.service import record
+from portal.authz import Access, Perm
+from portal.errors import Conflict, Forbidden, NotFound, ValidationFailed
+from portal.identity.models import ApiToken, User
+from portal.models import utcnow
+from portal.tenancy.models import (
+    DomainAdmin,
+    Group,
+    GroupGrant,
+    GroupMember,
+    Membership,
+    Project,
+)
+
+USERNAME = re.compile(r"[a-z_][a-z0-9_-]{0,31}")
+TOKEN_PREFIX = "aip_"  # noqa: S105 - a marker, not a secret
+_hasher = PasswordHasher()
+_DUMMY_HASH = _hasher.hash("not a password of anyone")
+
+
+# ---------------------------------------------------------------------- passwords
+def hash_password(password: str) -> str:
+    return _hasher.hash(password)
+
+
+def check_password_rules(password: str, min_length: int, field: str = "password") -> None:
+    if len(password) < min_length:
+        raise ValidationFailed({field: [f"at least {min_length} characters"]})
+    if len(password) > 1024:
+        raise ValidationFailed({field: ["at most 1024 characters"]})
+
+
+def authenticate(session: Session, username: str, password: str) -> User | None:
+    """The active user with this password, else ``None`` (same work either way)."""
+    user: User | None = session.scalar(select(User).where(User.username == username))
+    try:
+        _hasher.verify(user.password_hash if user else _DUMMY_HASH, password)
+    except (VerifyMismatchError, VerificationError, InvalidHashError):
+        return None
+    if user is None or not user.active:
+        return None
+    if _hasher.check_needs_rehash(user.password_hash):
+        user.password_hash = hash_password(password)
+        session.commit()
+    return user
+
+
+def change_password(
+    session: Session, user: User, current: str, new: str, *, min_length: int
+) -> None:
+    try:
+        _hasher.verify(user.password_hash, current)
+    except (VerifyMismatchError, VerificationError, InvalidHashError):
+        raise ValidationFailed({"current_password": ["wrong password"]}) from None
+    check_password_rules(new, min_length, "new_password")
+    _set_password(user, new)
+    record(session, user, "user.password_change", "user", user.id)
+    session.commit()
+
+
+def reset_password(
+    session: Session, access: Access, user_id: int, new: str | None, *, min_length: int
+) -> str:
+    """Platform admin sets (or generates) a user's password; returns it."""
+    access.require_platform_admin()
+    user = _get(session, user_id)
+    password = new or secrets.token_urlsafe(12)
+    check_password_rules(password, min_length)
+    _set_password(user, password)
+    record(session, access.user, "user.password_reset", "user", user.id)
+    session.commit()
+    return password
+
+
+def _set_password(user: User, password: str) -> None:
+    user.password_hash = hash_password(password)
+    user.password_changed_at = utcnow()
+    user.session_epoch += 1  # logs out the user's other sessions
+
+
+# ---------------------------------------------------------------------- users
+def _get(session: Session, user_id: int) -> User:
+    user = session.get(User, user_id)
+    if user is None:
+        raise NotFound("user not found")
+    return user
+
+
+def visible_user_ids(access: Access) -> CompoundSelect[int] | None:
+    """Users the caller may see: themselves and the members of projects whose members they
+    may read (directly or through groups); ``None`` for everyone."""
+    if access.platform_admin:
+        return None
+    readable = [pid for pid, perms in access.grants.items() if Perm.MEMBERS_READ in perms]
+    projects = select(Project.id).where(
+        Project.id.in_(readable) | Project.domain_id.in_(access.admin_of)
+    )
+    return union(
+        select(User.id).where(User.id == access.user_id),
+        select(Membership.user_id).where(Membership.project_id.in_(projects)),
+        select(GroupMember.user_id)
+        .join(GroupGrant, GroupGrant.group_id == GroupMember.group_id)
+        .where(GroupGrant.project_id.in_(projects)),
+        select(GroupMember.user_id)
+        .join(Group, Group.id == GroupMember.group_id)
+        .where(Group.domain_id.in_(access.admin_of)),
+        select(DomainAdmin.user_id).where(DomainAdmin.domain_id.in_(access.admin_of)),
+    )
+
+
+def users_query(access: Access, q: str | None = None) -> Select[User]:
+    stmt = select(User).order_by(User.username)
+    ids = visible_user_ids(access)
+    if ids is not None:
+        stmt = stmt.where(User.id.in_(ids))
+    if q:
+        stmt = stmt.where(User.username.contains(q, autoescape=True))
+    return stmt
+
+
+def get_user(session: Session, access: Access, user_id: int) -> User:
+    user: User | None = session.scalar(users_query(access).where(User.id == user_id))
+    if user is None:
+        raise NotFound("user not found")
+    return user
+
+
+def user_by_name(session: Session, username: str) -> User:
+    user: User | None = session.scalar(select(User).where(User.username == username))
+    if user is None:
+        raise NotFound(f"no user {username!r}")
+    return user
+
+
+def create_user(
+    session: Session, access: Access, data: Mapping[str, Any], *, min_length: int
+) -> tuple[User, str]:
+    """Platform admin creates a user; returns it and its (given or generated) password."""
+    access.require_platform_admin()
+    username = data["username"]
+    if not USERNAME.fullmatch(username):
+        raise ValidationFailed({"username": ["a Unix user name: [a-z_][a-z0-9_-]{0,31}"]})
+    if session.scalar(select(User.id).where(User.username == username)) is not None:
+        raise Conflict(f"user {username!r} exists")
+    password = data.get("password") or secrets.token_urlsafe(12)
+    check_password_rules(password, min_length)
+    user = User(
+        username=username,
+        display_name=data.get("display_name", ""),
+        email=data.get("email", ""),
+        is_platform_admin=bool(data.get("is_platform_admin", False)),
+        password_hash=hash_password(password),
+    )
+    session.add(user)
+    session.flush()
+    record(session, access.user, "user.create", "user", user.id, after=user.audit_view())
+    session.commit()
+    return user, password
+
+
+def update_user(session: Session, access: Access, user_id: int, data: Mapping[str, Any]) -> User:
+    """Platform admins change anything listed; users change their own name and e-mail."""
+    user = get_user(session, access, user_id)
+    admin_only = {"is_platform_admin", "active"}
+    if not access.platform_admin and (user.id != access.user_id or admin_only & set(data)):
+        raise Forbidden("only platform admins change other users or roles")
+    if user.id == access.user_id and data.get("is_platform_admin") is False:
+        raise Conflict("an admin cannot drop their own admin flag")
+    before = user.audit_view()
+    for key in ("display_name", "email", "is_platform_admin", "active"):
+        if key in data:
+            setattr(user, key, data[key])
+    if "active" in data and not data["active"]:
+        user.session_epoch += 1
+    record(
+        session, access.user, "user.update", "user", user.id, before=before, after=user.audit_view()
+    )
+    session.commit()
+    return user
+
+
+# ---------------------------------------------------------------------- tokens
+def _digest(secret: str) -> str:
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+def create_token(
+    session: Session, user: User, name: str, *, days: int | None
+) -> tuple[ApiToken, str]:
+    """A new token; the secret is returned once and only its hash is kept."""
+    secret = TOKEN_PREFIX + secrets.token_urlsafe(32)
+    expires = datetime.now(UTC) + timedelta(days=days) if days else None
+    token = ApiToken(
+        user_id=user.id,
+        name=name,
+        prefix=secret[:10],
+        token_hash=_digest(secret),
+        expires_at=expires,
+    )
+    session.add(token)
+    session.flush()
+    record(session, user, "token.create", "api_token", token.id, after=token.audit_view())
+    session.commit()
+    return token, secret
+
+
+def tokens_query(user: User) -> Select[ApiToken]:
+    return select(ApiToken).where(ApiToken.user_id == user.id).order_by(ApiToken.id)
+
+
+def revoke_token(session: Session, user: User, token_id: int) -> None:
+    token = session.get(ApiToken, token_id)
+    if token is None or token.user_id != user.id:
+        raise NotFound("token not found")
+    record(session, user, "token.revoke", "api_token", token.id, before=token.audit_view())
+    session.delete(token)
+    session.commit()
+
+
+def user_for_token(session: Session, secret: str) -> User | None:
+    if not secret.startswith(TOKEN_PREFIX):
+        return None
+    token = session.scalar(select(ApiToken).where(ApiToken.token_hash == _digest(secret)))
+    now = datetime.now(UTC)
+    if token is None or (token.expires_at is not None and token.expires_at <= now):
+        return None
+    user = session.get(User, token.user_id)
+    if user is None or not user.active:
+        return None
+    if token.last_used_at is None or now - token.last_used_at > timedelta(minutes=1):
+        token.last_used_at = now  # not on every call: a write per request would cost more
+        session.commit()
+    return user

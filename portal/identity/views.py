@@ -1,0 +1,151 @@
+"""API: tokens, the caller's own account, and users."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+from flask.views import MethodView
+from flask_smorest import Blueprint
+
+from portal.errors import Unauthorized
+from portal.extensions import limiter
+from portal.identity import service
+from portal.identity.models import ApiToken, User
+from portal.identity.schemas import (
+    NewTokenSchema,
+    PasswordChangeSchema,
+    PasswordResetSchema,
+    PasswordSchema,
+    TokenCreatedSchema,
+    TokenRequestSchema,
+    TokenSchema,
+    UserCreatedSchema,
+    UserCreateSchema,
+    UserQuerySchema,
+    UserSchema,
+    UserUpdateSchema,
+)
+from portal.pagination import PageParams, page_of_query
+from portal.web import AuthedView, caller, current_access, session, setting
+
+auth = Blueprint("auth", __name__, url_prefix="/api/v1/auth", description="Login and tokens")
+users = Blueprint("users", __name__, url_prefix="/api/v1/users", description="Users")
+
+
+def _login_limit() -> str:
+    return str(setting("LOGIN_RATE_LIMIT"))
+
+
+def _token_data(token: ApiToken, secret: str) -> dict[str, Any]:
+    return {**TokenSchema().dump(token), "token": secret}
+
+
+@auth.route("/token")
+class Token(MethodView):
+    decorators: ClassVar[list[Callable[..., Any]]] = [limiter.limit(_login_limit, methods=["POST"])]
+
+    @auth.arguments(TokenRequestSchema)
+    @auth.response(201, TokenCreatedSchema)
+    @auth.doc(security=[])
+    def post(self, args: dict[str, Any]) -> dict[str, Any]:
+        """Exchange a user name and password for an API token (rate-limited)."""
+        user = service.authenticate(session(), args["username"], args["password"])
+        if user is None:
+            raise Unauthorized("wrong user name or password")
+        days = args.get("days") or setting("API_TOKEN_DAYS")
+        token, secret = service.create_token(session(), user, args["name"], days=days)
+        return _token_data(token, secret)
+
+
+@auth.route("/me")
+class Me(AuthedView):
+    @auth.response(200, UserSchema)
+    def get(self) -> User:
+        return caller()
+
+
+@auth.route("/password")
+class Password(AuthedView):
+    @auth.arguments(PasswordChangeSchema)
+    @auth.response(204)
+    def post(self, args: dict[str, Any]) -> None:
+        """Change one's own password (signs out one's other sessions)."""
+        service.change_password(
+            session(),
+            caller(),
+            args["current_password"],
+            args["new_password"],
+            min_length=setting("PASSWORD_MIN_LENGTH"),
+        )
+
+
+@auth.route("/tokens")
+class Tokens(AuthedView):
+    @auth.response(200, TokenSchema(many=True))
+    @auth.paginate()
+    def get(self, pagination_parameters: PageParams) -> list[ApiToken]:
+        return page_of_query(session(), service.tokens_query(caller()), pagination_parameters)
+
+    @auth.arguments(NewTokenSchema)
+    @auth.response(201, TokenCreatedSchema)
+    def post(self, args: dict[str, Any]) -> dict[str, Any]:
+        days = args.get("days") or setting("API_TOKEN_DAYS")
+        token, secret = service.create_token(session(), caller(), args["name"], days=days)
+        return _token_data(token, secret)
+
+
+@auth.route("/tokens/<int:token_id>")
+class TokenById(AuthedView):
+    @auth.response(204)
+    def delete(self, token_id: int) -> None:
+        service.revoke_token(session(), caller(), token_id)
+
+
+@users.route("")
+class Users(AuthedView):
+    @users.arguments(UserQuerySchema, location="query")
+    @users.response(200, UserSchema(many=True))
+    @users.paginate()
+    def get(self, args: dict[str, Any], pagination_parameters: PageParams) -> list[User]:
+        """Users the caller may see (platform admins: all)."""
+        stmt = service.users_query(current_access(), args.get("q"))
+        return page_of_query(session(), stmt, pagination_parameters)
+
+    @users.arguments(UserCreateSchema)
+    @users.response(201, UserCreatedSchema)
+    def post(self, args: dict[str, Any]) -> dict[str, Any]:
+        """Create a user (platform admin); a password is generated when none is given."""
+        user, password = service.create_user(
+            session(), current_access(), args, min_length=setting("PASSWORD_MIN_LENGTH")
+        )
+        shown = None if args.get("password") else password
+        return {**UserSchema().dump(user), "password": shown}
+
+
+@users.route("/<int:user_id>")
+class UserById(AuthedView):
+    @users.response(200, UserSchema)
+    def get(self, user_id: int) -> User:
+        return service.get_user(session(), current_access(), user_id)
+
+    @users.arguments(UserUpdateSchema)
+    @users.response(200, UserSchema)
+    def patch(self, args: dict[str, Any], user_id: int) -> User:
+        return service.update_user(session(), current_access(), user_id, args)
+
+
+@users.route("/<int:user_id>/password")
+class UserPassword(AuthedView):
+    @users.arguments(PasswordResetSchema)
+    @users.response(200, PasswordSchema)
+    def post(self, args: dict[str, Any], user_id: int) -> dict[str, Any]:
+        """Reset a user's password (platform admin); returns it."""
+        password = service.reset_password(
+            session(),
+            current_access(),
+            user_id,
+            args.get("password"),
+            min_length=setting("PASSWORD_MIN_LENGTH"),
+        )
+        return {"password": password}

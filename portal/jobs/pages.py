@@ -1,0 +1,108 @@
+"""Pages: the queue, job submission, job detail and cancel."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Blueprint, flash, redirect, render_template, request, url_for
+from flask_login import login_required
+from flask_wtf import FlaskForm
+from werkzeug.wrappers import Response
+from wtforms import IntegerField, SelectField, StringField, TextAreaField
+from wtforms.validators import DataRequired, Length, NumberRange, Optional
+
+from portal.authz import Perm
+from portal.errors import DomainError
+from portal.jobs import service
+from portal.pages import show_error
+from portal.slurm import slurm
+from portal.tenancy.service import projects_query
+from portal.web import current_access, session
+
+bp = Blueprint("jobs_pages", __name__)
+PAGE = 50
+SCRIPT = "#!/bin/bash\nset -euo pipefail\nnvidia-smi || true\nsleep 60\n"
+
+
+class JobForm(FlaskForm):
+    project_id = SelectField("Project", coerce=int)
+    name = StringField("Name", validators=[DataRequired(), Length(max=64)])
+    partition = StringField("Partition", validators=[Optional(), Length(max=32)])
+    qos = StringField("QOS", validators=[Optional(), Length(max=32)])
+    gpus = IntegerField("GPUs", validators=[Optional(), NumberRange(min=1, max=64)])
+    shards = IntegerField("GPU shards (1/32 card)", validators=[Optional(), NumberRange(1, 2048)])
+    npus = IntegerField("NPUs", validators=[Optional(), NumberRange(min=1, max=64)])
+    gres_type = StringField("Device type (e.g. a100)", validators=[Optional(), Length(max=32)])
+    cpus = IntegerField("CPUs per task", validators=[Optional(), NumberRange(min=1, max=4096)])
+    time_limit = IntegerField(
+        "Time limit (minutes)",
+        default=60,
+        validators=[DataRequired(), NumberRange(min=1, max=43200)],
+    )
+    script = TextAreaField("Batch script", default=SCRIPT, validators=[DataRequired()])
+
+
+@bp.route("/jobs")
+@login_required
+def index() -> str:
+    filters: dict[str, Any] = {}
+    if request.args.get("project_id", "").isdigit():
+        filters["project_id"] = int(request.args["project_id"])
+    page = max(1, request.args.get("page", 1, type=int) or 1)
+    error = None
+    try:
+        jobs = service.list_jobs(session(), current_access(), slurm(), filters)
+    except DomainError as exc:
+        jobs, error = [], exc.message
+    pages = max(1, -(-len(jobs) // PAGE))
+    shown = jobs[(page - 1) * PAGE : page * PAGE]
+    return render_template(
+        "jobs/index.html", jobs=shown, page=page, pages=pages, error=error, filters=filters
+    )
+
+
+@bp.route("/jobs/new", methods=["GET", "POST"])
+@login_required
+def submit() -> str | Response | tuple[str, int]:
+    access = current_access()
+    form = JobForm()
+    form.project_id.choices = [
+        (p.id, p.name)
+        for p in session().scalars(projects_query(access))
+        if Perm.JOBS_SUBMIT in access.on_project(p)
+    ]
+    status = 200
+    if form.validate_on_submit():
+        data = {k: v for k, v in form.data.items() if k != "csrf_token" and v not in (None, "")}
+        data["script"] = data.get("script", "").replace("\r\n", "\n")
+        try:
+            job_id = service.submit(session(), access, slurm(), data)
+            flash(f"Submitted job {job_id}.", "info")
+            return redirect(url_for(".detail", job_id=job_id))
+        except DomainError as exc:
+            session().rollback()
+            show_error(form, exc)
+            status = exc.status
+    elif form.is_submitted():
+        status = 422
+    return render_template("jobs/submit.html", form=form), status
+
+
+@bp.route("/jobs/<int:job_id>")
+@login_required
+def detail(job_id: int) -> str:
+    view = service.get_job(session(), current_access(), slurm(), job_id)
+    return render_template("jobs/detail.html", view=view, job=view.job)
+
+
+@bp.route("/jobs/<int:job_id>/cancel", methods=["POST"])
+@login_required
+def cancel(job_id: int) -> Response:
+    try:
+        service.cancel(session(), current_access(), slurm(), job_id)
+        flash(f"Job {job_id} cancelled.", "info")
+    except DomainError as exc:
+        if exc.status == 404:
+            raise
+        flash(exc.message, "error")
+    return redirect(url_for(".detail", job_id=job_id))

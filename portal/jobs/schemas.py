@@ -1,0 +1,92 @@
+from __future__ import annotations
+
+from typing import Any
+
+from marshmallow import Schema, fields, validate
+
+from portal.jobs.service import JobView
+from portal.schemas import text
+from slurm_plugins.client.models import JobState
+
+_IDENT = validate.Regexp(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", error="letters, digits, _ . -")
+
+
+class JobSubmitSchema(Schema):
+    project_id = fields.Integer(required=True, strict=True)
+    name = fields.String(required=True, validate=[validate.Length(min=1, max=64), _IDENT])
+    script = fields.String(required=True, validate=validate.Length(min=3))
+    time_limit = fields.Integer(
+        required=True,
+        strict=True,
+        validate=validate.Range(min=1, max=60 * 24 * 30),
+        metadata={"description": "minutes"},
+    )
+    partition = fields.String(validate=[validate.Length(max=32), _IDENT])
+    qos = fields.String(validate=[validate.Length(max=32), _IDENT])
+    nodes = fields.Integer(strict=True, validate=validate.Range(min=1, max=1024))
+    cpus = fields.Integer(
+        strict=True,
+        validate=validate.Range(min=1, max=4096),
+        metadata={"description": "CPUs per task"},
+    )
+    memory_mb = fields.Integer(strict=True, validate=validate.Range(min=1))
+    gpus = fields.Integer(strict=True, validate=validate.Range(min=1, max=64))
+    shards = fields.Integer(strict=True, validate=validate.Range(min=1, max=2048))
+    npus = fields.Integer(strict=True, validate=validate.Range(min=1, max=64))
+    gres_type = fields.String(
+        validate=[validate.Length(max=32), _IDENT],
+        metadata={"description": "device type, e.g. a100 or 910b"},
+    )
+
+
+class JobSubmittedSchema(Schema):
+    job_id = fields.Integer()
+
+
+class JobQuerySchema(Schema):
+    project_id = fields.Integer()
+    state = fields.String(validate=validate.OneOf([s.value for s in JobState]))
+    user = text(32)
+
+
+class JobSchema(Schema):
+    job_id = fields.Integer()
+    name = fields.String()
+    user = fields.String()
+    account = fields.String()
+    project_id = fields.Integer(allow_none=True)
+    partition = fields.String()
+    qos = fields.String()
+    state = fields.String()
+    reason = fields.String()
+    submit_time = fields.DateTime(allow_none=True)
+    start_time = fields.DateTime(allow_none=True)
+    end_time = fields.DateTime(allow_none=True)
+    time_limit_min = fields.Integer(allow_none=True)
+    nodes = fields.String()
+    tres_req = fields.Dict(keys=fields.String(), values=fields.Integer())
+    tres_alloc = fields.Dict(keys=fields.String(), values=fields.Integer())
+    exit_code = fields.Integer(allow_none=True)
+
+
+def job_data(view: JobView) -> dict[str, Any]:
+    j = view.job
+    return {
+        "job_id": j.job_id,
+        "name": j.name,
+        "user": j.user,
+        "account": j.account,
+        "project_id": view.project_id,
+        "partition": j.partition,
+        "qos": j.qos,
+        "state": j.state.value,
+        "reason": j.reason,
+        "submit_time": j.submit_time,
+        "start_time": j.start_time,
+        "end_time": j.end_time,
+        "time_limit_min": j.time_limit_min,
+        "nodes": j.nodes,
+        "tres_req": dict(j.tres_req.counts),
+        "tres_alloc": dict(j.tres_alloc.counts),
+        "exit_code": j.exit_code,
+    }

@@ -1,0 +1,189 @@
+"""Jobs: submitted through slurmrestd as the caller, listed and cancelled per permission."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from flask import current_app
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from portal.audit.service import record
+from portal.authz import Access, Perm
+from portal.errors import (
+    Conflict,
+    Forbidden,
+    NotFound,
+    QuotaExceeded,
+    SlurmUnavailable,
+    ValidationFailed,
+)
+from portal.slurm import SlurmPort
+from portal.tenancy.models import Project
+from portal.tenancy.service import get_project
+from slurm_plugins.client import SubmitRejected
+from slurm_plugins.client.errors import AuthenticationError, SlurmError
+from slurm_plugins.client.models import Job
+
+GRES_KINDS = ("gpus", "shards", "npus")
+_GRES_NAME = {"gpus": "gpu", "shards": "shard", "npus": "npu"}
+
+
+@dataclass(frozen=True, slots=True)
+class JobView:
+    job: Job
+    project_id: int | None
+
+
+def _slurm_call(what: str, exc: SlurmError) -> Exception:
+    if isinstance(exc, SubmitRejected):
+        return Conflict(f"Slurm refused the job: {exc}")
+    if isinstance(exc, AuthenticationError):
+        return SlurmUnavailable(f"slurmrestd refused the portal's token: {exc}")
+    return SlurmUnavailable(f"{what}: {exc}")
+
+
+def _check_request(project: Project, data: Mapping[str, Any]) -> None:
+    asked = [k for k in GRES_KINDS if data.get(k)]
+    if len(asked) > 1:
+        raise ValidationFailed(
+            {k: ["ask for one kind of device: gpus, shards or npus"] for k in asked}
+        )
+    script = data["script"]
+    limit = current_app.config["JOB_SCRIPT_MAX_BYTES"]
+    if not script.startswith("#!"):
+        raise ValidationFailed({"script": ["a batch script starts with #! (e.g. #!/bin/bash)"]})
+    if "\x00" in script or len(script.encode()) > limit:
+        raise ValidationFailed({"script": [f"text without NUL, at most {limit} bytes"]})
+    if data.get("qos") and data["qos"] not in project.qos_list():
+        raise ValidationFailed({"qos": [f"one of {', '.join(project.qos_list())}"]})
+    nodes = data.get("nodes") or 1
+    for kind in (*GRES_KINDS, "cpus"):
+        want = (data.get(kind) or 0) * nodes
+        for owner in (project, project.domain):
+            limit_ = getattr(owner, kind)
+            if limit_ is not None and want > limit_:
+                raise QuotaExceeded(f"{kind}: {want} asked, the quota of {owner.name} is {limit_}")
+
+
+def job_properties(project: Project, user: str, data: Mapping[str, Any]) -> dict[str, Any]:
+    """slurmrestd v0.0.38 job properties for a form submission."""
+    cfg = current_app.config
+    workdir = str(cfg["JOB_WORKDIR"]).replace("{user}", user)
+    props: dict[str, Any] = {
+        "name": data["name"],
+        "account": project.name,
+        "time_limit": data["time_limit"],
+        "current_working_directory": workdir,
+        "standard_output": f"{workdir}/{cfg['JOB_OUTPUT']}",
+        "environment": {"PATH": "/usr/local/bin:/usr/bin:/bin"},
+    }
+    for key, prop in (
+        ("partition", "partition"),
+        ("qos", "qos"),
+        ("nodes", "nodes"),
+        ("cpus", "cpus_per_task"),
+        ("memory_mb", "memory_per_node"),
+    ):
+        if data.get(key):
+            props[prop] = data[key]
+    for kind in GRES_KINDS:
+        if data.get(kind):
+            typed = f":{data['gres_type']}" if data.get("gres_type") else ""
+            props["gres"] = f"{_GRES_NAME[kind]}{typed}:{data[kind]}"
+    return props
+
+
+def submit(session: Session, access: Access, port: SlurmPort, data: Mapping[str, Any]) -> int:
+    project = get_project(session, access, data["project_id"], Perm.JOBS_SUBMIT)
+    _check_request(project, data)
+    props = job_properties(project, access.username, data)
+    try:
+        job_id = port.submit_as(access.username, data["script"], props)
+    except SlurmError as exc:
+        raise _slurm_call("submit", exc) from exc
+    shown = {k: v for k, v in props.items() if k != "environment"}
+    record(
+        session, access.user, "job.submit", "job", job_id, after=shown, domain_id=project.domain_id
+    )
+    session.commit()
+    return job_id
+
+
+# ---------------------------------------------------------------------- reads
+def _projects_by_account(session: Session) -> dict[str, Project]:
+    return {p.name: p for p in session.scalars(select(Project))}
+
+
+def _visible(access: Access, job: Job, project: Project | None) -> bool:
+    if access.platform_admin or job.user == access.username:
+        return True
+    return project is not None and Perm.JOBS_READ_ALL in access.on_project(project)
+
+
+def list_jobs(
+    session: Session, access: Access, port: SlurmPort, filters: Mapping[str, Any]
+) -> list[JobView]:
+    try:
+        jobs = port.jobs()
+    except SlurmError as exc:
+        raise _slurm_call("queue", exc) from exc
+    projects = _projects_by_account(session)
+    out = []
+    for job in sorted(jobs, key=lambda j: j.job_id, reverse=True):
+        project = projects.get(job.account)
+        if not _visible(access, job, project):
+            continue
+        if filters.get("project_id") and (project is None or project.id != filters["project_id"]):
+            continue
+        if filters.get("state") and job.state.value != filters["state"]:
+            continue
+        if filters.get("user") and job.user != filters["user"]:
+            continue
+        out.append(JobView(job, project.id if project else None))
+    return out
+
+
+def get_job(session: Session, access: Access, port: SlurmPort, job_id: int) -> JobView:
+    try:
+        job = port.job(job_id)
+    except SlurmError as exc:
+        raise _slurm_call("job", exc) from exc
+    project = _projects_by_account(session).get(job.account) if job else None
+    if job is None or not _visible(access, job, project):
+        raise NotFound("job not found")
+    return JobView(job, project.id if project else None)
+
+
+def cancel(session: Session, access: Access, port: SlurmPort, job_id: int) -> JobView:
+    """Own jobs are cancelled as the caller; others' need ``jobs.cancel_all`` on the project
+    and are cancelled by the portal's Slurm client, recorded in the audit log."""
+    view = get_job(session, access, port, job_id)
+    job = view.job
+    if not job.state.is_active:
+        raise Conflict(f"job {job_id} is {job.state.value}")
+    project = session.get(Project, view.project_id) if view.project_id else None
+    own = job.user == access.username
+    if (
+        not own
+        and not access.platform_admin
+        and (project is None or Perm.JOBS_CANCEL_ALL not in access.on_project(project))
+    ):
+        raise Forbidden("jobs.cancel_all needed to cancel others' jobs")
+    try:
+        port.cancel_as(access.username, job_id) if own else port.cancel(job_id)
+    except SlurmError as exc:
+        raise _slurm_call("cancel", exc) from exc
+    record(
+        session,
+        access.user,
+        "job.cancel",
+        "job",
+        job_id,
+        before={"state": job.state.value, "user": job.user, "account": job.account},
+        domain_id=project.domain_id if project else None,
+    )
+    session.commit()
+    return view

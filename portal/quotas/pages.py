@@ -1,0 +1,98 @@
+"""Pages: quotas of domains and projects, and the Slurm sync for platform admins."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Blueprint, flash, redirect, render_template, request, url_for
+from flask_login import login_required
+from werkzeug.wrappers import Response
+
+from portal.authz import Perm
+from portal.errors import DomainError, ValidationFailed
+from portal.quotas import service
+from portal.quotas.models import TRES
+from portal.slurm import slurm
+from portal.tenancy.service import domains_query, projects_query
+from portal.web import current_access, session
+
+bp = Blueprint("quotas_pages", __name__)
+
+
+def _limits_from_form() -> dict[str, Any]:
+    """Empty means no limit; anything else must be a whole number ≥ 0."""
+    out: dict[str, Any] = {}
+    errors: dict[str, list[str]] = {}
+    for name in TRES:
+        raw = request.form.get(name, "").strip()
+        if not raw:
+            out[name] = None
+        elif raw.isdigit():
+            out[name] = int(raw)
+        else:
+            errors[name] = ["a whole number ≥ 0, or empty for no limit"]
+    if errors:
+        raise ValidationFailed(errors)
+    return out
+
+
+@bp.route("/quotas")
+@login_required
+def index() -> str:
+    access = current_access()
+    domains = list(session().scalars(domains_query(access)))
+    projects = [
+        p
+        for p in session().scalars(projects_query(access))
+        if Perm.QUOTA_READ in access.on_project(p)
+    ]
+    preview = None
+    if access.platform_admin and request.args.get("preview"):
+        try:
+            preview = service.sync(session(), access, slurm(), apply=False)
+        except DomainError as exc:
+            flash(exc.message, "error")
+    return render_template(
+        "quotas/index.html",
+        domains=domains,
+        projects=projects,
+        access=access,
+        fields=list(TRES),
+        preview=preview,
+        Perm=Perm,
+    )
+
+
+@bp.route("/quotas/domains/<int:domain_id>", methods=["POST"])
+@login_required
+def set_domain(domain_id: int) -> Response:
+    try:
+        service.set_domain_quota(session(), current_access(), domain_id, _limits_from_form())
+        flash("Domain quota saved; apply the Slurm sync to enforce it.", "info")
+    except DomainError as exc:
+        session().rollback()
+        flash(exc.message, "error")
+    return redirect(url_for(".index"))
+
+
+@bp.route("/quotas/projects/<int:project_id>", methods=["POST"])
+@login_required
+def set_project(project_id: int) -> Response:
+    try:
+        service.set_project_quota(session(), current_access(), project_id, _limits_from_form())
+        flash("Project quota saved; apply the Slurm sync to enforce it.", "info")
+    except DomainError as exc:
+        session().rollback()
+        flash(exc.message, "error")
+    return redirect(url_for(".index"))
+
+
+@bp.route("/quotas/sync", methods=["POST"])
+@login_required
+def apply_sync() -> Response:
+    try:
+        result = service.sync(session(), current_access(), slurm(), apply=True)
+        flash(f"Slurm sync applied: {len(result['commands'])} command(s).", "info")
+    except DomainError as exc:
+        flash(exc.message, "error")
+    return redirect(url_for(".index"))

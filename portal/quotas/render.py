@@ -1,0 +1,54 @@
+"""Pure rendering of the portal's tenants into Slurm accounts and user associations.
+
+Domains become accounts under ``root``, projects accounts under their domain; a project's
+quota is its account's ``GrpTRES``. Every user who may submit jobs in a project (directly or
+through a group) gets an association with the project's account and QOS.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from slurm_plugins.client.specs import AccountSpec, UserSpec
+
+
+@dataclass(frozen=True, slots=True)
+class AccountRow:
+    name: str
+    parent: str  # "root" for domains
+    description: str
+    grp_tres: Mapping[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class SubmitterRow:
+    username: str
+    account: str
+    qos: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class SlurmPlan:
+    accounts: tuple[AccountSpec, ...]
+    users: tuple[UserSpec, ...]
+
+
+def render(accounts: Iterable[AccountRow], submitters: Iterable[SubmitterRow]) -> SlurmPlan:
+    """Parents before children, both sorted by name, so the plan is stable."""
+    rows = sorted(accounts, key=lambda a: (a.parent != "root", a.parent, a.name))
+    specs = tuple(
+        AccountSpec(
+            a.name,
+            parent=a.parent,
+            description=a.description,
+            grp_tres=dict(sorted(a.grp_tres.items())),
+        )
+        for a in rows
+    )
+    users = tuple(
+        UserSpec(s.username, s.account, qos=tuple(sorted(s.qos)), default_qos=s.qos[0])
+        for s in sorted(set(submitters), key=lambda s: (s.account, s.username))
+        if s.qos
+    )
+    return SlurmPlan(specs, users)

@@ -1,0 +1,157 @@
+"""Quotas of domains and projects, and their sync to Slurm accounts (preview and apply)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from portal.audit.service import record
+from portal.authz import Access, Perm, perms_of
+from portal.errors import QuotaExceeded, ValidationFailed
+from portal.identity.models import User
+from portal.quotas.models import TRES
+from portal.quotas.render import AccountRow, SlurmPlan, SubmitterRow, render
+from portal.roles.models import Role
+from portal.slurm import SlurmPort
+from portal.tenancy.models import Domain, GroupGrant, GroupMember, Membership, Project
+from portal.tenancy.service import get_domain, get_project
+
+
+def _check_values(data: Mapping[str, Any]) -> dict[str, int | None]:
+    errors = {
+        k: ["a whole number ≥ 0, or null for no limit"]
+        for k, v in data.items()
+        if k in TRES and v is not None and (not isinstance(v, int) or v < 0)
+    }
+    if errors:
+        raise ValidationFailed(errors)
+    return {k: v for k, v in data.items() if k in TRES}
+
+
+def get_domain_quota(session: Session, access: Access, domain_id: int) -> Domain:
+    return get_domain(session, access, domain_id, Perm.DOMAIN_READ)
+
+
+def get_project_quota(session: Session, access: Access, project_id: int) -> Project:
+    return get_project(session, access, project_id, Perm.QUOTA_READ)
+
+
+def set_domain_quota(
+    session: Session, access: Access, domain_id: int, data: Mapping[str, Any]
+) -> Domain:
+    """Platform admins set a domain's limits; none may fall below a project's own limit."""
+    domain = get_domain(session, access, domain_id, Perm.DOMAIN_READ)
+    access.require_platform_admin()
+    values = _check_values(data)
+    projects = session.scalars(select(Project).where(Project.domain_id == domain.id)).all()
+    over = [
+        f"{p.name}.{k}={getattr(p, k)}"
+        for k, v in values.items()
+        if v is not None
+        for p in projects
+        if getattr(p, k) is not None and getattr(p, k) > v
+    ]
+    if over:
+        raise QuotaExceeded(f"projects hold more than the new limit: {', '.join(over)}")
+    before = domain.quota()
+    for k, v in values.items():
+        setattr(domain, k, v)
+    record(
+        session,
+        access.user,
+        "quota.domain",
+        "domain",
+        domain.id,
+        before=before,
+        after=domain.quota(),
+        domain_id=domain.id,
+    )
+    session.commit()
+    return domain
+
+
+def set_project_quota(
+    session: Session, access: Access, project_id: int, data: Mapping[str, Any]
+) -> Project:
+    """Domain admins set a project's limits, each within its domain's limit."""
+    project = get_project(session, access, project_id, Perm.QUOTA_MANAGE)
+    values = _check_values(data)
+    domain = project.domain
+    over = {
+        k: [f"more than the domain's limit of {getattr(domain, k)}"]
+        for k, v in values.items()
+        if getattr(domain, k) is not None and (v is None or v > getattr(domain, k))
+    }
+    if over:
+        raise QuotaExceeded("; ".join(f"{k}: {m[0]}" for k, m in over.items()))
+    before = project.quota()
+    for k, v in values.items():
+        setattr(project, k, v)
+    record(
+        session,
+        access.user,
+        "quota.project",
+        "project",
+        project.id,
+        before=before,
+        after=project.quota(),
+        domain_id=project.domain_id,
+    )
+    session.commit()
+    return project
+
+
+# ---------------------------------------------------------------------- Slurm sync
+def plan(session: Session) -> SlurmPlan:
+    """What Slurm should hold for the whole portal, read from the database."""
+    accounts = [
+        AccountRow(d.name, "root", d.description or d.name, d.grp_tres())
+        for d in session.scalars(select(Domain))
+    ]
+    accounts += [
+        AccountRow(p.name, p.domain.name, p.description or p.name, p.grp_tres())
+        for p in session.scalars(select(Project))
+    ]
+    projects = {p.id: p for p in session.scalars(select(Project))}
+    rows = list(
+        session.execute(
+            select(Membership.project_id, User.username, Role.permissions, User.active)
+            .join(User, User.id == Membership.user_id)
+            .join(Role, Role.id == Membership.role_id)
+        )
+    )
+    rows += session.execute(
+        select(GroupGrant.project_id, User.username, Role.permissions, User.active)
+        .join(GroupMember, GroupMember.group_id == GroupGrant.group_id)
+        .join(User, User.id == GroupMember.user_id)
+        .join(Role, Role.id == GroupGrant.role_id)
+    ).all()
+    submitters = [
+        SubmitterRow(name, projects[pid].name, projects[pid].qos_list())
+        for pid, name, perms, active in rows
+        if active and Perm.JOBS_SUBMIT in perms_of(perms)
+    ]
+    return render(accounts, submitters)
+
+
+def sync(session: Session, access: Access, port: SlurmPort, *, apply: bool) -> dict[str, Any]:
+    """The sacctmgr commands that bring Slurm to the portal's state; sent when ``apply``."""
+    access.require_platform_admin()
+    wanted = plan(session)
+    if not apply:
+        commands = port.preview(wanted.accounts, wanted.users)
+    else:
+        commands = port.apply(wanted.accounts, wanted.users)
+        record(
+            session, access.user, "slurm.sync", "slurm", "accounts", after={"commands": commands}
+        )
+        session.commit()
+    return {
+        "applied": apply,
+        "commands": commands,
+        "accounts": [a.name for a in wanted.accounts],
+        "users": [f"{u.name}@{u.account}" for u in wanted.users],
+    }

@@ -1,0 +1,53 @@
+"""API: domain and project quotas, and the Slurm account sync (platform admin)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask_smorest import Blueprint
+
+from portal.quotas import service
+from portal.quotas.schemas import QuotaSchema, SyncSchema
+from portal.slurm import slurm
+from portal.web import AuthedView, current_access, session
+
+blp = Blueprint("quotas", __name__, url_prefix="/api/v1", description="Quotas and Slurm sync")
+
+
+@blp.route("/domains/<int:domain_id>/quota")
+class DomainQuota(AuthedView):
+    @blp.response(200, QuotaSchema)
+    def get(self, domain_id: int) -> dict[str, int | None]:
+        return service.get_domain_quota(session(), current_access(), domain_id).quota()
+
+    @blp.arguments(QuotaSchema)
+    @blp.response(200, QuotaSchema)
+    def put(self, args: dict[str, Any], domain_id: int) -> dict[str, int | None]:
+        """Set the domain's limits (platform admin); absent fields stay as they are."""
+        return service.set_domain_quota(session(), current_access(), domain_id, args).quota()
+
+
+@blp.route("/projects/<int:project_id>/quota")
+class ProjectQuota(AuthedView):
+    @blp.response(200, QuotaSchema)
+    def get(self, project_id: int) -> dict[str, int | None]:
+        return service.get_project_quota(session(), current_access(), project_id).quota()
+
+    @blp.arguments(QuotaSchema)
+    @blp.response(200, QuotaSchema)
+    def put(self, args: dict[str, Any], project_id: int) -> dict[str, int | None]:
+        """Set the project's limits within its domain's (domain admin)."""
+        return service.set_project_quota(session(), current_access(), project_id, args).quota()
+
+
+@blp.route("/slurm/sync")
+class SlurmSync(AuthedView):
+    @blp.response(200, SyncSchema)
+    def get(self) -> dict[str, Any]:
+        """Preview: the sacctmgr commands that would bring Slurm to the portal's state."""
+        return service.sync(session(), current_access(), slurm(), apply=False)
+
+    @blp.response(200, SyncSchema)
+    def post(self) -> dict[str, Any]:
+        """Apply those commands through the Slurm client."""
+        return service.sync(session(), current_access(), slurm(), apply=True)

@@ -1,0 +1,131 @@
+"""The portal's one door to Slurm, built on :mod:`slurm_plugins.client`.
+
+Reads (queue, nodes, associations) and account writes use the CLI client with the portal's
+own rights; job submission and a user's own cancellations go through slurmrestd *as that
+user*, with a JWT minted for them, so Slurm sees the real owner. Tests pass a fake through
+the ``SLURM`` setting.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+from flask import current_app
+
+from portal.errors import SlurmUnavailable
+from slurm_plugins.client import JobNotFound, SlurmClient, SlurmError
+from slurm_plugins.client import accounts as account_diff
+from slurm_plugins.client.models import Association, Job, JobState, Node
+from slurm_plugins.client.rest import RestClient, read_key
+from slurm_plugins.client.specs import AccountSpec, UserSpec
+
+
+class SlurmPort(Protocol):
+    def jobs(self) -> list[Job]: ...
+    def job(self, job_id: int) -> Job | None: ...
+    def nodes(self) -> list[Node]: ...
+    def associations(self) -> list[Association]: ...
+    def preview(self, accounts: Sequence[AccountSpec], users: Sequence[UserSpec]) -> list[str]: ...
+    def apply(self, accounts: Sequence[AccountSpec], users: Sequence[UserSpec]) -> list[str]: ...
+    def submit_as(self, user: str, script: str, props: Mapping[str, Any]) -> int: ...
+    def cancel_as(self, user: str, job_id: int) -> None: ...
+    def cancel(self, job_id: int) -> None: ...
+
+
+class ClusterSlurm:
+    """The real cluster: ``SlurmClient`` for reads and account writes, ``RestClient`` as users."""
+
+    def __init__(
+        self,
+        client: SlurmClient,
+        rest_url: str | None,
+        key_file: str | None,
+        timeout: float = 30.0,
+    ) -> None:
+        self.client = client
+        self.rest_url = rest_url
+        self.key_file = key_file
+        self.timeout = timeout
+
+    def _rest(self, user: str) -> RestClient:
+        if not self.rest_url or not self.key_file:
+            raise SlurmUnavailable("job submission needs SLURM_REST_URL and SLURM_JWT_KEY_FILE")
+        key = read_key(Path(self.key_file))
+        return RestClient(self.rest_url, user, key=key, timeout=self.timeout)
+
+    def jobs(self) -> list[Job]:
+        return self.client.jobs()
+
+    def job(self, job_id: int) -> Job | None:
+        try:
+            return self.client.job(job_id)
+        except JobNotFound:
+            pass
+        # gone from the controller: the accounting database still knows it
+        for rec in self.client.accounting(start="now-30days", job_ids=[job_id]):
+            if rec.job_id == job_id:
+                return Job(
+                    job_id=rec.job_id,
+                    name=rec.name,
+                    user=rec.user,
+                    account=rec.account,
+                    partition=rec.partition,
+                    qos=rec.qos,
+                    state=rec.state if rec.state else JobState.UNKNOWN,
+                    submit_time=rec.submit_time,
+                    start_time=rec.start_time,
+                    end_time=rec.end_time,
+                    nodes=rec.nodes,
+                    tres_req=rec.tres_req,
+                    tres_alloc=rec.tres_alloc,
+                    exit_code=rec.exit_code,
+                    comment=rec.comment,
+                )
+        return None
+
+    def nodes(self) -> list[Node]:
+        return self.client.nodes()
+
+    def associations(self) -> list[Association]:
+        return self.client.associations()
+
+    def preview(self, accounts: Sequence[AccountSpec], users: Sequence[UserSpec]) -> list[str]:
+        have = self.client.associations()
+        return account_diff.account_commands(have, accounts) + account_diff.user_commands(
+            have, users
+        )
+
+    def apply(self, accounts: Sequence[AccountSpec], users: Sequence[UserSpec]) -> list[str]:
+        # accounts first: user associations name them
+        return self.client.ensure_accounts(accounts) + self.client.ensure_users(users)
+
+    def submit_as(self, user: str, script: str, props: Mapping[str, Any]) -> int:
+        with self._rest(user) as rest:
+            return rest.submit(script, props)
+
+    def cancel_as(self, user: str, job_id: int) -> None:
+        with self._rest(user) as rest:
+            rest.cancel(job_id)
+
+    def cancel(self, job_id: int) -> None:
+        self.client.cancel([job_id])
+
+
+def slurm() -> SlurmPort:
+    """The app's Slurm port, built once from the settings."""
+    port: SlurmPort | None = current_app.extensions.get("aipool.slurm")
+    if port is None:
+        cfg = current_app.config
+        port = cfg["SLURM"] or ClusterSlurm(
+            SlurmClient(env=dict(cfg["SLURM_ENV"]) or None, timeout=float(cfg["SLURM_TIMEOUT"])),
+            cfg["SLURM_REST_URL"],
+            cfg["SLURM_JWT_KEY_FILE"],
+            timeout=float(cfg["SLURM_TIMEOUT"]),
+        )
+        current_app.extensions["aipool.slurm"] = port
+    return port
+
+
+__all__ = ["ClusterSlurm", "SlurmError", "SlurmPort", "slurm"]

@@ -1,0 +1,78 @@
+from __future__ import annotations
+
+from marshmallow import Schema, fields
+
+from portal.identity.schemas import UserSchema
+from portal.schemas import name, text
+
+
+class DomainSchema(Schema):
+    id = fields.Integer(dump_only=True)
+    name = name(32)
+    description = text(255)
+
+
+class DomainUpdateSchema(Schema):
+    description = text(255)
+
+
+class ProjectSchema(Schema):
+    id = fields.Integer(dump_only=True)
+    domain_id = fields.Integer(required=True, strict=True)
+    name = name(32)
+    description = text(255)
+    qos = text(255, metadata={"description": "QOS members may use, default first"})
+
+
+class ProjectUpdateSchema(Schema):
+    description = text(255)
+    qos = text(255)
+
+
+class ProjectQuerySchema(Schema):
+    domain_id = fields.Integer()
+
+
+class MemberSchema(Schema):
+    id = fields.Integer(dump_only=True)
+    project_id = fields.Integer(dump_only=True)
+    user = fields.Nested(UserSchema, dump_only=True)
+    role_id = fields.Integer(required=True, strict=True)
+    username = text(32, required=True, load_only=True)
+
+
+class MemberUpdateSchema(Schema):
+    role_id = fields.Integer(required=True, strict=True)
+
+
+class AdminSchema(Schema):
+    id = fields.Integer(dump_only=True)
+    domain_id = fields.Integer(dump_only=True)
+    user = fields.Nested(UserSchema, dump_only=True)
+    username = text(32, required=True, load_only=True)
+
+
+class GroupSchema(Schema):
+    id = fields.Integer(dump_only=True)
+    domain_id = fields.Integer(required=True, strict=True)
+    name = name(64)
+    description = text(255)
+
+
+class GroupUpdateSchema(Schema):
+    name = name(64, required=False)
+    description = text(255)
+
+
+class GroupQuerySchema(Schema):
+    domain_id = fields.Integer()
+
+
+class GroupMemberSchema(Schema):
+    user = fields.Nested(UserSchema, dump_only=True)
+    username = text(32, required=True, load_only=True)
+
+
+class GrantSchema(Schema):
+    project_id = fields.Integer(required=True, strict=True)
+    role_id = fields.Integer(required=True, strict=True)

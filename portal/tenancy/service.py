@@ -1,0 +1,196 @@
+"""Domains and projects: each is also a Slurm account, so names share one namespace."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from sqlalchemy import Select, select
+from sqlalchemy.orm import Session
+
+from portal.audit.service import record
+from portal.authz import Access, Perm
+from portal.errors import Conflict, ValidationFailed
+from portal.tenancy.models import Domain, GroupGrant, Membership, Project
+
+ACCOUNT_NAME = re.compile(r"[a-z][a-z0-9_-]{1,31}")
+RESERVED = frozenset({"root"})
+QOS_NAME = re.compile(r"[a-z][a-z0-9_-]{0,31}")
+
+
+def check_account_name(session: Session, name: str, *, field: str = "name") -> None:
+    if not ACCOUNT_NAME.fullmatch(name) or name in RESERVED:
+        raise ValidationFailed({field: ["a Slurm account name: [a-z][a-z0-9_-]{1,31}, not root"]})
+    taken = session.scalar(select(Domain.id).where(Domain.name == name)) or session.scalar(
+        select(Project.id).where(Project.name == name)
+    )
+    if taken:
+        raise Conflict(f"the account name {name!r} is taken")
+
+
+def check_qos(value: str) -> str:
+    names = [q.strip() for q in value.split(",") if q.strip()]
+    if not names or not all(QOS_NAME.fullmatch(q) for q in names):
+        raise ValidationFailed({"qos": ["comma-separated QOS names, the default first"]})
+    return ",".join(dict.fromkeys(names))
+
+
+# ---------------------------------------------------------------------- domains
+def domains_query(access: Access) -> Select[Domain]:
+    stmt = select(Domain).order_by(Domain.name)
+    ids = access.domain_ids()
+    return stmt if ids is None else stmt.where(Domain.id.in_(ids))
+
+
+def get_domain(session: Session, access: Access, domain_id: int, perm: Perm) -> Domain:
+    domain = session.get(Domain, domain_id)
+    access.require_domain(domain.id if domain else None, perm)
+    assert domain is not None
+    return domain
+
+
+def create_domain(session: Session, access: Access, data: Mapping[str, Any]) -> Domain:
+    access.require_platform_admin()
+    check_account_name(session, data["name"])
+    domain = Domain(name=data["name"], description=data.get("description", ""))
+    session.add(domain)
+    session.flush()
+    record(
+        session,
+        access.user,
+        "domain.create",
+        "domain",
+        domain.id,
+        after=domain.audit_view(),
+        domain_id=domain.id,
+    )
+    session.commit()
+    return domain
+
+
+def update_domain(
+    session: Session, access: Access, domain_id: int, data: Mapping[str, Any]
+) -> Domain:
+    domain = get_domain(session, access, domain_id, Perm.DOMAIN_MANAGE)
+    before = domain.audit_view()
+    if "description" in data:
+        domain.description = data["description"]
+    record(
+        session,
+        access.user,
+        "domain.update",
+        "domain",
+        domain.id,
+        before=before,
+        after=domain.audit_view(),
+        domain_id=domain.id,
+    )
+    session.commit()
+    return domain
+
+
+def delete_domain(session: Session, access: Access, domain_id: int) -> None:
+    access.require_platform_admin()
+    domain = get_domain(session, access, domain_id, Perm.DOMAIN_MANAGE)
+    if session.scalar(select(Project.id).where(Project.domain_id == domain.id).limit(1)):
+        raise Conflict("the domain still has projects")
+    record(
+        session,
+        access.user,
+        "domain.delete",
+        "domain",
+        domain.id,
+        before=domain.audit_view(),
+        domain_id=domain.id,
+    )
+    session.delete(domain)
+    session.commit()
+
+
+# ---------------------------------------------------------------------- projects
+def projects_query(access: Access, domain_id: int | None = None) -> Select[Project]:
+    stmt = select(Project).where(access.project_filter()).order_by(Project.name)
+    if domain_id is not None:
+        stmt = stmt.where(Project.domain_id == domain_id)
+    return stmt
+
+
+def get_project(session: Session, access: Access, project_id: int, perm: Perm) -> Project:
+    return access.require_project(session.get(Project, project_id), perm)
+
+
+def project_by_name(session: Session, name: str) -> Project | None:
+    return session.scalar(select(Project).where(Project.name == name))
+
+
+def create_project(session: Session, access: Access, data: Mapping[str, Any]) -> Project:
+    domain = session.get(Domain, data["domain_id"])
+    access.require_domain(domain.id if domain else None, Perm.DOMAIN_MANAGE)
+    check_account_name(session, data["name"])
+    project = Project(
+        domain_id=data["domain_id"],
+        name=data["name"],
+        description=data.get("description", ""),
+        qos=check_qos(data.get("qos") or "normal,low"),
+    )
+    session.add(project)
+    session.flush()
+    record(
+        session,
+        access.user,
+        "project.create",
+        "project",
+        project.id,
+        after=project.audit_view(),
+        domain_id=project.domain_id,
+    )
+    session.commit()
+    return project
+
+
+def update_project(
+    session: Session, access: Access, project_id: int, data: Mapping[str, Any]
+) -> Project:
+    project = get_project(session, access, project_id, Perm.PROJECT_MANAGE)
+    if "qos" in data:
+        # which QOS members may use is the domain admin's call, like quotas
+        access.require_project(project, Perm.QUOTA_MANAGE)
+    before = project.audit_view()
+    if "description" in data:
+        project.description = data["description"]
+    if "qos" in data:
+        project.qos = check_qos(data["qos"])
+    record(
+        session,
+        access.user,
+        "project.update",
+        "project",
+        project.id,
+        before=before,
+        after=project.audit_view(),
+        domain_id=project.domain_id,
+    )
+    session.commit()
+    return project
+
+
+def delete_project(session: Session, access: Access, project_id: int) -> None:
+    """Only an empty project goes; its Slurm account is left for the operator to remove."""
+    project = get_project(session, access, project_id, Perm.PROJECT_READ)
+    access.require_domain(project.domain_id, Perm.DOMAIN_MANAGE, "project")
+    if session.scalar(select(Membership.id).where(Membership.project_id == project.id).limit(1)):
+        raise Conflict("the project still has members")
+    if session.scalar(select(GroupGrant.id).where(GroupGrant.project_id == project.id).limit(1)):
+        raise Conflict("groups still hold roles on the project")
+    record(
+        session,
+        access.user,
+        "project.delete",
+        "project",
+        project.id,
+        before=project.audit_view(),
+        domain_id=project.domain_id,
+    )
+    session.delete(project)
+    session.commit()

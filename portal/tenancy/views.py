@@ -1,0 +1,140 @@
+"""API: domains, their admins, projects and project members."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask_smorest import Blueprint
+
+from portal.authz import Perm
+from portal.pagination import PageParams, page_of_query
+from portal.tenancy import members, service
+from portal.tenancy.models import Domain, DomainAdmin, Membership, Project
+from portal.tenancy.schemas import (
+    AdminSchema,
+    DomainSchema,
+    DomainUpdateSchema,
+    MemberSchema,
+    MemberUpdateSchema,
+    ProjectQuerySchema,
+    ProjectSchema,
+    ProjectUpdateSchema,
+)
+from portal.web import AuthedView, current_access, session
+
+domains = Blueprint("domains", __name__, url_prefix="/api/v1/domains", description="Domains")
+projects = Blueprint("projects", __name__, url_prefix="/api/v1/projects", description="Projects")
+
+
+@domains.route("")
+class Domains(AuthedView):
+    @domains.response(200, DomainSchema(many=True))
+    @domains.paginate()
+    def get(self, pagination_parameters: PageParams) -> list[Domain]:
+        return page_of_query(
+            session(), service.domains_query(current_access()), pagination_parameters
+        )
+
+    @domains.arguments(DomainSchema)
+    @domains.response(201, DomainSchema)
+    def post(self, args: dict[str, Any]) -> Domain:
+        return service.create_domain(session(), current_access(), args)
+
+
+@domains.route("/<int:domain_id>")
+class DomainById(AuthedView):
+    @domains.response(200, DomainSchema)
+    def get(self, domain_id: int) -> Domain:
+        return service.get_domain(session(), current_access(), domain_id, Perm.DOMAIN_READ)
+
+    @domains.arguments(DomainUpdateSchema)
+    @domains.response(200, DomainSchema)
+    def patch(self, args: dict[str, Any], domain_id: int) -> Domain:
+        return service.update_domain(session(), current_access(), domain_id, args)
+
+    @domains.response(204)
+    def delete(self, domain_id: int) -> None:
+        service.delete_domain(session(), current_access(), domain_id)
+
+
+@domains.route("/<int:domain_id>/admins")
+class DomainAdmins(AuthedView):
+    @domains.response(200, AdminSchema(many=True))
+    @domains.paginate()
+    def get(self, domain_id: int, pagination_parameters: PageParams) -> list[DomainAdmin]:
+        stmt = members.admins_query(session(), current_access(), domain_id)
+        return page_of_query(session(), stmt, pagination_parameters)
+
+    @domains.arguments(AdminSchema)
+    @domains.response(201, AdminSchema)
+    def post(self, args: dict[str, Any], domain_id: int) -> DomainAdmin:
+        return members.add_admin(session(), current_access(), domain_id, args["username"])
+
+
+@domains.route("/<int:domain_id>/admins/<int:user_id>")
+class DomainAdminById(AuthedView):
+    @domains.response(204)
+    def delete(self, domain_id: int, user_id: int) -> None:
+        members.remove_admin(session(), current_access(), domain_id, user_id)
+
+
+@projects.route("")
+class Projects(AuthedView):
+    @projects.arguments(ProjectQuerySchema, location="query")
+    @projects.response(200, ProjectSchema(many=True))
+    @projects.paginate()
+    def get(self, args: dict[str, Any], pagination_parameters: PageParams) -> list[Project]:
+        stmt = service.projects_query(current_access(), args.get("domain_id"))
+        return page_of_query(session(), stmt, pagination_parameters)
+
+    @projects.arguments(ProjectSchema)
+    @projects.response(201, ProjectSchema)
+    def post(self, args: dict[str, Any]) -> Project:
+        """Create a project in a domain (domain admin)."""
+        return service.create_project(session(), current_access(), args)
+
+
+@projects.route("/<int:project_id>")
+class ProjectById(AuthedView):
+    @projects.response(200, ProjectSchema)
+    def get(self, project_id: int) -> Project:
+        return service.get_project(session(), current_access(), project_id, Perm.PROJECT_READ)
+
+    @projects.arguments(ProjectUpdateSchema)
+    @projects.response(200, ProjectSchema)
+    def patch(self, args: dict[str, Any], project_id: int) -> Project:
+        return service.update_project(session(), current_access(), project_id, args)
+
+    @projects.response(204)
+    def delete(self, project_id: int) -> None:
+        service.delete_project(session(), current_access(), project_id)
+
+
+@projects.route("/<int:project_id>/members")
+class Members(AuthedView):
+    @projects.response(200, MemberSchema(many=True))
+    @projects.paginate()
+    def get(self, project_id: int, pagination_parameters: PageParams) -> list[Membership]:
+        stmt = members.members_query(session(), current_access(), project_id)
+        return page_of_query(session(), stmt, pagination_parameters)
+
+    @projects.arguments(MemberSchema)
+    @projects.response(201, MemberSchema)
+    def post(self, args: dict[str, Any], project_id: int) -> Membership:
+        return members.add_member(
+            session(), current_access(), project_id, args["username"], args["role_id"]
+        )
+
+
+@projects.route("/<int:project_id>/members/<int:user_id>")
+class MemberById(AuthedView):
+    @projects.arguments(MemberUpdateSchema)
+    @projects.response(200, MemberSchema)
+    def patch(self, args: dict[str, Any], project_id: int, user_id: int) -> Membership:
+        return members.update_member(
+            session(), current_access(), project_id, user_id, args["role_id"]
+        )
+
+    @projects.response(204)
+    def delete(self, project_id: int, user_id: int) -> None:
+        members.remove_member(session(), current_access(), project_id, user_id)

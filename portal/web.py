@@ -1,0 +1,89 @@
+"""Request plumbing shared by API views and pages: the caller, their access, CSRF, login."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+from flask import Flask, Request, current_app, jsonify, redirect, request, url_for
+from flask.views import MethodView
+from flask_login import current_user, login_required
+from sqlalchemy.orm import Session
+from werkzeug.wrappers import Response as BaseResponse
+
+from portal.authz import Access, access_for
+from portal.errors import Forbidden
+from portal.extensions import csrf, db, login_manager
+from portal.identity.models import User
+from portal.identity.service import user_for_token
+
+UNSAFE = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+# unauthenticated form posts that set no session need no CSRF token; login does (login CSRF)
+CSRF_EXEMPT_ENDPOINTS = frozenset({"auth.Token"})
+
+
+class AuthedView(MethodView):
+    """An API resource for logged-in callers (session with CSRF, or a bearer token)."""
+
+    decorators: ClassVar[list[Callable[..., Any]]] = [login_required]
+
+
+def session() -> Session:
+    return db.session  # type: ignore[return-value]
+
+
+def caller() -> User:
+    user = current_user._get_current_object()
+    if not isinstance(user, User):
+        raise Forbidden("login required")
+    return user
+
+
+def current_access() -> Access:
+    return access_for(session(), caller())
+
+
+def bearer(req: Request) -> str | None:
+    header = req.headers.get("Authorization", "")
+    scheme, _, value = header.partition(" ")
+    return value.strip() if scheme.lower() == "bearer" else None
+
+
+def setting(name: str) -> Any:
+    return current_app.config[name]
+
+
+def install(app: Flask) -> None:
+    login_manager.login_view = "identity_pages.login"
+
+    @login_manager.user_loader
+    def load_user(ident: str) -> User | None:
+        if bearer(request) is not None:
+            return None  # a bearer call is authenticated by its token only, never a cookie
+        user_id, _, epoch = ident.partition(":")
+        if not user_id.isdigit() or not epoch.isdigit():
+            return None
+        user: User | None = session().get(User, int(user_id))
+        if user is None or not user.active or user.session_epoch != int(epoch):
+            return None
+        return user
+
+    @login_manager.request_loader
+    def load_from_token(req: Request) -> User | None:
+        secret = bearer(req)
+        return user_for_token(session(), secret) if secret else None
+
+    @login_manager.unauthorized_handler
+    def unauthorized() -> BaseResponse | tuple[BaseResponse, int]:
+        if request.path.startswith("/api/"):
+            body = {"code": 401, "status": "Unauthorized", "message": "login or token required"}
+            return jsonify(body), 401
+        return redirect(url_for("identity_pages.login", next=request.full_path))
+
+    @app.before_request
+    def check_csrf() -> None:
+        if request.method not in UNSAFE or bearer(request) is not None:
+            return
+        if request.endpoint in CSRF_EXEMPT_ENDPOINTS:
+            return
+        csrf.protect()

@@ -1,0 +1,80 @@
+"""Portal test fixtures: an app on a migrated SQLite file (copied per test), a seeded world
+of tenants, a fake Slurm and API clients authenticated with tokens."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from flask import Flask
+from flask.testing import FlaskClient
+from flask_migrate import upgrade
+
+from portal import create_app
+from tests.unit.portal.fakes import FakeSlurm
+from tests.unit.portal.world import World, seed_world
+
+BASE = {
+    "SECRET_KEY": "test-secret",
+    "TESTING": True,
+    "LOGIN_RATE_LIMIT": "1000 per minute",
+    "RATELIMIT_STORAGE_URI": "memory://",
+}
+
+
+def make_app(db_path: Path, tmp: Path, **extra: Any) -> Flask:
+    return create_app(
+        {
+            **BASE,
+            "DATABASE_URL": f"sqlite:///{db_path}",
+            "SLURM": FakeSlurm(),
+            "JOB_WORKDIR": str(tmp),
+            **extra,
+        }
+    )
+
+
+@pytest.fixture(scope="session")
+def seeded_db(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, World]:
+    """The schema from the migrations, and the test world, built once."""
+    tmp = tmp_path_factory.mktemp("portal-db")
+    path = tmp / "seed.db"
+    app = make_app(path, tmp)
+    with app.app_context():
+        upgrade()
+        world = seed_world()
+    return path, world
+
+
+@dataclass
+class Env:
+    app: Flask
+    world: World
+    slurm: FakeSlurm
+    clients: dict[str, FlaskClient] = field(default_factory=dict)
+
+    def api(self, who: str) -> FlaskClient:
+        """A test client that sends ``who``'s API token."""
+        if who not in self.clients:
+            client = self.app.test_client()
+            client.environ_base["HTTP_AUTHORIZATION"] = f"Bearer {self.world.tokens[who]}"
+            self.clients[who] = client
+        return self.clients[who]
+
+
+@pytest.fixture
+def env(seeded_db: tuple[Path, World], tmp_path: Path) -> Iterator[Env]:
+    src, world = seeded_db
+    path = tmp_path / "portal.db"
+    shutil.copyfile(src, path)
+    app = make_app(path, tmp_path)
+    slurm = app.config["SLURM"]
+    yield Env(app, world, slurm)
+    with app.app_context():
+        from portal.extensions import db
+
+        db.engine.dispose()

@@ -1,0 +1,99 @@
+"""A fake Slurm for the portal's unit tests: jobs in memory, nodes and associations recorded."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from slurm_plugins.client import SubmitRejected, parse
+from slurm_plugins.client import accounts as account_diff
+from slurm_plugins.client.models import Association, Job, JobState, Node, Tres
+from slurm_plugins.client.specs import AccountSpec, UserSpec
+
+DATA = Path(__file__).resolve().parents[2] / "data" / "slurm" / "22.05"
+
+
+class FakeSlurm:
+    def __init__(self) -> None:
+        self._jobs: dict[int, Job] = {}
+        self._next = 1000
+        self.nodes_list: list[Node] = parse.nodes((DATA / "sinfo.json").read_text())
+        self.assocs: list[Association] = parse.associations_parsable(
+            (DATA / "sacctmgr_assoc.txt").read_text()
+        )
+        self.submitted: list[tuple[str, str, dict[str, Any]]] = []
+        self.cancelled: list[tuple[str | None, int]] = []
+        self.applied: list[list[str]] = []
+        self.reject: str | None = None
+
+    # test helpers
+    def add_job(self, user: str, account: str, state: JobState = JobState.RUNNING) -> int:
+        self._next += 1
+        self._jobs[self._next] = Job(
+            job_id=self._next,
+            name=f"job{self._next}",
+            user=user,
+            account=account,
+            partition="gpu",
+            qos="normal",
+            state=state,
+        )
+        return self._next
+
+    # SlurmPort
+    def jobs(self) -> list[Job]:
+        return [j for j in self._jobs.values() if j.state.is_active]
+
+    def job(self, job_id: int) -> Job | None:
+        return self._jobs.get(job_id)
+
+    def nodes(self) -> list[Node]:
+        return list(self.nodes_list)
+
+    def associations(self) -> list[Association]:
+        return list(self.assocs)
+
+    def preview(self, accounts: Sequence[AccountSpec], users: Sequence[UserSpec]) -> list[str]:
+        return account_diff.account_commands(self.assocs, accounts) + account_diff.user_commands(
+            self.assocs, users
+        )
+
+    def apply(self, accounts: Sequence[AccountSpec], users: Sequence[UserSpec]) -> list[str]:
+        commands = self.preview(accounts, users)
+        self.applied.append(commands)
+        return commands
+
+    def submit_as(self, user: str, script: str, props: Mapping[str, Any]) -> int:
+        if self.reject:
+            raise SubmitRejected(self.reject, argv=("POST", "/job/submit"))
+        self.submitted.append((user, script, dict(props)))
+        self._next += 1
+        gres = str(props.get("gres", ""))
+        kind, _, count = gres.rpartition(":")
+        tres = {f"gres/{kind.split(':')[0]}": int(count)} if gres else {}
+        self._jobs[self._next] = Job(
+            job_id=self._next,
+            name=props["name"],
+            user=user,
+            account=props["account"],
+            partition=props.get("partition", "gpu"),
+            qos=props.get("qos", "normal"),
+            state=JobState.PENDING,
+            reason="Priority",
+            tres_req=Tres(tres),
+            time_limit_min=props.get("time_limit"),
+        )
+        return self._next
+
+    def _cancel(self, who: str | None, job_id: int) -> None:
+        self.cancelled.append((who, job_id))
+        job = self._jobs[job_id]
+        self._jobs[job_id] = dataclasses.replace(job, state=JobState.CANCELLED)
+
+    def cancel_as(self, user: str, job_id: int) -> None:
+        self._cancel(user, job_id)
+
+    def cancel(self, job_id: int) -> None:
+        self._cancel(None, job_id)

@@ -1,0 +1,79 @@
+"""Pages: login with CSRF, every page renders for a member, forms write through the services."""
+
+from __future__ import annotations
+
+import re
+
+from flask.testing import FlaskClient
+
+from tests.unit.portal.conftest import Env
+from tests.unit.portal.world import PASSWORD
+
+CSRF = re.compile(r'name="csrf_token" type="hidden" value="([^"]+)"|name="csrf_token" value="([^"]+)"')
+
+
+def csrf_of(html: str) -> str:
+    m = CSRF.search(html)
+    assert m, "no CSRF token on the page"
+    return m.group(1) or m.group(2)
+
+
+def login(env: Env, username: str) -> FlaskClient:
+    client = env.app.test_client()
+    token = csrf_of(client.get("/login").get_data(as_text=True))
+    r = client.post("/login", data={"username": username, "password": PASSWORD,
+                                    "csrf_token": token})
+    assert r.status_code == 302, r.get_data(as_text=True)
+    return client
+
+
+def test_login_needs_csrf_and_the_right_password(env: Env) -> None:
+    client = env.app.test_client()
+    r = client.post("/login", data={"username": "alice", "password": PASSWORD})
+    assert r.status_code == 400  # no CSRF token
+    token = csrf_of(client.get("/login").get_data(as_text=True))
+    r = client.post("/login", data={"username": "alice", "password": "nope",
+                                    "csrf_token": token})
+    assert r.status_code == 401
+    assert client.get("/").status_code == 302
+
+
+def test_pages_render_for_a_member(env: Env) -> None:
+    client = login(env, "alice")
+    env.slurm.add_job("alice", "nlp")
+    for path in ("/", "/projects", f"/projects/{env.world.projects['nlp']}", "/quotas",
+                 "/jobs", "/jobs/new", "/nodes", "/account/password"):
+        r = client.get(path)
+        assert r.status_code == 200, (path, r.status_code)
+    assert client.get(f"/projects/{env.world.projects['vision']}").status_code == 404
+    assert client.get("/audit").status_code == 403
+
+
+def test_submit_form_runs_as_the_user(env: Env) -> None:
+    client = login(env, "alice")
+    page = client.get("/jobs/new").get_data(as_text=True)
+    r = client.post("/jobs/new", data={
+        "csrf_token": csrf_of(page), "project_id": env.world.projects["nlp"], "name": "t1",
+        "shards": 8, "time_limit": 5, "script": "#!/bin/bash\r\necho hi\r\n",
+    })
+    assert r.status_code == 302, r.get_data(as_text=True)
+    user, script, props = env.slurm.submitted[-1]
+    assert (user, props["account"], props["gres"]) == ("alice", "nlp", "shard:8")
+    assert script == "#!/bin/bash\necho hi\n"
+    job_id = int(r.headers["Location"].rsplit("/", 1)[1])
+    detail = client.get(f"/jobs/{job_id}").get_data(as_text=True)
+    assert "PENDING" in detail
+    r = client.post(f"/jobs/{job_id}/cancel", data={"csrf_token": csrf_of(detail)})
+    assert r.status_code == 302
+    assert env.slurm.cancelled[-1] == ("alice", job_id)
+
+
+def test_quota_and_sync_pages_for_the_admin(env: Env) -> None:
+    client = login(env, "admin")
+    page = client.get("/quotas?preview=1").get_data(as_text=True)
+    assert "Apply to Slurm" in page
+    r = client.post(f"/quotas/domains/{env.world.domains['research']}",
+                    data={"csrf_token": csrf_of(page), "gpus": "8", "shards": "", "npus": "",
+                          "cpus": ""})
+    assert r.status_code == 302
+    assert "gpus" in client.get("/audit").get_data(as_text=True)
