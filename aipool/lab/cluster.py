@@ -28,6 +28,8 @@ from aipool.lab.daemons import LabError
 from aipool.lab.render import hostname_is_loopback, render_lab
 from aipool.lab.tenants import load_tenants
 from gres.inventory import Inventory, load_inventory
+from slurm_plugins.admission import HOOK_FILE, TABLE_FILE
+from slurm_plugins.admission.render import replace_atomically
 from slurm_plugins.client import SlurmClient
 from slurm_plugins.client.errors import SlurmError
 
@@ -219,7 +221,11 @@ class Lab:
         if not loopback:
             log.warning("host name does not resolve to 127.*: Slurm daemons bind to 0.0.0.0")
         files = render_lab(
-            cfg, inv, db_password=pw_file.read_text().strip(), loopback_only=loopback
+            cfg,
+            inv,
+            db_password=pw_file.read_text().strip(),
+            job_submit=True,
+            loopback_only=loopback,
         )
         changed = []
         for name, text in files.items():
@@ -229,6 +235,9 @@ class Lab:
             changed.append(name)
             if name == "slurmdbd.conf":
                 _write_private(path, text)  # slurmdbd refuses a world-readable config
+            elif name in (HOOK_FILE, TABLE_FILE):
+                # slurmctld re-reads these by mtime while it runs: never show it half a file
+                replace_atomically(path, text.encode())
             else:
                 path.write_text(text)
                 path.chmod(0o755 if name.endswith(".sh") else 0o644)

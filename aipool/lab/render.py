@@ -19,6 +19,8 @@ from gres.render import (
     render_node_lines,
     render_task_prolog,
 )
+from slurm_plugins.admission import load_policy, render_hook
+from slurm_plugins.admission.config import LAB_POLICY
 
 _ENV = jinja2.Environment(
     loader=jinja2.FileSystemLoader(PACKAGE_DIR / "templates"),
@@ -89,7 +91,10 @@ def render_lab(
 
     ``loopback_only`` keeps every daemon off 0.0.0.0; it needs the host name to resolve to a
     loopback address (else slurmd would listen on an address slurmctld does not use).
+    ``job_submit`` adds the admission hook and its table (from the lab policy), listed first
+    so they exist before a slurm.conf that loads them.
     """
+    hook = render_hook(load_policy(LAB_POLICY)) if job_submit else {}
     slurm_conf = _ENV.get_template("slurm.conf.j2").render(
         cfg=cfg,
         gres_types=gres_types(inv),
@@ -103,6 +108,7 @@ def render_lab(
         cfg=cfg, db_password=db_password, loopback_only=loopback_only
     )
     return {
+        **hook,
         "slurm.conf": slurm_conf,
         "slurmdbd.conf": dbd_conf,
         "gres.conf": render_gres_conf(inv),
