@@ -1,39 +1,36 @@
 """A scratch copy of the cluster's free resources that one cycle reserves jobs into.
 
-Policies that must know whether work *fits* (gang, anti-affinity, rescheduling, placement)
-ask this view instead of guessing. It mirrors what slurmctld 22.05 does closely enough to
-decide: CPUs, memory, whole cards, shards from the lowest card with room, typed NPUs.
-It is mutable but private to one :func:`~slurm_plugins.policy.engine.plan` call.
+Policies that must know whether work *fits* (gang, anti-affinity, rescheduling, reclaim,
+placement) ask this view instead of guessing. It mirrors what slurmctld 22.05 does closely
+enough to decide: CPUs, memory, whole cards, shards from the lowest card with room, typed
+NPUs, and nodes tried in ``Weight`` order. It is mutable but private to one
+:func:`~slurm_plugins.policy.engine.plan` call.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
 
 from slurm_plugins.policy.resources import Demand, features_match
 from slurm_plugins.policy.snapshot import JobInfo, NodeInfo
 
 
-@dataclass(slots=True)
 class FreeNode:
     """What is left on one node; ``card_free`` in shards per card."""
 
-    info: NodeInfo
-    cpus: int
-    mem_mb: int
-    card_free: list[int]
-    npus: dict[str, int]
-    partitions: frozenset[str] = field(default_factory=frozenset)
+    __slots__ = ("card_free", "cpus", "full", "info", "mem_mb", "name", "npus", "ok", "spg")
 
-    @property
-    def name(self) -> str:
-        return self.info.name
-
-    @property
-    def full_cards(self) -> int:
-        spg = self.info.shards_per_gpu
-        return sum(1 for f in self.card_free if f >= spg)
+    def __init__(self, n: NodeInfo) -> None:
+        self.info = n
+        self.name = n.name
+        self.spg = n.shards_per_gpu
+        self.ok = n.available
+        self.cpus = max(n.cpus - n.alloc_cpus, 0)
+        self.mem_mb = max(n.mem_mb - n.alloc_mem_mb, 0)
+        used = n.card_used or (0,) * n.gpus
+        self.card_free = [max(self.spg - u, 0) for u in used]
+        self.full = sum(1 for f in self.card_free if f >= self.spg)
+        self.npus = {t: c - n.npus_used.get(t, 0) for t, c in n.npus.items()}
 
     def fits(self, d: Demand) -> bool:
         if d.cpus > self.cpus or d.mem_mb > self.mem_mb:
@@ -41,7 +38,7 @@ class FreeNode:
         if d.gpus or d.shards:
             if d.gpu_type and d.gpu_type != self.info.gpu_type:
                 return False
-            if d.gpus and self.full_cards < d.gpus:
+            if d.gpus > self.full:
                 return False
             if d.shards and not any(f >= d.shards for f in self.card_free):
                 return False
@@ -51,45 +48,53 @@ class FreeNode:
             return sum(self.npus.values()) >= d.npus
         return True
 
-    def take(self, d: Demand) -> tuple[int, ...]:
-        """Reserve ``d`` the way slurmctld picks cards; returns the cards used."""
-        spg = self.info.shards_per_gpu
+    def _set_card(self, i: int, free: int) -> None:
+        was_full = self.card_free[i] >= self.spg
+        self.card_free[i] = free
+        self.full += (free >= self.spg) - was_full
+
+    def take(self, d: Demand) -> list[tuple[int, int]]:
+        """Reserve ``d`` the way slurmctld picks cards; returns (card, shards) taken."""
         self.cpus -= d.cpus
         self.mem_mb -= d.mem_mb
-        cards: list[int] = []
+        taken: list[tuple[int, int]] = []
         if d.gpus:
-            cards = [i for i, f in enumerate(self.card_free) if f >= spg][: d.gpus]
-            for i in cards:
-                self.card_free[i] = 0
+            for i, f in enumerate(self.card_free):
+                if len(taken) == d.gpus:
+                    break
+                if f >= self.spg:
+                    self._set_card(i, 0)
+                    taken.append((i, self.spg))
         if d.shards:
             card = next(i for i, f in enumerate(self.card_free) if f >= d.shards)
-            self.card_free[card] -= d.shards
-            cards = [card]
+            self._set_card(card, self.card_free[card] - d.shards)
+            taken.append((card, d.shards))
         if d.npus:
-            self._take_npus(d)
-        return tuple(cards)
+            self._npus(d, -1)
+        return taken
 
-    def _take_npus(self, d: Demand) -> None:
-        if d.npu_type:
-            self.npus[d.npu_type] -= d.npus
+    def give(self, d: Demand, cards: Iterable[tuple[int, int]], sign: int = 1) -> None:
+        """Return (``sign=-1``: take back) resources held on ``cards``."""
+        self.cpus += sign * d.cpus
+        self.mem_mb += sign * d.mem_mb
+        for card, shards in cards:
+            if 0 <= card < len(self.card_free):
+                self._set_card(card, min(self.spg, self.card_free[card] + sign * shards))
+        if d.npus:
+            self._npus(d, sign)
+
+    def _npus(self, d: Demand, sign: int) -> None:
+        if d.npu_type or not self.npus:
+            key = d.npu_type or ""
+            self.npus[key] = self.npus.get(key, 0) + sign * d.npus
             return
         left = d.npus
         for t in sorted(self.npus):
-            n = min(left, self.npus[t])
-            self.npus[t] -= n
+            n = min(left, self.npus[t]) if sign < 0 else left
+            self.npus[t] += sign * n
             left -= n
-
-    def give(self, d: Demand, cards: Iterable[tuple[int, int]]) -> None:
-        """Return a running job's resources (``cards`` as (card, shards) pairs)."""
-        spg = self.info.shards_per_gpu
-        self.cpus += d.cpus
-        self.mem_mb += d.mem_mb
-        for card, shards in cards:
-            if 0 <= card < len(self.card_free):
-                self.card_free[card] = min(spg, self.card_free[card] + shards)
-        if d.npus:
-            key = d.npu_type or next(iter(sorted(self.npus)), "")
-            self.npus[key] = self.npus.get(key, 0) + d.npus
+            if not left:
+                break
 
 
 Chooser = Callable[[JobInfo, Sequence[FreeNode]], FreeNode | None]
@@ -97,54 +102,52 @@ Chooser = Callable[[JobInfo, Sequence[FreeNode]], FreeNode | None]
 
 def first_fit(job: JobInfo, candidates: Sequence[FreeNode]) -> FreeNode | None:
     """Slurm's own choice: lowest ``Weight`` first, then node order."""
-    best = None
-    for n in candidates:
-        if best is None or n.info.weight < best.info.weight:
-            best = n
-    return best
+    return candidates[0] if candidates else None
 
 
 class ClusterView:
     """Free resources per node, with reservations made during one cycle."""
 
     def __init__(self, nodes: Iterable[NodeInfo], running: Iterable[JobInfo] = ()) -> None:
-        self.nodes: dict[str, FreeNode] = {}
-        for n in nodes:
-            spg = n.shards_per_gpu
-            self.nodes[n.name] = FreeNode(
-                n,
-                max(n.cpus - n.alloc_cpus, 0),
-                max(n.mem_mb - n.alloc_mem_mb, 0),
-                [max(spg - u, 0) for u in n.card_used] or [spg] * n.gpus,
-                {t: c - n.npus_used.get(t, 0) for t, c in n.npus.items()},
-                frozenset(n.partitions),
-            )
-        self._by_partition: dict[str, list[FreeNode]] = {}
-        for fn in self.nodes.values():
-            for p in fn.partitions:
-                self._by_partition.setdefault(p, []).append(fn)
+        self.nodes: dict[str, FreeNode] = {n.name: FreeNode(n) for n in nodes}
+        self.by_partition: dict[str, list[FreeNode]] = {}
+        for fn in sorted(self.nodes.values(), key=lambda f: (f.info.weight, f.name)):
+            for p in fn.info.partitions:
+                self.by_partition.setdefault(p, []).append(fn)
         #: job id -> nodes it was reserved on (pending jobs placed this cycle)
         self.placed: dict[int, tuple[str, ...]] = {}
-        self._cards: dict[int, list[tuple[str, tuple[int, ...]]]] = {}
-        self._running = {j.job_id: j for j in running}
+        self._taken: dict[int, list[tuple[str, list[tuple[int, int]]]]] = {}
+        #: (partition, demand, features) known not to fit anywhere until something is freed
+        self._nofit: set[tuple[str, Demand, str]] = set()
+
+    def _eligible(self, job: JobInfo, n: FreeNode, excluded: set[str], required: set[str]) -> bool:
+        if not n.ok or n.name in excluded or (required and n.name not in required):
+            return False
+        return not job.features or features_match(job.features, n.info.features)
 
     def candidates(
         self, job: JobInfo, *, exclude: Iterable[str] = (), require: Sequence[str] = ()
     ) -> list[FreeNode]:
-        """Available nodes of the job's partitions that satisfy its constraints and fit now."""
+        """Nodes of the job's partitions that satisfy its constraints and fit it now."""
         excluded = set(exclude) | set(job.excluded_nodes)
         required = set(require or job.required_nodes)
         out = []
         for part in job.partition.split(","):
-            for n in self._by_partition.get(part, ()):
-                if n.name in excluded or (required and n.name not in required):
-                    continue
-                if not n.info.available or not n.fits(job.demand):
-                    continue
-                if job.features and not features_match(job.features, n.info.features):
-                    continue
-                out.append(n)
+            for n in self.by_partition.get(part, ()):
+                if self._eligible(job, n, excluded, required) and n.fits(job.demand):
+                    out.append(n)
         return out
+
+    def hosts(self, job: JobInfo, *, exclude: Iterable[str] = ()) -> list[FreeNode]:
+        """Nodes that could run the job were they empty enough: partition and constraints."""
+        excluded = set(exclude) | set(job.excluded_nodes)
+        required = set(job.required_nodes)
+        return [
+            n
+            for part in job.partition.split(",")
+            for n in self.by_partition.get(part, ())
+            if self._eligible(job, n, excluded, required)
+        ]
 
     def find(
         self,
@@ -154,12 +157,40 @@ class ClusterView:
         require: Sequence[str] = (),
         choose: Chooser = first_fit,
     ) -> tuple[str, ...] | None:
-        """Nodes the job would get now (without reserving), or None when it does not fit."""
-        cands = self.candidates(job, exclude=exclude, require=require)
-        if len(cands) < job.node_count:
+        """Nodes the job would get now (nothing reserved), or None when it does not fit."""
+        exclude = tuple(exclude)
+        plain = not exclude and not require and not job.excluded_nodes and not job.required_nodes
+        key = (job.partition, job.demand, job.features)
+        if plain and key in self._nofit:
             return None
+        if choose is first_fit:
+            found = self._first_fit(job, exclude, require)
+        else:
+            found = self._chosen(job, exclude, require, choose)
+        if found is None and plain:
+            self._nofit.add(key)
+        return found
+
+    def _first_fit(
+        self, job: JobInfo, exclude: Sequence[str], require: Sequence[str]
+    ) -> tuple[str, ...] | None:
+        excluded = set(exclude) | set(job.excluded_nodes)
+        required = set(require or job.required_nodes)
         chosen: list[str] = []
-        pool = list(cands)
+        for part in job.partition.split(","):
+            for n in self.by_partition.get(part, ()):
+                if n.name not in chosen and n.fits(job.demand):
+                    if self._eligible(job, n, excluded, required):
+                        chosen.append(n.name)
+                        if len(chosen) == job.node_count:
+                            return tuple(chosen)
+        return None
+
+    def _chosen(
+        self, job: JobInfo, exclude: Sequence[str], require: Sequence[str], choose: Chooser
+    ) -> tuple[str, ...] | None:
+        pool = self.candidates(job, exclude=exclude, require=require)
+        chosen: list[str] = []
         for _ in range(job.node_count):
             pick = choose(job, pool)
             if pick is None:
@@ -169,10 +200,7 @@ class ClusterView:
         return tuple(chosen)
 
     def reserve(self, job: JobInfo, nodes: Sequence[str]) -> None:
-        used = []
-        for name in nodes:
-            used.append((name, self.nodes[name].take(job.demand)))
-        self._cards[job.job_id] = used
+        self._taken[job.job_id] = [(n, self.nodes[n].take(job.demand)) for n in nodes]
         self.placed[job.job_id] = tuple(nodes)
 
     def place(
@@ -190,30 +218,21 @@ class ClusterView:
         return nodes
 
     def unreserve(self, job: JobInfo) -> None:
-        for name, cards in self._cards.pop(job.job_id, []):
-            spg = self.nodes[name].info.shards_per_gpu
-            per = job.demand.shards or spg
-            self.nodes[name].give(job.demand, [(c, per) for c in cards])
+        for name, taken in self._taken.pop(job.job_id, []):
+            self.nodes[name].give(job.demand, taken)
         self.placed.pop(job.job_id, None)
+        self._nofit.clear()
 
-    def evict(self, job: JobInfo) -> None:
-        """Give back what a running job holds, as if it had been requeued."""
+    def evict(self, job: JobInfo, sign: int = 1) -> None:
+        """Give back what a running job holds, as if requeued (``sign=-1`` undoes it)."""
         for name in job.nodes:
             node = self.nodes.get(name)
             if node is not None:
-                node.give(job.demand, [(c.card, c.shards) for c in job.cards if c.node == name])
+                cards = [(c.card, c.shards) for c in job.cards if c.node == name]
+                node.give(job.demand, cards, sign)
+        if sign > 0:
+            self._nofit.clear()
 
     def restore(self, job: JobInfo) -> None:
         """Undo :meth:`evict` (a trial eviction that turned out not to help)."""
-        for name in job.nodes:
-            node = self.nodes.get(name)
-            if node is None:
-                continue
-            node.cpus -= job.demand.cpus
-            node.mem_mb -= job.demand.mem_mb
-            for c in job.cards:
-                if c.node == name:
-                    node.card_free[c.card] -= c.shards
-            if job.demand.npus:
-                key = job.demand.npu_type or next(iter(sorted(node.npus)), "")
-                node.npus[key] = node.npus.get(key, 0) - job.demand.npus
+        self.evict(job, -1)

@@ -79,7 +79,7 @@ def plan(
     reasons: dict[int, list[str]] = {}
 
     scores = _scores(ctx, pols)
-    order = sorted(ctx.pending, key=lambda j: (-scores[j.job_id], j.submit, j.job_id))
+    order = sorted(ctx.pending, key=lambda j: (-scores[j.job_id][0], j.submit, j.job_id))
     verdicts = _admit(order, ctx, cycle, pols, config.lookahead)
     actions = _merge_actions(
         a for _, p in pols if p.implements("victims") for a in p.victims(ctx, cycle)
@@ -119,18 +119,28 @@ def plan(
     )
 
 
-def _scores(ctx: Context, pols: Sequence[tuple[PolicyConfig, Policy]]) -> dict[int, float]:
-    """Weighted mean of the scores each policy gave (a policy may abstain on a job)."""
-    scorers = [(pc.weight, p) for pc, p in pols if p.implements("score") and pc.weight > 0]
-    out = {}
+Scores = dict[int, tuple[float, tuple[float | None, ...]]]
+
+
+def _scorers(pols: Sequence[tuple[PolicyConfig, Policy]]) -> list[tuple[float, Policy]]:
+    return [(pc.weight, p) for pc, p in pols if p.implements("score") and pc.weight > 0]
+
+
+def _scores(ctx: Context, pols: Sequence[tuple[PolicyConfig, Policy]]) -> Scores:
+    """Per job: the weighted mean of the scores the policies gave (a policy may abstain on
+    a job), and each policy's own score for the reason string."""
+    scorers = _scorers(pols)
+    out: Scores = {}
     for j in ctx.pending:
         total = weights = 0.0
+        parts = []
         for w, p in scorers:
             v = p.score(j, ctx)
+            parts.append(v)
             if v is not None:
                 total += w * min(max(v, 0.0), 1.0)
                 weights += w
-        out[j.job_id] = total / weights if weights else 0.0
+        out[j.job_id] = (total / weights if weights else 0.0, tuple(parts))
     return out
 
 
@@ -212,13 +222,13 @@ def _job_diff(
     config: EngineConfig,
     order: Sequence[JobInfo],
     *,
-    scores: Mapping[int, float],
+    scores: Scores,
     verdicts: Mapping[int, Verdict],
     pols: Sequence[tuple[PolicyConfig, Policy]],
     reasons: dict[int, list[str]],
 ) -> tuple[list[JobChange], list[Hold], list[Hold]]:
     state = ctx.state
-    scored = any(p.implements("score") and pc.weight > 0 for pc, p in pols)
+    scorers = _scorers(pols)
     changes, holds, releases = [], [], []
     scale, band = config.site_factor_scale, config.site_factor_deadband
     for job in order:
@@ -226,13 +236,14 @@ def _job_diff(
         v = verdicts[jid]
         if v.reason:
             reasons.setdefault(jid, []).append(v.reason)
-        want_sf = round(scores[jid] * scale)
+        score, parts = scores[jid]
+        want_sf = round(score * scale)
         last = state.site_factors.get(jid)
         stale = last is None or abs(want_sf - last) > band
-        sf = want_sf if scored and stale else None
+        sf = want_sf if scorers and stale else None
         exc, req = _steer(job, v, state)
         if sf is not None or exc is not None or req is not None:
-            why = _score_reason(job, ctx, scores[jid], pols, want_sf) if sf is not None else ""
+            why = _score_reason(score, parts, scorers, want_sf) if sf is not None else ""
             changes.append(JobChange(jid, sf, req, exc, why or v.reason))
             if why:
                 reasons.setdefault(jid, []).append(why)
@@ -246,6 +257,9 @@ def _job_diff(
 
 def _steer(job: JobInfo, v: Verdict, state: DaemonState) -> tuple[str | None, str | None]:
     """ExcNodeList/ReqNodeList to write (None: already right); the user's own lists stay."""
+    jid = job.job_id
+    if not v.exclude and not v.pin and jid not in state.base_exc and jid not in state.base_req:
+        return None, None  # never steered and nothing wanted: the job's lists are its own
     base_exc = state.base_exc.get(job.job_id, hostlist(job.excluded_nodes))
     base_req = state.base_req.get(job.job_id, hostlist(job.required_nodes))
     want_exc = hostlist(set(base_exc.split(",") if base_exc else ()) | v.exclude)
@@ -256,18 +270,17 @@ def _steer(job: JobInfo, v: Verdict, state: DaemonState) -> tuple[str | None, st
 
 
 def _score_reason(
-    job: JobInfo,
-    ctx: Context,
     score: float,
-    pols: Sequence[tuple[PolicyConfig, Policy]],
+    parts: Sequence[float | None],
+    scorers: Sequence[tuple[float, Policy]],
     site_factor: int,
 ) -> str:
-    parts = [
-        f"{p.explain(job, ctx)} x{pc.weight:g}"
-        for pc, p in pols
-        if p.implements("score") and pc.weight > 0
-    ]
-    return f"score {score:.3f} ({', '.join(x for x in parts if x)}) → SiteFactor {site_factor}"
+    shown = ", ".join(
+        f"{p.name} {v:.3f} x{w:g}"
+        for (w, p), v in zip(scorers, parts, strict=True)
+        if v is not None
+    )
+    return f"score {score:.3f} ({shown}) -> SiteFactor {site_factor}"
 
 
 def _notifications(

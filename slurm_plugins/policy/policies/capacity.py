@@ -45,10 +45,12 @@ class CapacityArgs(Schema):
     qos_rank = fields.Dict(
         keys=fields.String(), values=fields.Integer(), load_default=lambda: dict(DEFAULT_RANK)
     )
+    #: Jobs that may reclaim per cycle (each may requeue several borrowed jobs).
+    max_reclaims = fields.Integer(load_default=16, validate=validate.Range(min=0))
 
 
 def _fmt(x: float) -> str:
-    return f"{x:.2f}".rstrip("0").rstrip(".")
+    return f"{round(x, 2):g}"
 
 
 @dataclass
@@ -59,6 +61,7 @@ class Ledger:
     resources: tuple[str, ...]
     usage: dict[str, dict[str, float]] = field(default_factory=dict)
     pool_used: dict[str, dict[str, float]] = field(default_factory=dict)
+    _pools: dict[tuple[str, str], float] = field(default_factory=dict)
 
     def cohort(self, t: Tenant) -> str:
         return t.cohort or f"~{t.name}"
@@ -71,11 +74,14 @@ class Ledger:
         return max(self.nominal(t, r) - lend, 0.0) if lend is not None else 0.0
 
     def pool(self, cohort: str, r: str) -> float:
-        return sum(
-            self.nominal(t, r) - self.guaranteed(t, r)
-            for t in self.tenants.values()
-            if self.cohort(t) == cohort
-        )
+        key = (cohort, r)
+        if key not in self._pools:
+            self._pools[key] = sum(
+                self.nominal(t, r) - self.guaranteed(t, r)
+                for t in self.tenants.values()
+                if self.cohort(t) == cohort
+            )
+        return self._pools[key]
 
     def used(self, t: Tenant, r: str) -> float:
         return self.usage.get(t.name, {}).get(r, 0.0)
@@ -126,6 +132,7 @@ class Capacity(Policy):
         reclaim: str = "any",
         hold_over_limit: bool = True,
         qos_rank: Mapping[str, int] | None = None,
+        max_reclaims: int = 16,
         **args: Any,
     ) -> None:
         super().__init__(**args)
@@ -133,6 +140,7 @@ class Capacity(Policy):
         self.reclaim = reclaim
         self.hold_over_limit = hold_over_limit
         self.rank = dict(DEFAULT_RANK if qos_rank is None else qos_rank)
+        self.max_reclaims = max_reclaims
 
     def demand(self, job: JobInfo) -> dict[str, float]:
         return {r: v for r in self.resources if (v := job.amounts.get(r)) > 0}
@@ -204,71 +212,105 @@ class Capacity(Policy):
         if self.reclaim == "never":
             return []
         led = self.ledger(ctx, cycle)
-        taken: set[int] = set()
+        todo = [
+            j for j in cycle.memo.get("capacity.reclaim", []) if j.job_id not in cycle.view.placed
+        ]
+        if not todo:
+            return []
+        borrowed = self._borrowed(ctx, led)
         out: list[JobAction] = []
-        for job in cycle.memo.get("capacity.reclaim", []):
-            if job.job_id in cycle.view.placed:
-                continue  # fits on free resources already
-            found = self._reclaim_for(job, ctx, cycle, led, taken)
-            for v in found:
+        for job in todo[: self.max_reclaims]:
+            t = ctx.tenant(job)
+            assert t is not None
+            for v in self._reclaim_for(job, t, ctx, cycle, led, borrowed):
                 vt = ctx.tenant(v)
-                assert vt is not None
-                taken.add(v.job_id)
                 out.append(
                     JobAction(
                         v.job_id,
                         Action.REQUEUE,
-                        f"capacity: reclaimed for tenant {ctx.tenant(job).name}'s guarantee "  # type: ignore[union-attr]
-                        f"(job {job.job_id}); tenant {vt.name} was borrowing",
+                        f"capacity: reclaimed for tenant {t.name}'s guarantee (job {job.job_id}); "
+                        f"tenant {vt.name if vt else v.account} was borrowing",
                         policy=self.name,
                     )
                 )
         return out
 
-    def _reclaim_for(
-        self, job: JobInfo, ctx: Context, cycle: Cycle, led: Ledger, taken: set[int]
-    ) -> list[JobInfo]:
-        t = ctx.tenant(job)
-        assert t is not None
-        q = self.demand(job)
-        parts = set(job.partition.split(","))
-        mine = self.rank.get(job.qos, 1)
-        cands = []
+    def _borrowed(self, ctx: Context, led: Ledger) -> dict[str, list[JobInfo]]:
+        """Requeueable running jobs of borrowing tenants, per node, cheapest victim first."""
+        out: dict[str, list[JobInfo]] = {}
         for r in ctx.running:
             rt = ctx.tenant(r)
-            if rt is None or rt.name == t.name or led.cohort(rt) != led.cohort(t):
+            if rt is None or not r.requeue or not led.borrowing(rt, self.resources):
                 continue
-            if r.job_id in taken or not r.requeue or not self.demand(r):
+            if not self.demand(r):
                 continue
-            if self.reclaim == "lower_priority" and self.rank.get(r.qos, 1) >= mine:
-                continue
-            if not any(parts & set(ctx.nodes[n].partitions) for n in r.nodes if n in ctx.nodes):
-                continue
-            cands.append(r)
-        cands.sort(key=lambda r: (self.rank.get(r.qos, 1), -(r.start or 0), -r.job_id))
-        view, exclude = cycle.view, cycle.exclude.get(job.job_id, frozenset())
-        victims: list[JobInfo] = []
-        for c in cands:
-            ct = ctx.tenant(c)
-            assert ct is not None
-            if not led.borrowing(ct, q):
-                continue
-            view.evict(c)
-            led.add(ct, self.demand(c), -1.0)
-            victims.append(c)
-            if view.find(job, exclude=exclude) is not None:
-                break
-        else:
-            for c in victims:
-                view.restore(c)
-                led.add(ctx.tenant(c), self.demand(c))  # type: ignore[arg-type]
-            return []
-        for c in list(reversed(victims[:-1])):  # put back what turned out not to be needed
-            view.restore(c)
-            if view.find(job, exclude=exclude) is None:
+            for n in r.nodes:
+                out.setdefault(n, []).append(r)
+        for jobs in out.values():
+            jobs.sort(key=lambda r: (self.rank.get(r.qos, 1), -(r.start or 0), -r.job_id))
+        return out
+
+    def _reclaim_for(
+        self,
+        job: JobInfo,
+        t: Tenant,
+        ctx: Context,
+        cycle: Cycle,
+        led: Ledger,
+        borrowed: dict[str, list[JobInfo]],
+    ) -> list[JobInfo]:
+        """The cheapest set of borrowed jobs whose requeue lets ``job`` start, or none.
+
+        Per node that could host the job: take its borrowed jobs in order (lowest QOS,
+        newest first) while their tenant is still borrowing, until the job fits there.
+        The nodes needing the fewest, lowest-ranked, smallest and newest victims win.
+        """
+        q = self.demand(job)
+        mine = self.rank.get(job.qos, 1)
+        view = cycle.view
+        options: list[tuple[tuple[float, ...], str, list[JobInfo]]] = []
+        for node in view.hosts(job, exclude=cycle.exclude.get(job.job_id, frozenset())):
+            victims: list[JobInfo] = []
+            for c in borrowed.get(node.name, ()):
+                if node.fits(job.demand):
+                    break
+                ct = ctx.tenant(c)
+                if ct is None or ct.name == t.name or led.cohort(ct) != led.cohort(t):
+                    continue
+                if self.reclaim == "lower_priority" and self.rank.get(c.qos, 1) >= mine:
+                    continue
+                if len(c.nodes) > 1 and any(c.job_id == v.job_id for v in victims):
+                    continue
+                if not led.borrowing(ct, q):
+                    continue
                 view.evict(c)
-            else:
-                led.add(ctx.tenant(c), self.demand(c))  # type: ignore[arg-type]
-                victims.remove(c)
-        view.place(job, exclude=exclude, choose=cycle.chooser)
+                led.add(ct, self.demand(c), -1.0)
+                victims.append(c)
+            fits = bool(victims) and node.fits(job.demand)
+            for c in reversed(victims):
+                view.restore(c)
+                led.add(ctx.tenant(c) or t, self.demand(c))
+            if fits:
+                cost = (
+                    len(victims),
+                    sum(self.rank.get(v.qos, 1) for v in victims),
+                    sum(sum(self.demand(v).values()) for v in victims),
+                    -max(v.start or 0 for v in victims),
+                )
+                options.append((cost, node.name, victims))
+        options.sort(key=lambda o: (o[0], o[1]))
+        chosen = options[: job.node_count]
+        if len(chosen) < job.node_count:
+            return []
+        victims = list({v.job_id: v for _, _, vs in chosen for v in vs}.values())
+        for v in victims:
+            if v.job_id in cycle.memo.setdefault("capacity.taken", set()):
+                continue
+            cycle.memo["capacity.taken"].add(v.job_id)
+            view.evict(v)
+            led.add(ctx.tenant(v) or t, self.demand(v), -1.0)
+            for nodes in borrowed.values():
+                if v in nodes:
+                    nodes.remove(v)
+        view.reserve(job, [name for _, name, _ in chosen])
         return victims

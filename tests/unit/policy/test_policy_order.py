@@ -98,7 +98,7 @@ def test_weighted_scores_and_reason() -> None:
     assert list(p.order) == [2, 1]
     why = dict(p.reasons)[2][0]
     assert why.startswith("score ")
-    assert "priority 1.000 (class high 1.00) x3" in why
+    assert "priority 1.000 x3" in why
     assert "SiteFactor" in why
 
 
