@@ -179,11 +179,11 @@ class ClusterView:
         chosen: list[str] = []
         for part in job.partition.split(","):
             for n in self.by_partition.get(part, ()):
-                if n.name not in chosen and n.fits(job.demand):
-                    if self._eligible(job, n, excluded, required):
-                        chosen.append(n.name)
-                        if len(chosen) == job.node_count:
-                            return tuple(chosen)
+                ok = n.name not in chosen and n.fits(job.demand)
+                if ok and self._eligible(job, n, excluded, required):
+                    chosen.append(n.name)
+                    if len(chosen) == job.node_count:
+                        return tuple(chosen)
         return None
 
     def _chosen(

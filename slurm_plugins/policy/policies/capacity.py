@@ -222,7 +222,7 @@ class Capacity(Policy):
         for job in todo[: self.max_reclaims]:
             t = ctx.tenant(job)
             assert t is not None
-            for v in self._reclaim_for(job, t, ctx, cycle, led, borrowed):
+            for v in self._reclaim_for(job, t, ctx=ctx, cycle=cycle, led=led, borrowed=borrowed):
                 vt = ctx.tenant(v)
                 out.append(
                     JobAction(
@@ -254,6 +254,7 @@ class Capacity(Policy):
         self,
         job: JobInfo,
         t: Tenant,
+        *,
         ctx: Context,
         cycle: Cycle,
         led: Ledger,
