@@ -7,6 +7,7 @@ from typing import Any, ClassVar
 
 from flask.views import MethodView
 from flask_smorest import Blueprint
+from marshmallow import Schema
 
 from portal.errors import Unauthorized
 from portal.extensions import limiter
@@ -37,8 +38,13 @@ def _login_limit() -> str:
     return str(setting("LOGIN_RATE_LIMIT"))
 
 
+def _raw(obj: object, schema: type[Schema]) -> dict[str, Any]:
+    """The object's attributes that ``schema`` shows, not yet serialised."""
+    return {name: getattr(obj, name) for name in schema().fields}
+
+
 def _token_data(token: ApiToken, secret: str) -> dict[str, Any]:
-    return {**TokenSchema().dump(token), "token": secret}
+    return {**_raw(token, TokenSchema), "token": secret}
 
 
 @auth.route("/token")
@@ -120,7 +126,7 @@ class Users(AuthedView):
             session(), current_access(), args, min_length=setting("PASSWORD_MIN_LENGTH")
         )
         shown = None if args.get("password") else password
-        return {**UserSchema().dump(user), "password": shown}
+        return {**_raw(user, UserSchema), "password": shown}
 
 
 @users.route("/<int:user_id>")

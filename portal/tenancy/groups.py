@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from sqlalchemy import Select, select
+from sqlalchemy import Select, delete, select
 from sqlalchemy.orm import Session
 
 from portal.audit.service import record
@@ -92,9 +92,9 @@ def delete_group(session: Session, access: Access, group_id: int) -> None:
         before=group.audit_view(),
         domain_id=group.domain_id,
     )
-    for model in (GroupMember, GroupGrant):
-        for row in session.scalars(select(model).where(model.group_id == group.id)):
-            session.delete(row)
+    # plain DELETEs: the ORM knows of no relationship that would order them before the group's
+    session.execute(delete(GroupMember).where(GroupMember.group_id == group.id))
+    session.execute(delete(GroupGrant).where(GroupGrant.group_id == group.id))
     session.delete(group)
     session.commit()
     forget()

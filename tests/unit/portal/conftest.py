@@ -15,6 +15,7 @@ from flask.testing import FlaskClient
 from flask_migrate import upgrade
 
 from portal import create_app
+from portal.extensions import db, limiter
 from tests.unit.portal.fakes import FakeSlurm
 from tests.unit.portal.world import World, seed_world
 
@@ -66,15 +67,28 @@ class Env:
         return self.clients[who]
 
 
+@pytest.fixture(scope="session")
+def shared_app(
+    seeded_db: tuple[Path, World], tmp_path_factory: pytest.TempPathFactory
+) -> tuple[Flask, Path]:
+    """One app for the whole session (building one costs ~0.2 s); each test gets a fresh copy
+    of the seeded database under it."""
+    tmp = tmp_path_factory.mktemp("portal-app")
+    path = tmp / "portal.db"
+    return make_app(path, tmp), path
+
+
 @pytest.fixture
-def env(seeded_db: tuple[Path, World], tmp_path: Path) -> Iterator[Env]:
+def env(seeded_db: tuple[Path, World], shared_app: tuple[Flask, Path]) -> Iterator[Env]:
     src, world = seeded_db
-    path = tmp_path / "portal.db"
+    app, path = shared_app
+    with app.app_context():
+        db.engine.dispose()
     shutil.copyfile(src, path)
-    app = make_app(path, tmp_path)
-    slurm = app.config["SLURM"]
+    slurm = FakeSlurm()
+    app.config["SLURM"] = slurm
+    app.extensions["aipool.slurm"] = slurm
+    limiter.reset()
     yield Env(app, world, slurm)
     with app.app_context():
-        from portal.extensions import db
-
         db.engine.dispose()

@@ -9,7 +9,9 @@ from flask.testing import FlaskClient
 from tests.unit.portal.conftest import Env
 from tests.unit.portal.world import PASSWORD
 
-CSRF = re.compile(r'name="csrf_token" type="hidden" value="([^"]+)"|name="csrf_token" value="([^"]+)"')
+CSRF = re.compile(
+    r'name="csrf_token" type="hidden" value="([^"]+)"|name="csrf_token" value="([^"]+)"'
+)
 
 
 def csrf_of(html: str) -> str:
@@ -21,8 +23,9 @@ def csrf_of(html: str) -> str:
 def login(env: Env, username: str) -> FlaskClient:
     client = env.app.test_client()
     token = csrf_of(client.get("/login").get_data(as_text=True))
-    r = client.post("/login", data={"username": username, "password": PASSWORD,
-                                    "csrf_token": token})
+    r = client.post(
+        "/login", data={"username": username, "password": PASSWORD, "csrf_token": token}
+    )
     assert r.status_code == 302, r.get_data(as_text=True)
     return client
 
@@ -32,8 +35,7 @@ def test_login_needs_csrf_and_the_right_password(env: Env) -> None:
     r = client.post("/login", data={"username": "alice", "password": PASSWORD})
     assert r.status_code == 400  # no CSRF token
     token = csrf_of(client.get("/login").get_data(as_text=True))
-    r = client.post("/login", data={"username": "alice", "password": "nope",
-                                    "csrf_token": token})
+    r = client.post("/login", data={"username": "alice", "password": "nope", "csrf_token": token})
     assert r.status_code == 401
     assert client.get("/").status_code == 302
 
@@ -41,8 +43,16 @@ def test_login_needs_csrf_and_the_right_password(env: Env) -> None:
 def test_pages_render_for_a_member(env: Env) -> None:
     client = login(env, "alice")
     env.slurm.add_job("alice", "nlp")
-    for path in ("/", "/projects", f"/projects/{env.world.projects['nlp']}", "/quotas",
-                 "/jobs", "/jobs/new", "/nodes", "/account/password"):
+    for path in (
+        "/",
+        "/projects",
+        f"/projects/{env.world.projects['nlp']}",
+        "/quotas",
+        "/jobs",
+        "/jobs/new",
+        "/nodes",
+        "/account/password",
+    ):
         r = client.get(path)
         assert r.status_code == 200, (path, r.status_code)
     assert client.get(f"/projects/{env.world.projects['vision']}").status_code == 404
@@ -52,10 +62,17 @@ def test_pages_render_for_a_member(env: Env) -> None:
 def test_submit_form_runs_as_the_user(env: Env) -> None:
     client = login(env, "alice")
     page = client.get("/jobs/new").get_data(as_text=True)
-    r = client.post("/jobs/new", data={
-        "csrf_token": csrf_of(page), "project_id": env.world.projects["nlp"], "name": "t1",
-        "shards": 8, "time_limit": 5, "script": "#!/bin/bash\r\necho hi\r\n",
-    })
+    r = client.post(
+        "/jobs/new",
+        data={
+            "csrf_token": csrf_of(page),
+            "project_id": env.world.projects["nlp"],
+            "name": "t1",
+            "shards": 8,
+            "time_limit": 5,
+            "script": "#!/bin/bash\r\necho hi\r\n",
+        },
+    )
     assert r.status_code == 302, r.get_data(as_text=True)
     user, script, props = env.slurm.submitted[-1]
     assert (user, props["account"], props["gres"]) == ("alice", "nlp", "shard:8")
@@ -72,8 +89,9 @@ def test_quota_and_sync_pages_for_the_admin(env: Env) -> None:
     client = login(env, "admin")
     page = client.get("/quotas?preview=1").get_data(as_text=True)
     assert "Apply to Slurm" in page
-    r = client.post(f"/quotas/domains/{env.world.domains['research']}",
-                    data={"csrf_token": csrf_of(page), "gpus": "8", "shards": "", "npus": "",
-                          "cpus": ""})
+    r = client.post(
+        f"/quotas/domains/{env.world.domains['research']}",
+        data={"csrf_token": csrf_of(page), "gpus": "8", "shards": "", "npus": "", "cpus": ""},
+    )
     assert r.status_code == 302
     assert "gpus" in client.get("/audit").get_data(as_text=True)
