@@ -211,10 +211,12 @@ class Capacity(Policy):
     def victims(self, ctx: Context, cycle: Cycle) -> Iterable[JobAction]:
         if self.reclaim == "never":
             return []
-        led = self.ledger(ctx, cycle)
         todo = [
             j for j in cycle.memo.get("capacity.reclaim", []) if j.job_id not in cycle.view.placed
         ]
+        # Victims are judged by what runs: a tenant whose *pending* jobs were admitted beyond
+        # its quota has not borrowed anything yet, and its running work is safe.
+        led = self.ledger(ctx)
         if not todo:
             return []
         borrowed = self._borrowed(ctx, led)
