@@ -33,6 +33,8 @@ from gres.placement_baselines import (
 )
 from gres.placement_cards import cards_ideal, cards_random, cards_slurm
 from gres.placement_frag import (
+    AipoolParams,
+    aipool_frag,
     cards_aipool,
     cards_fgd,
     node_frag,
@@ -45,12 +47,14 @@ from gres.placement_model import MILLI, NodeView, Request, Shape, Workload, fits
 __all__ = [
     "MILLI",
     "SCORERS",
+    "AipoolParams",
     "Decision",
     "NodeView",
     "Request",
     "Scorer",
     "Shape",
     "Workload",
+    "aipool_frag",
     "break_tie",
     "cards_ideal",
     "cards_slurm",
@@ -177,13 +181,13 @@ _ALL = (
     Scorer("fgd", "fragmentation gradient descent (FGD)", score_fgd, _fgd),
     Scorer(
         "aipool",
-        "exact fragmentation growth for the card slurmctld picks; best fit on ties",
+        "FGD fragmentation + stranded GPUs, for the card slurmctld picks",
         score_aipool_slurm,
         _slurm,
     ),
     Scorer(
         "aipool-ideal",
-        "exact fragmentation growth for the best card; best fit on ties",
+        "FGD fragmentation + stranded GPUs, for its own best card",
         score_aipool,
         _aipool,
     ),

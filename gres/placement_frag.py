@@ -11,16 +11,18 @@ The node's fragmentation is the ``p``-weighted sum. FGD places a task where frag
 grows least (it "descends the gradient"), scored as kube-scheduler integers
 ``int(100 · sigmoid(Δ/1000))``; the card inside the node is chosen the same way.
 
-AIPool's scorer keeps FGD's measure but compares exact values instead of 0-100 integers, so
-near-ties are decided by the real difference rather than at random, and breaks exact ties by
-the least GPU then CPU left over (best fit). It can evaluate the card slurmctld will really
-pick (live) or the card it would pick itself (ideal).
+AIPool's scorer adds what FGD leaves out: free cards a node cannot use because its CPU or
+memory is gone (*stranded* GPUs, see :func:`aipool_frag`), and it charges CPU and memory of
+every task, CPU-only ones included, against that. Gains are compared in 25-milli steps, with
+ties going to the lowest node name. It can evaluate the card slurmctld will really pick (live)
+or the card it would pick itself (ideal).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import lru_cache
 
 from gres.placement_cards import cards_slurm, whole_cards
@@ -28,8 +30,6 @@ from gres.placement_model import NodeView, Request, Workload
 
 #: Scores of FGD are kube-scheduler integers in 0..100.
 MAX_SCORE = 100
-#: Weight of the best-fit tie-break in AIPool's score: far below one milli of fragmentation.
-_TIE_WEIGHT = 1e-6
 
 CardRule = Callable[[Request, NodeView], tuple[int, ...]]
 
@@ -100,45 +100,113 @@ def cards_fgd(request: Request, node: NodeView, workload: Workload) -> tuple[int
     return _fgd_best(request, node, workload)[1]
 
 
-def _aipool_best(
-    request: Request, node: NodeView, workload: Workload
+@dataclass(frozen=True, slots=True)
+class AipoolParams:
+    """Knobs of AIPool's scorer; the defaults are what the trace benchmarks were run with."""
+
+    #: Weight of stranded GPU milli (free cards the node's CPU or memory cannot feed).
+    stranding: float = 2.0
+    #: Gains closer than this (milli) count as equal, so the node order decides: packing
+    #: towards low-ordered nodes keeps the others whole (FGD gets the same effect from its
+    #: integer scores).
+    bucket: float = 25.0
+
+
+DEFAULT_PARAMS = AipoolParams()
+
+
+def aipool_frag(node: NodeView, workload: Workload, params: AipoolParams = DEFAULT_PARAMS) -> float:
+    """FGD's fragmentation plus ``stranding`` x the GPU milli the node could not feed.
+
+    A node that keeps free cards but too little CPU or memory for the work those cards would
+    take wastes them as surely as a sliver of a card does: with ``c`` CPU milli and ``m`` MiB
+    per GPU milli on average (from the workload), at most ``min(cpu/c, mem/m)`` of its free
+    GPU milli can be used.
+    """
+    state = (
+        node.gpu_model,
+        node.cpu_milli_free,
+        node.mem_mib_free,
+        tuple(sorted(node.gpu_free_milli)),
+    )
+    return _aipool_frag(state, workload, params)
+
+
+#: What AIPool's measure depends on: GPU model, free CPU, free memory, sorted free cards.
+_State = tuple[str, int, int, tuple[int, ...]]
+
+
+@lru_cache(maxsize=1 << 18)
+def _aipool_frag(state: _State, workload: Workload, params: AipoolParams) -> float:
+    model, cpu, mem, free = state
+    frag = _frag(model, cpu, free, workload)
+    total = sum(free)
+    if total and params.stranding:
+        fed = float(total)
+        if workload.cpu_per_gpu_milli > 0:
+            fed = min(fed, cpu / workload.cpu_per_gpu_milli)
+        if workload.mem_per_gpu_milli > 0:
+            fed = min(fed, mem / workload.mem_per_gpu_milli)
+        frag += params.stranding * (total - fed)
+    return frag
+
+
+def _aipool_gain(
+    request: Request,
+    node: NodeView,
+    cards: tuple[int, ...],
+    workload: Workload,
+    *,
+    params: AipoolParams,
+    before: float,
+) -> float:
+    free = list(node.gpu_free_milli)
+    for card in cards:
+        free[card] -= request.gpu_milli
+    cpu = node.cpu_milli_free - request.cpu_milli
+    mem = node.mem_mib_free - request.mem_mib
+    after = _aipool_frag((node.gpu_model, cpu, mem, tuple(sorted(free))), workload, params)
+    return float(math.floor((before - after) / params.bucket))
+
+
+def aipool_best(
+    request: Request,
+    node: NodeView,
+    workload: Workload,
+    params: AipoolParams = DEFAULT_PARAMS,
+    card_rule: CardRule | None = None,
 ) -> tuple[float, tuple[int, ...]]:
-    """Exact frag growth (negated) for the best card, tie-broken by tightest fit."""
-    before = node_frag(node, workload)
-    if not request.is_fractional:
-        cards = whole_cards(request, node) if request.gpu_count else ()
-        return before - frag_after(request, node, cards, workload), cards
-    best: tuple[float, tuple[int, ...]] = (-math.inf, ())
+    """AIPool's score of ``node`` and the cards it would use.
+
+    ``card_rule`` fixes the card (e.g. :func:`gres.placement_cards.cards_slurm` for what the
+    live system will do); otherwise the card with the best score, the tightest on ties.
+    """
+    before = aipool_frag(node, workload, params)
+    if card_rule is not None or not request.is_fractional:
+        rule = card_rule or whole_cards
+        cards = rule(request, node) if request.gpu_count else ()
+        return _aipool_gain(request, node, cards, workload, params=params, before=before), cards
+    best: tuple[float, int, tuple[int, ...]] = (-math.inf, 0, ())
     seen: set[int] = set()
     for index, free in enumerate(node.gpu_free_milli):
-        if free < request.gpu_milli or free in seen:
+        if free < request.gpu_milli or free in seen:  # equal free, equal result
             continue
         seen.add(free)
-        gain = before - frag_after(request, node, (index,), workload)
-        gain -= _TIE_WEIGHT * (free - request.gpu_milli)  # tightest card on equal frag
-        if gain > best[0]:
-            best = (gain, (index,))
-    return best
-
-
-def _leftover(request: Request, node: NodeView) -> float:
-    gpu_left = node.gpu_free_total - request.total_gpu_milli
-    cpu_left = node.cpu_milli_free - request.cpu_milli
-    return gpu_left / 8_000 + cpu_left / 128_000
+        gain = _aipool_gain(request, node, (index,), workload, params=params, before=before)
+        if (gain, -free) > best[:2]:
+            best = (gain, -free, (index,))
+    return best[0], best[2]
 
 
 def score_aipool(request: Request, node: NodeView, workload: Workload) -> float:
-    """AIPool with the ideal card choice: minus the exact fragmentation growth, best fit on ties."""
-    gain, _ = _aipool_best(request, node, workload)
-    return gain - _TIE_WEIGHT * _leftover(request, node)
+    """AIPool with its own (ideal) card choice."""
+    return aipool_best(request, node, workload)[0]
 
 
 def cards_aipool(request: Request, node: NodeView, workload: Workload) -> tuple[int, ...]:
-    return _aipool_best(request, node, workload)[1]
+    return aipool_best(request, node, workload)[1]
 
 
 def score_aipool_slurm(request: Request, node: NodeView, workload: Workload) -> float:
     """AIPool live: the same measure, for the card slurmctld will actually pick."""
-    cards = cards_slurm(request, node)
-    gain = node_frag(node, workload) - frag_after(request, node, cards, workload)
-    return gain - _TIE_WEIGHT * _leftover(request, node)
+    return aipool_best(request, node, workload, card_rule=cards_slurm)[0]

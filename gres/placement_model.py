@@ -160,6 +160,10 @@ class Workload:
     """
 
     shapes: tuple[tuple[Shape, float], ...]
+    #: Mean CPU milli and memory MiB that GPU work brings per GPU milli (0 = unknown): how much
+    #: CPU and memory a node must keep to put its free GPUs to use (AIPool's measure).
+    cpu_per_gpu_milli: float = 0.0
+    mem_per_gpu_milli: float = 0.0
 
     @classmethod
     def from_requests(cls, requests: Iterable[Request], coverage: float = 0.95) -> Workload:
@@ -169,9 +173,8 @@ class Workload:
         take shapes in decreasing count (ties: larger CPU, then GPU milli, count and models
         first) until their share reaches ``coverage``, then renormalise to sum to 1.
         """
-        counts = Counter(
-            Shape(r.cpu_milli, r.gpu_milli, r.gpu_count, r.gpu_models) for r in requests
-        )
+        listed = list(requests)
+        counts = Counter(Shape(r.cpu_milli, r.gpu_milli, r.gpu_count, r.gpu_models) for r in listed)
         if not counts:
             raise ValueError("a workload needs at least one request")
         total = sum(counts.values())
@@ -183,7 +186,11 @@ class Workload:
                 break
             chosen.append((shape, count))
             covered += count
-        return cls(tuple((shape, count / covered) for shape, count in chosen))
+        gpu = sum(r.total_gpu_milli for r in listed)
+        cpu = sum(r.cpu_milli for r in listed if r.gpu_count)
+        mem = sum(r.mem_mib for r in listed if r.gpu_count)
+        shapes = tuple((shape, count / covered) for shape, count in chosen)
+        return cls(shapes, cpu / gpu if gpu else 0.0, mem / gpu if gpu else 0.0)
 
     @classmethod
     def from_weights(cls, weights: Mapping[Shape, float]) -> Workload:
@@ -191,7 +198,10 @@ class Workload:
         total = sum(weights.values())
         if total <= 0:
             raise ValueError("workload weights must sum to a positive number")
-        return cls(tuple((shape, w / total) for shape, w in weights.items() if w > 0))
+        shapes = tuple((shape, w / total) for shape, w in weights.items() if w > 0)
+        gpu = sum(w * s.gpu_milli * s.gpu_count for s, w in shapes)
+        cpu = sum(w * s.cpu_milli for s, w in shapes if s.gpu_count)
+        return cls(shapes, cpu / gpu if gpu else 0.0)
 
 
 def _rank_key(item: tuple[Shape, int]) -> tuple[int, int, int, int, tuple[str, ...]]:

@@ -53,7 +53,7 @@ def whole(count: int, cpu: int = 8_000) -> Request:
         ((0, 0, 500, 2), "cannot span 2 cards"),
     ],
 )
-def test_request_rejects_impossible_shapes(args: tuple[int, ...], message: str) -> None:
+def test_request_rejects_impossible_shapes(args: tuple[int, int, int, int], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         Request(*args)
 

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from gres.placement import SCORERS, NodeView, Request, Shape, Workload, fits, node_frag, place
-from gres.placement_frag import score_aipool_slurm
+from gres.placement_frag import aipool_frag, score_aipool_slurm
 from tests.unit.gres.test_placement import FULL, node, share, whole
 
 ONLY_WHOLE = Workload.from_weights({Shape(0, FULL, 1): 1.0})
@@ -76,8 +76,8 @@ def test_aipool_live_scores_the_card_slurm_picks() -> None:
     view = node(free=(FULL, 500))
     live = score_aipool_slurm(share(500), view, ONLY_WHOLE)  # slurm takes card 0
     ideal = SCORERS["aipool-ideal"].score(share(500), view, ONLY_WHOLE)
-    assert live == pytest.approx(-500, abs=0.01)
-    assert ideal == pytest.approx(500, abs=0.01)
+    assert live == -500 / 25  # fragmentation grows by 500 milli, in 25-milli steps
+    assert ideal == 500 / 25
     assert SCORERS["aipool"].cards(share(500), view, ONLY_WHOLE, None) == (0,)
 
 
@@ -110,6 +110,29 @@ def test_every_scorer_picks_cards_that_hold_the_request(
         after = place(request_, view, cards)  # raises if a card is too small
         assert after.gpu_free_total == view.gpu_free_total - request_.total_gpu_milli
         assert scorer.score(request_, view, workload) == scorer.score(request_, view, workload)
+
+
+@pytest.mark.parametrize(
+    ("cpu", "mem", "free", "expected"),
+    [
+        (64_000, 262_144, (FULL, FULL), 0),  # enough CPU and memory for both cards
+        (10_000, 262_144, (FULL, FULL), 2 * (2000 - 1000)),  # CPU feeds one card of two
+        (64_000, 4_096, (FULL, FULL), 2 * (2000 - 500)),  # memory feeds half a card
+        (0, 0, (0, 0), 0),  # nothing free, nothing stranded
+    ],
+)
+def test_aipool_frag_counts_stranded_cards(
+    cpu: int, mem: int, free: tuple[int, ...], expected: float
+) -> None:
+    wl = Workload(ONLY_WHOLE.shapes, cpu_per_gpu_milli=10.0, mem_per_gpu_milli=8.192)
+    view = NodeView("n", "A100", cpu, mem, free, 64_000, 262_144)
+    assert aipool_frag(view, wl) - node_frag(view, wl) == pytest.approx(expected)
+
+
+def test_workload_learns_cpu_and_memory_per_gpu_milli() -> None:
+    wl = Workload.from_requests([whole(1, cpu=8_000), share(500, cpu=4_000), Request(9, 9)])
+    assert wl.cpu_per_gpu_milli == pytest.approx(12_000 / 1500)
+    assert wl.mem_per_gpu_milli == pytest.approx((16_384 + 8_192) / 1500)
 
 
 @given(free=free_lists, workload=workloads, cpu=st.integers(0, 64_000))
