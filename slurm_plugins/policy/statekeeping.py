@@ -37,7 +37,11 @@ def next_state(
     for a in actions:
         by_action[a.action][a.job_id] = Mark(now, a.reason)
 
-    new_holds = {i: m for i, m in s.holds.items() if i in pending and i not in released}
+    # A hold stays ours only while the job is still held: a record whose hold call never
+    # happened (the daemon died in between) must not later claim a user's own hold.
+    new_holds = {
+        i: m for i, m in s.holds.items() if i in pending and jobs[i].held and i not in released
+    }
     for h in holds:
         new_holds[h.job_id] = Mark(now, h.reason)
     for i, v in verdicts.items():  # adopt holds set at submission for jobs we manage (gangs)

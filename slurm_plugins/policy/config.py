@@ -1,0 +1,216 @@
+"""The policy daemon's configuration: YAML, validated once at the edge with marshmallow.
+
+Every error names where it is (``policies[1].args.half_life: not a duration: '7x'``), and
+all errors of a file are reported together.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from marshmallow import RAISE, Schema, ValidationError, fields, validate
+
+from slurm_plugins.policy.base import REGISTRY
+from slurm_plugins.policy.engine import EngineConfig, PolicyConfig
+from slurm_plugins.policy.fields import Duration, resource_map
+from slurm_plugins.policy.snapshot import Tenant
+
+LAB_CONFIG = Path(__file__).resolve().parent / "lab-daemon.yaml"
+
+
+class ConfigError(ValueError):
+    """The configuration is invalid; ``messages`` are ``path: message`` lines."""
+
+    def __init__(self, messages: list[str]) -> None:
+        self.messages = tuple(messages)
+        super().__init__("\n".join(self.messages))
+
+
+@dataclass(frozen=True, slots=True)
+class DaemonConfig:
+    engine: EngineConfig = field(default_factory=EngineConfig)
+    tenants: tuple[Tenant, ...] = ()
+    interval_s: float = 30.0
+    state_dir: Path = Path("/var/lib/aipool/policy")
+    #: Extra environment for the Slurm commands (e.g. ``SLURM_CONF``).
+    env: Mapping[str, str] = field(default_factory=dict)
+    usage_window_s: float = 28 * 86400
+    usage_refresh_s: float = 300
+    notify_log: bool = True
+    notify_file: Path | None = None
+    samples_dir: Path | None = None
+    samples_max_age_s: float = 3600
+
+
+class _Strict(Schema):
+    class Meta:
+        unknown = RAISE
+
+
+class PolicySchema(_Strict):
+    name = fields.String(required=True)
+    weight = fields.Float(load_default=1.0, validate=validate.Range(min=0))
+    tier = fields.Integer(load_default=0, validate=validate.Range(min=0))
+    args = fields.Dict(keys=fields.String(), load_default=dict)
+
+
+class IdleSchema(_Strict):
+    threshold = fields.Float(validate=validate.Range(0, 100))
+    period = Duration()
+
+
+class TenantSchema(_Strict):
+    accounts = fields.List(fields.String(), load_default=list)
+    cohort = fields.String(load_default=None, allow_none=True)
+    nominal = resource_map(load_default=dict)
+    borrowing_limit = resource_map(load_default=dict)
+    lending_limit = resource_map(load_default=dict)
+    shares = fields.Float(load_default=1.0, validate=validate.Range(min=0, min_inclusive=False))
+    idle = fields.Nested(IdleSchema, load_default=None, allow_none=True)
+
+
+class SiteFactorSchema(_Strict):
+    scale = fields.Integer(load_default=1_000_000, validate=validate.Range(1, 2_000_000_000))
+    deadband = fields.Integer(load_default=2_000, validate=validate.Range(min=0))
+
+
+class UsageSchema(_Strict):
+    window = Duration(load_default=28 * 86400)
+    refresh = Duration(load_default=300)
+
+
+class NotifySchema(_Strict):
+    log = fields.Boolean(load_default=True)
+    file = fields.String(load_default=None, allow_none=True)
+
+
+class SamplesSchema(_Strict):
+    dir = fields.String(load_default=None, allow_none=True)
+    max_age = Duration(load_default=3600)
+
+
+class ConfigSchema(_Strict):
+    version = fields.Integer(load_default=1, validate=validate.Equal(1))
+    interval = Duration(load_default=30)
+    state_dir = fields.String(load_default="/var/lib/aipool/policy")
+    slurm_conf = fields.String(load_default=None, allow_none=True)
+    partitions = fields.List(fields.String(), load_default=list)
+    site_factor = fields.Nested(SiteFactorSchema, load_default=lambda: SiteFactorSchema().load({}))
+    lookahead = fields.Integer(load_default=300, validate=validate.Range(min=0))
+    usage = fields.Nested(UsageSchema, load_default=lambda: UsageSchema().load({}))
+    admins = fields.List(fields.String(), load_default=lambda: ["root"])
+    notify = fields.Nested(NotifySchema, load_default=lambda: NotifySchema().load({}))
+    samples = fields.Nested(SamplesSchema, load_default=lambda: SamplesSchema().load({}))
+    tenants = fields.Dict(
+        keys=fields.String(), values=fields.Nested(TenantSchema), load_default=dict
+    )
+    policies = fields.List(fields.Nested(PolicySchema), validate=validate.Length(min=1))
+
+
+def _flatten(messages: Any, prefix: str = "") -> list[str]:
+    """marshmallow's nested error dict as ``path: message`` lines."""
+    if isinstance(messages, dict):
+        out = []
+        for key, value in messages.items():
+            if key == "value":  # marshmallow's level for a Dict's values: the key says enough
+                part = ""
+            elif isinstance(key, int):
+                part = f"[{key}]"
+            else:
+                part = f".{key}" if prefix else str(key)
+            out += _flatten(value, f"{prefix}{part}")
+        return out
+    if isinstance(messages, list) and all(isinstance(m, str) for m in messages):
+        return [f"{prefix or 'config'}: {m}" for m in messages]
+    if isinstance(messages, list):
+        return [line for m in messages for line in _flatten(m, prefix)]
+    return [f"{prefix or 'config'}: {messages}"]
+
+
+def _policy(i: int, raw: Mapping[str, Any], errors: list[str]) -> PolicyConfig | None:
+    cls = REGISTRY.get(raw["name"])
+    if cls is None:
+        known = ", ".join(sorted(REGISTRY))
+        errors.append(f"policies[{i}].name: unknown policy {raw['name']!r}; known: {known}")
+        return None
+    try:
+        args = cls.Args(unknown=RAISE).load(raw["args"])
+    except ValidationError as exc:
+        errors += _flatten(exc.messages, f"policies[{i}].args")
+        return None
+    return PolicyConfig(raw["name"], raw["weight"], raw["tier"], args)
+
+
+def _tenant(name: str, raw: Mapping[str, Any]) -> Tenant:
+    idle = raw["idle"] or {}
+    return Tenant(
+        name=name,
+        accounts=tuple(raw["accounts"]),
+        cohort=raw["cohort"],
+        nominal=dict(raw["nominal"]),
+        borrowing_limit=dict(raw["borrowing_limit"]),
+        lending_limit=dict(raw["lending_limit"]),
+        shares=raw["shares"],
+        idle_threshold=idle.get("threshold"),
+        idle_period_s=idle.get("period"),
+    )
+
+
+def parse_config(data: Any, *, base: Path | None = None) -> DaemonConfig:
+    """Validate a loaded YAML document; raises :class:`ConfigError` with every problem."""
+    if not isinstance(data, dict):
+        raise ConfigError(["config: expected a mapping at the top level"])
+    try:
+        raw = ConfigSchema().load(data)
+    except ValidationError as exc:
+        raise ConfigError(_flatten(exc.messages)) from exc
+    errors: list[str] = []
+    pols = [_policy(i, p, errors) for i, p in enumerate(raw["policies"])]
+    names = [p["name"] for p in raw["policies"]]
+    errors += [f"policies: {n!r} is listed twice" for n in sorted(set(names)) if names.count(n) > 1]
+    for name, t in raw["tenants"].items():
+        for r, lend in t["lending_limit"].items():
+            if lend > t["nominal"].get(r, 0):
+                errors.append(f"tenants.{name}.lending_limit.{r}: more than its nominal quota")
+    if errors:
+        raise ConfigError(errors)
+
+    def path(p: str | None) -> Path | None:
+        return None if p is None else (base / p if base and not Path(p).is_absolute() else Path(p))
+
+    engine = EngineConfig(
+        policies=tuple(p for p in pols if p is not None),
+        partitions=tuple(raw["partitions"]),
+        site_factor_scale=raw["site_factor"]["scale"],
+        site_factor_deadband=raw["site_factor"]["deadband"],
+        lookahead=raw["lookahead"],
+        admins=tuple(raw["admins"]),
+    )
+    return DaemonConfig(
+        engine=engine,
+        tenants=tuple(_tenant(n, t) for n, t in sorted(raw["tenants"].items())),
+        interval_s=raw["interval"],
+        state_dir=path(raw["state_dir"]) or Path(raw["state_dir"]),
+        env={"SLURM_CONF": raw["slurm_conf"]} if raw["slurm_conf"] else {},
+        usage_window_s=raw["usage"]["window"],
+        usage_refresh_s=raw["usage"]["refresh"],
+        notify_log=raw["notify"]["log"],
+        notify_file=path(raw["notify"]["file"]),
+        samples_dir=path(raw["samples"]["dir"]),
+        samples_max_age_s=raw["samples"]["max_age"],
+    )
+
+
+def load_config(path: str | Path) -> DaemonConfig:
+    p = Path(path)
+    try:
+        data = yaml.safe_load(p.read_text())
+    except OSError as exc:
+        raise ConfigError([f"{p}: {exc.strerror or exc}"]) from exc
+    except yaml.YAMLError as exc:
+        raise ConfigError([f"{p}: not valid YAML: {exc}"]) from exc
+    return parse_config(data)

@@ -1,0 +1,226 @@
+"""The policy daemon: read a snapshot, plan, apply the differences; on a schedule.
+
+Each cycle reads jobs and nodes (two calls), accounting and the association tree when
+their refresh is due, utilisation samples from the node agents' files and the daemon's own
+state; plans with the pure engine; and applies only what differs. ``--once`` runs one
+cycle, ``--dry-run`` writes nothing (not even its state), APScheduler drives the loop with
+one cycle at a time, plus an early one when a plan has a timed step due sooner.
+
+A restarted daemon repairs its own holds: its state says which holds it made, and the first
+cycle releases any the policies no longer want.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from slurm_plugins.client import SlurmClient, SlurmError
+from slurm_plugins.client.models import AcctJob, Association
+from slurm_plugins.policy import collect
+from slurm_plugins.policy.agent import SampleReader
+from slurm_plugins.policy.apply import ApplyResult, apply
+from slurm_plugins.policy.config import DaemonConfig
+from slurm_plugins.policy.engine import build_policies, plan
+from slurm_plugins.policy.notify import FileSink, LogSink, MultiSink, Notifier
+from slurm_plugins.policy.plan import Plan
+from slurm_plugins.policy.snapshot import DaemonState, Snapshot
+from slurm_plugins.policy.store import ReasonLog, StateStore
+
+log = logging.getLogger("aipool.policy")
+
+ASSOC_REFRESH_S = 600.0
+
+
+@dataclass
+class CycleReport:
+    snapshot: Snapshot
+    plan: Plan
+    result: ApplyResult | None
+    read_s: float
+    plan_s: float
+    apply_s: float
+    migrations: dict[int, float] = field(default_factory=dict)
+
+    def line(self) -> str:
+        counts = ", ".join(f"{k} {v}" for k, v in self.plan.summary().items() if v)
+        calls = self.result.calls if self.result else 0
+        return (
+            f"cycle: {len(self.plan.order)} pending, {counts or 'no changes'}; {calls} Slurm "
+            f"writes; read {self.read_s:.2f} s, plan {self.plan_s:.2f} s, "
+            f"apply {self.apply_s:.2f} s"
+        )
+
+
+def notifier_for(config: DaemonConfig) -> Notifier:
+    sinks: list[Notifier] = []
+    if config.notify_log:
+        sinks.append(LogSink())
+    if config.notify_file is not None:
+        sinks.append(FileSink(config.notify_file))
+    return MultiSink(sinks)
+
+
+class Daemon:
+    def __init__(
+        self,
+        config: DaemonConfig,
+        client: SlurmClient,
+        *,
+        notifier: Notifier | None = None,
+        clock: Callable[[], float] = time.time,
+        dump_snapshot: Path | None = None,
+    ) -> None:
+        self.config = config
+        self.client = client
+        self.clock = clock
+        self.dry_run = client.dry_run
+        self.notifier = notifier or notifier_for(config)
+        self.policies = build_policies(config.engine)
+        self.store = StateStore(config.state_dir)
+        self.reasons = ReasonLog(config.state_dir)
+        self.state: DaemonState = self.store.load()
+        self.dump_snapshot = dump_snapshot
+        self.samples = (
+            SampleReader(config.samples_dir, config.samples_max_age_s)
+            if config.samples_dir
+            else None
+        )
+        self._acct: list[AcctJob] = []
+        self._acct_at = float("-inf")
+        self._assoc: list[Association] = []
+        self._assoc_at = float("-inf")
+        self._lock = threading.Lock()
+
+    # ------------------------------------------------------------------ reading
+    def _accounting(self, now: float) -> list[AcctJob]:
+        if now - self._acct_at >= self.config.usage_refresh_s:
+            window = int(self.config.usage_window_s)
+            self._acct = self.client.accounting(start=f"now-{window}", end="now")
+            self._acct_at = now
+        return self._acct
+
+    def _associations(self, now: float) -> list[Association]:
+        if now - self._assoc_at >= ASSOC_REFRESH_S:
+            try:
+                self._assoc = self.client.associations()
+            except SlurmError as exc:  # the tree only refines tenants; keep the last one
+                log.warning("associations unavailable: %s", exc)
+            self._assoc_at = now
+        return self._assoc
+
+    def read(self) -> Snapshot:
+        now = self.clock()
+        jobs = self.client.jobs()
+        nodes = self.client.nodes()
+        running = [j.job_id for j in jobs if j.is_running]
+        return collect.build(
+            jobs,
+            nodes,
+            now=now,
+            acct=self._accounting(now),
+            associations=self._associations(now),
+            tenants=self.config.tenants,
+            samples=self.samples.read(now, running) if self.samples else None,
+            state=self.state,
+        )
+
+    # ------------------------------------------------------------------ one cycle
+    def cycle(self) -> CycleReport | None:
+        """One read → plan → apply; None when another cycle is still running."""
+        if not self._lock.acquire(blocking=False):
+            log.info("previous cycle still running; skipping")
+            return None
+        try:
+            return self._cycle()
+        finally:
+            self._lock.release()
+
+    def _cycle(self) -> CycleReport:
+        t0 = time.perf_counter()
+        snap = self.read()
+        if self.dump_snapshot is not None:
+            snap.dump(self.dump_snapshot)
+        t1 = time.perf_counter()
+        p = plan(snap, self.config.engine, self.policies)
+        t2 = time.perf_counter()
+        result = apply(
+            p, self.client, old_state=self.state, store=self.store, notifier=self.notifier
+        )
+        t3 = time.perf_counter()
+        migrations = self._migrations(snap)
+        if not self.dry_run:
+            self.state = result.state
+            self.reasons.record(p.reasons, snap.now)
+        report = CycleReport(snap, p, result, t1 - t0, t2 - t1, t3 - t2, migrations)
+        log.info("%s", report.line())
+        return report
+
+    def _migrations(self, snap: Snapshot) -> dict[int, float]:
+        """Jobs we requeued that run again: how long that took (migration time)."""
+        out = {}
+        for j in snap.jobs:
+            mark = self.state.requeued.get(j.job_id)
+            if mark is not None and j.running and j.start is not None and j.start >= mark.since:
+                out[j.job_id] = j.start - mark.since
+                log.info(
+                    "job %d running again on %s %.1f s after its requeue",
+                    j.job_id,
+                    ",".join(j.nodes),
+                    j.start - mark.since,
+                )
+        return out
+
+    # ------------------------------------------------------------------ forever
+    def run_forever(self) -> None:
+        """Cycle every ``interval``; one at a time; until SIGINT/SIGTERM."""
+        import signal
+
+        from apscheduler.schedulers.blocking import BlockingScheduler
+        from apscheduler.triggers.interval import IntervalTrigger
+
+        sched = BlockingScheduler(timezone="UTC")
+
+        def tick() -> None:
+            try:
+                report = self.cycle()
+            except SlurmError as exc:  # controller down, timeouts: try again next time
+                log.error("cycle failed: %s", exc)
+                return
+            wake = report.plan.wake_at if report else None
+            if wake is not None and wake - self.clock() < self.config.interval_s:
+                delay = max(wake - self.clock(), 0.5)
+                sched.add_job(
+                    tick,
+                    "date",
+                    id="wake",
+                    replace_existing=True,
+                    run_date=_utc(time.time() + delay),
+                )
+
+        sched.add_job(
+            tick,
+            IntervalTrigger(seconds=self.config.interval_s, timezone="UTC"),
+            id="cycle",
+            max_instances=1,
+            coalesce=True,
+            next_run_time=_utc(time.time()),
+        )
+
+        def stop(signum: int, frame: object) -> None:
+            log.info("signal %d: stopping after the current cycle", signum)
+            sched.shutdown(wait=False)
+
+        signal.signal(signal.SIGTERM, stop)
+        with self.store.locked():
+            sched.start()
+
+
+def _utc(ts: float) -> object:
+    from datetime import UTC, datetime
+
+    return datetime.fromtimestamp(ts, UTC)

@@ -1,0 +1,188 @@
+"""The daemon against recorded Slurm 22.05 output: reads, plans, applies, then does nothing
+when nothing changed; snapshots dump and replay; the CLI's --replay and errors."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from slurm_plugins.client import SlurmClient
+from slurm_plugins.client.runner import Completed, ReplayRunner
+from slurm_plugins.policy.cli import main
+from slurm_plugins.policy.collect import build
+from slurm_plugins.policy.config import parse_config
+from slurm_plugins.policy.daemon import Daemon
+from slurm_plugins.policy.snapshot import Snapshot
+
+V22 = Path(__file__).parents[2] / "data" / "slurm" / "22.05"
+NOW = 1_795_000_000.0  # after the recorded jobs were submitted
+
+
+def out(name: str) -> Completed:
+    return Completed((), 0, (V22 / name).read_text(), "")
+
+
+def recorded(writes: list[tuple[tuple[str, ...], str | None]]) -> ReplayRunner:
+    def write(argv: Sequence[str], stdin: str | None) -> Completed:
+        writes.append((tuple(argv), stdin))
+        return Completed(tuple(argv), 0, "", "")
+
+    return ReplayRunner(
+        {
+            ("squeue",): out("squeue.json"),
+            ("sinfo",): out("sinfo.json"),
+            ("sinfo", "--version"): out("version.txt"),
+            ("sacct",): out("sacct.json"),
+            ("sacctmgr",): out("sacctmgr_assoc.txt"),
+            ("scontrol",): write,
+            ("scancel",): write,
+        }
+    )
+
+
+def config(tmp_path: Path, **extra: object) -> object:
+    doc = {
+        "state_dir": str(tmp_path / "state"),
+        "tenants": {"nlp": {"cohort": "research", "nominal": {"gpu": 4}}},
+        "policies": [{"name": "priority", "weight": 2}, {"name": "fair"}, {"name": "capacity"}],
+        **extra,
+    }
+    return parse_config(doc)
+
+
+def test_cycle_then_nothing_changed_means_no_writes(tmp_path: Path) -> None:
+    writes: list[tuple[tuple[str, ...], str | None]] = []
+    runner = recorded(writes)
+    d = Daemon(config(tmp_path), SlurmClient(runner), clock=lambda: NOW)  # type: ignore[arg-type]
+    first = d.cycle()
+    assert first is not None
+    assert [w[0][:2] for w in writes] == [("scontrol", "-Q")]
+    assert "SiteFactor=" in (writes[0][1] or "")
+    # Slurm now holds what we set; the same world again: reads only, no write
+    writes.clear()
+    reads_before = len(runner.calls)
+    second = d.cycle()
+    assert second is not None
+    assert writes == []
+    assert second.result is not None
+    assert second.result.calls == 0
+    kinds = {argv[0] for argv, _ in runner.calls[reads_before:]}
+    assert kinds == {"squeue", "sinfo"}  # accounting and associations are cached
+
+
+def test_restart_reads_its_state(tmp_path: Path) -> None:
+    writes: list[tuple[tuple[str, ...], str | None]] = []
+    d = Daemon(config(tmp_path), SlurmClient(recorded(writes)), clock=lambda: NOW)  # type: ignore[arg-type]
+    d.cycle()
+    writes.clear()
+    again = Daemon(config(tmp_path), SlurmClient(recorded(writes)), clock=lambda: NOW)  # type: ignore[arg-type]
+    again.cycle()
+    assert writes == []
+
+
+def test_dry_run_changes_nothing_not_even_state(tmp_path: Path) -> None:
+    writes: list[tuple[tuple[str, ...], str | None]] = []
+    d = Daemon(config(tmp_path), SlurmClient(recorded(writes), dry_run=True), clock=lambda: NOW)  # type: ignore[arg-type]
+    report = d.cycle()
+    assert report is not None
+    assert report.plan.job_changes
+    assert writes == []
+    assert not (tmp_path / "state" / "state.json").exists()
+
+
+def test_snapshot_dump_and_replay_are_equal(tmp_path: Path) -> None:
+    writes: list[tuple[tuple[str, ...], str | None]] = []
+    dump = tmp_path / "snap.json"
+    d = Daemon(
+        config(tmp_path),
+        SlurmClient(recorded(writes), dry_run=True),
+        clock=lambda: NOW,
+        dump_snapshot=dump,
+    )  # type: ignore[arg-type]
+    report = d.cycle()
+    assert report is not None
+    again = Snapshot.load(dump)
+    assert again == report.snapshot
+    assert {j.job_id for j in again.jobs if j.pending} == {56, 57, 58, 59, 60}
+    assert again.accounts["nlp"] == "research"
+
+
+def test_snapshot_from_recorded_models() -> None:
+    from slurm_plugins.client import parse
+
+    jobs = parse.jobs((V22 / "squeue.json").read_text())
+    nodes = parse.nodes((V22 / "sinfo.json").read_text())
+    s = build(jobs, nodes, now=NOW)
+    gpu1 = next(n for n in s.nodes if n.name == "gpu1")
+    assert gpu1.card_used == (32, 32, 8, 0)  # two whole cards, 8 shards on card 2
+    gpu2 = next(n for n in s.nodes if n.name == "gpu2")
+    assert gpu2.card_used == (32, 0, 0, 0)  # two 16-shard jobs share card 0
+    j51 = next(j for j in s.jobs if j.job_id == 51)
+    assert j51.amounts.gpu == 0.5
+    assert {j.job_id for j in s.jobs} >= {51, 56}
+    assert all(j.state in {"PENDING", "RUNNING"} for j in s.jobs)
+
+
+def test_replay_cli(tmp_path: Path) -> None:
+    from tests.unit.policy.builders import gpu_node, job, snap
+
+    s = snap([job(1, qos="high"), job(2, qos="low")], [gpu_node("gpu1")])
+    f = tmp_path / "s.json"
+    s.dump(f)
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(json.dumps({"state_dir": str(tmp_path), "policies": [{"name": "priority"}]}))
+    res = CliRunner().invoke(main, ["run", "--config", str(cfg), "--replay", str(f)])
+    assert res.exit_code == 0, res.output
+    assert "update 1 SiteFactor=1000000" in res.output
+    res = CliRunner().invoke(main, ["run", "--config", str(cfg), "--replay", str(f), "--json"])
+    assert json.loads(res.output)["order"] == [1, 2]
+
+
+def test_cli_reports_config_errors_with_status_2(tmp_path: Path) -> None:
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("policies: [{name: nope}]\n")
+    res = CliRunner().invoke(main, ["run", "--config", str(cfg), "--once"])
+    assert res.exit_code == 2
+    assert "error: policies[0].name: unknown policy 'nope'" in res.output
+
+
+def test_replay_refuses_other_json(tmp_path: Path) -> None:
+    f = tmp_path / "s.json"
+    f.write_text(json.dumps({"version": 99}))
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(json.dumps({"policies": [{"name": "fifo"}]}))
+    res = CliRunner().invoke(main, ["run", "--config", str(cfg), "--replay", str(f)])
+    assert res.exit_code == 2
+    assert "not a version 1 policy snapshot" in res.output
+
+
+def test_why_reads_the_decision_log(tmp_path: Path) -> None:
+    writes: list[tuple[tuple[str, ...], str | None]] = []
+    d = Daemon(config(tmp_path), SlurmClient(recorded(writes)), clock=lambda: NOW)  # type: ignore[arg-type]
+    d.cycle()
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(
+        json.dumps({"state_dir": str(tmp_path / "state"), "policies": [{"name": "fifo"}]})
+    )
+    res = CliRunner().invoke(main, ["why", "--config", str(cfg), "57"])
+    assert res.exit_code == 0
+    assert "job 57: score" in res.output
+    res = CliRunner().invoke(main, ["why", "--config", str(cfg), "12345"])
+    assert res.exit_code == 1
+
+
+@pytest.mark.parametrize("field", ["holds", "site_factors"])
+def test_state_round_trips(tmp_path: Path, field: str) -> None:
+    from slurm_plugins.policy.snapshot import DaemonState, Mark
+    from slurm_plugins.policy.store import StateStore
+
+    value = {7: Mark(1.5, "x")} if field == "holds" else {7: 42}
+    st = replace(DaemonState(), **{field: value})
+    store = StateStore(tmp_path)
+    store.save(st)
+    assert store.load() == st
