@@ -1,0 +1,65 @@
+"""``aipool portal``: migrate the database, optionally seed the demo tenants, serve with waitress.
+
+Settings come from ``AIPOOL_*`` variables (see :mod:`portal.config`); ``--lab`` points the
+portal at the lab cluster's Slurm.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from typing import Any
+
+import click
+
+
+def lab_settings() -> dict[str, Any]:
+    """Slurm settings of the lab cluster (``aipool lab up``)."""
+    from aipool.lab.cluster import Lab
+
+    cfg = Lab().cfg
+    return {
+        "SLURM_ENV": dict(cfg.env()),
+        "SLURM_REST_URL": cfg.rest_url,
+        "SLURM_JWT_KEY_FILE": str(cfg.jwt_key),
+        "JOB_WORKDIR": str(cfg.jobs),
+    }
+
+
+@click.command("portal")
+@click.option("--host", default="127.0.0.1", show_default=True, help="address to listen on")
+@click.option("--port", default=8080, show_default=True, type=click.IntRange(1, 65535))
+@click.option("--threads", default=8, show_default=True, type=click.IntRange(1, 256))
+@click.option(
+    "--demo",
+    is_flag=True,
+    help="create the demo tenants of the lab; passwords from AIPOOL_DEMO_PASSWORD_<USER> "
+    "or generated and printed once",
+)
+@click.option("--lab", is_flag=True, help="use the lab cluster's Slurm (aipool lab up)")
+def portal(host: str, port: int, threads: int, demo: bool, lab: bool) -> None:
+    """Run the AIPool web portal."""
+    import waitress
+    from flask_migrate import upgrade
+
+    from portal import create_app
+    from portal.demo import passwords_from, seed
+    from portal.roles.service import ensure_builtin
+    from portal.web import session
+
+    settings: dict[str, Any] = lab_settings() if lab else {}
+    if not os.environ.get("AIPOOL_SECRET_KEY"):
+        settings["SECRET_KEY"] = secrets.token_hex(32)
+        click.echo("AIPOOL_SECRET_KEY is not set: sessions end when the portal stops.", err=True)
+    app = create_app(settings)
+    with app.app_context():
+        upgrade()
+        ensure_builtin(session())
+        if demo:
+            created = seed(session(), passwords_from(os.environ))
+            for user, password in created.items():
+                click.echo(f"demo user {user}: {password}")
+    click.echo(
+        f"AIPool portal on http://{host}:{port}/ (API at /api/v1, spec /api/v1/openapi.json)"
+    )
+    waitress.serve(app, host=host, port=port, threads=threads)

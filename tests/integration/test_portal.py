@@ -1,0 +1,210 @@
+"""The portal against the lab cluster: jobs run as their user, quotas reach Slurm and hold.
+
+The portal gets its own SQLite database. Slurm objects this module creates are named
+``pt-…`` and removed at the end; the lab's demo tenants are only read.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from flask import Flask
+from flask.testing import FlaskClient
+from flask_migrate import upgrade
+
+from aipool.lab.cluster import Lab
+from portal import create_app
+from portal.cli import lab_settings
+from portal.extensions import db
+from portal.identity.models import User
+from portal.identity.service import create_token, hash_password
+from portal.roles.service import role_by_name
+from portal.tenancy.models import Domain, DomainAdmin, Membership, Project
+from slurm_plugins.client import SlurmClient
+from slurm_plugins.client.models import JobState
+from tests.integration.conftest import wait_job, wait_until
+
+pytestmark = pytest.mark.slurm
+
+SUFFIX = str(os.getpid())
+DOMAIN = f"pt-dom-{SUFFIX}"
+PROJECT = f"pt-proj-{SUFFIX}"
+# A new account is no tenant of the lab's admission policy, whose hook refuses jobs on it from
+# anyone but root ("unrestricted": operators and the test suite); Slurm's association limits
+# bind root as well. root gets an extra association only, its own account is not touched.
+SUBMITTER = "root"
+
+
+class Portal:
+    def __init__(self, app: Flask, tokens: dict[str, str], ids: dict[str, int]) -> None:
+        self.app, self.tokens, self.ids = app, tokens, ids
+
+    def api(self, user: str) -> FlaskClient:
+        client = self.app.test_client()
+        client.environ_base["HTTP_AUTHORIZATION"] = f"Bearer {self.tokens[user]}"
+        return client
+
+
+@pytest.fixture
+def portal(lab: Lab, tmp_path: Path) -> Iterator[Portal]:
+    """Admin ``pt-admin``; the lab's ``research/nlp`` with alice (read-only mirror); and a
+    fresh ``pt-`` domain and project with a domain admin and root as member."""
+    app = create_app(
+        {
+            "SECRET_KEY": "integration",
+            "DATABASE_URL": f"sqlite:///{tmp_path}/portal.db",
+            **lab_settings(),
+        }
+    )
+    with app.app_context():
+        upgrade()
+        s = db.session
+        users = {
+            n: User(
+                username=n,
+                password_hash=hash_password("unused password"),
+                is_platform_admin=n == "pt-admin",
+            )
+            for n in ("pt-admin", "pt-dadmin", "alice", SUBMITTER)
+        }
+        s.add_all(users.values())
+        research = Domain(name="research", description="Research domain")
+        nlp = Project(name="nlp", domain=research, description="NLP group", qos="normal,low,high")
+        dom = Domain(name=DOMAIN, description="portal integration test")
+        proj = Project(
+            name=PROJECT, domain=dom, description="portal integration test", qos="normal,low"
+        )
+        s.add_all([research, nlp, dom, proj])
+        s.flush()
+        member = role_by_name(s, "member").id
+        s.add_all(
+            [
+                Membership(project_id=nlp.id, user_id=users["alice"].id, role_id=member),
+                Membership(project_id=proj.id, user_id=users[SUBMITTER].id, role_id=member),
+                DomainAdmin(domain_id=dom.id, user_id=users["pt-dadmin"].id),
+            ]
+        )
+        s.commit()
+        tokens = {n: create_token(s, u, "it", days=1)[1] for n, u in users.items()}
+        ids = {"nlp": nlp.id, "proj": proj.id, "dom": dom.id}
+    yield Portal(app, tokens, ids)
+    with app.app_context():
+        db.engine.dispose()
+
+
+def _remove_test_accounts(client: SlurmClient) -> None:
+    """The client has no public delete yet: send sacctmgr lines through it."""
+    assocs = client.associations()
+    lines = [
+        f"delete user where name={a.user} account={a.account}"
+        for a in assocs
+        if a.user and a.account == PROJECT
+    ]
+    lines += [
+        f"delete account where name={n}"
+        for n in (PROJECT, DOMAIN)
+        if any(a.account == n and not a.user for a in assocs)
+    ]
+    if lines:
+        client._sacctmgr(lines)
+
+
+def _submit(portal: Portal, user: str, project: str, **extra: Any) -> int:
+    body = {
+        "project_id": portal.ids[project],
+        "name": "pt-job",
+        "time_limit": 2,
+        "script": "#!/bin/bash\nid -un\nsleep 1\n",
+        **extra,
+    }
+    r = portal.api(user).post("/api/v1/jobs", json=body)
+    assert r.status_code == 201, r.json
+    return int(r.json["job_id"])
+
+
+def test_a_job_submitted_as_alice_runs_as_alice(
+    portal: Portal, client: SlurmClient, lab: Lab
+) -> None:
+    job_id = _submit(portal, "alice", "nlp", shards=1, partition="gpu")
+    job = wait_job(client, job_id, lambda j: True, 10)
+    assert (job.user, job.account) == ("alice", "nlp")
+    seen = portal.api("alice").get(f"/api/v1/jobs/{job_id}").json
+    assert seen["user"] == "alice"
+
+    def finished() -> bool:
+        recs = client.accounting(job_ids=[job_id])
+        return bool(recs) and recs[0].state.is_finished
+
+    wait_until(finished, 60, interval=1)
+    [rec] = client.accounting(job_ids=[job_id])
+    assert rec.state is JobState.COMPLETED
+    assert rec.user == "alice"
+    output = Path(lab.cfg.jobs) / f"slurm-{job_id}.out"
+    try:
+        assert output.read_text().split() == ["alice"]
+    finally:
+        output.unlink(missing_ok=True)
+    # the portal still shows the finished job (from accounting), to its owner only
+    assert portal.api("alice").get(f"/api/v1/jobs/{job_id}").json["state"] == "COMPLETED"
+    assert portal.api(SUBMITTER).get(f"/api/v1/jobs/{job_id}").status_code == 404
+
+
+def test_a_quota_set_in_the_portal_is_enforced_by_slurm(
+    portal: Portal, client: SlurmClient
+) -> None:
+    _remove_test_accounts(client)
+    try:
+        r = portal.api("pt-admin").put(
+            f"/api/v1/domains/{portal.ids['dom']}/quota", json={"shards": 8}
+        )
+        assert r.status_code == 200, r.json
+        r = portal.api("pt-dadmin").put(
+            f"/api/v1/projects/{portal.ids['proj']}/quota", json={"shards": 4}
+        )
+        assert r.status_code == 200, r.json
+        preview = portal.api("pt-admin").get("/api/v1/slurm/sync").json
+        assert any(c.startswith(f"add account {PROJECT} ") for c in preview["commands"])
+        # the lab's own tenants already match: the preview leaves them alone
+        assert not any(" nlp" in c or "=nlp" in c or "alice" in c for c in preview["commands"])
+        applied = portal.api("pt-admin").post("/api/v1/slurm/sync").json
+        assert applied["commands"] == preview["commands"]
+        again = portal.api("pt-admin").get("/api/v1/slurm/sync").json
+        assert again["commands"] == []
+
+        assocs = client.associations()
+        account = next(a for a in assocs if a.account == PROJECT and not a.user)
+        assert account.parent == DOMAIN
+        assert dict(account.grp_tres.counts) == {"gres/shard": 4}
+        assert any(a.user == SUBMITTER and a.account == PROJECT for a in assocs)
+
+        # over the quota on its own: refused by the portal before Slurm
+        r = portal.api(SUBMITTER).post(
+            "/api/v1/jobs",
+            json={
+                "project_id": portal.ids["proj"],
+                "name": "pt-big",
+                "time_limit": 2,
+                "script": "#!/bin/bash\nsleep 1\n",
+                "shards": 5,
+            },
+        )
+        assert r.status_code == 409
+        # within it one by one, over it together: Slurm holds the second back
+        long = "#!/bin/bash\nsleep 120\n"
+        first = _submit(portal, SUBMITTER, "proj", shards=4, partition="gpu", script=long)
+        wait_job(client, first, lambda j: j.is_running, 60)
+        second = _submit(portal, SUBMITTER, "proj", shards=4, partition="gpu", script=long)
+        job = wait_job(client, second, lambda j: j.reason == "AssocGrpGRES", 30)
+        assert job.is_pending
+        shown = portal.api(SUBMITTER).get(f"/api/v1/jobs/{second}").json
+        assert (shown["state"], shown["reason"]) == ("PENDING", "AssocGrpGRES")
+        for job_id in (second, first):
+            assert portal.api(SUBMITTER).delete(f"/api/v1/jobs/{job_id}").status_code == 200
+        wait_until(lambda: not {first, second} & {j.job_id for j in client.jobs()}, 30)
+    finally:
+        _remove_test_accounts(client)
+    assert not any(a.account in {PROJECT, DOMAIN} for a in client.associations())
