@@ -102,23 +102,54 @@ def register(cls: type[Policy]) -> type[Policy]:
     return cls
 
 
-class Context:
-    """Read-only views of the snapshot that several policies need, computed once."""
+#: Labels of jobs submitted held for the daemon to release (a user hold on them is ours).
+DAEMON_RELEASED = ("gang", "anti_affinity")
 
-    def __init__(self, snapshot: Snapshot, *, partitions: Iterable[str] | None = None) -> None:
+
+@dataclass(frozen=True, slots=True)
+class Select:
+    """Which jobs the daemon steers (empty fields: all). Others still count as load."""
+
+    partitions: tuple[str, ...] = ()
+    accounts: tuple[str, ...] = ()
+    name_prefix: str = ""
+
+    def matches(self, job: JobInfo) -> bool:
+        if self.partitions and not set(job.partition.split(",")) & set(self.partitions):
+            return False
+        if self.accounts and job.account not in self.accounts:
+            return False
+        return job.name.startswith(self.name_prefix)
+
+
+def released_by_daemon(job: JobInfo) -> bool:
+    return any(label in job.labels for label in DAEMON_RELEASED)
+
+
+class Context:
+    """Read-only views of the snapshot that several policies need, computed once.
+
+    ``pending`` are the steered pending jobs; ``movable`` the steered running jobs (the only
+    ones a policy may signal, requeue or cancel); ``running`` all running jobs (load).
+    """
+
+    def __init__(self, snapshot: Snapshot, *, select: Select | None = None) -> None:
         self.snapshot = snapshot
         self.now = snapshot.now
         self.state = snapshot.state
-        wanted = set(partitions) if partitions else None
+        sel = select or Select()
+        self.select = sel
         self.jobs = {j.job_id: j for j in snapshot.jobs}
         self.nodes: dict[str, NodeInfo] = {n.name: n for n in snapshot.nodes}
         self.running = [j for j in snapshot.jobs if j.running]
+        self.movable = [j for j in self.running if sel.matches(j)]
+        ours = snapshot.state.holds
         self.pending = [
             j
             for j in snapshot.jobs
             if j.pending
-            and (wanted is None or set(j.partition.split(",")) & wanted)
-            and (not j.held_by_user or "gang" in j.labels or j.job_id in snapshot.state.holds)
+            and sel.matches(j)
+            and (not j.held_by_user or released_by_daemon(j) or j.job_id in ours)
         ]
         self._tenant_of_account = {a: t for t in snapshot.tenants for a in t.all_accounts}
         self.tenants = {t.name: t for t in snapshot.tenants}

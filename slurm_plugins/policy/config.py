@@ -14,7 +14,7 @@ from typing import Any
 import yaml
 from marshmallow import RAISE, Schema, ValidationError, fields, validate
 
-from slurm_plugins.policy.base import REGISTRY
+from slurm_plugins.policy.base import REGISTRY, Select
 from slurm_plugins.policy.engine import EngineConfig, PolicyConfig
 from slurm_plugins.policy.fields import Duration, resource_map
 from slurm_plugins.policy.snapshot import Tenant
@@ -93,12 +93,18 @@ class SamplesSchema(_Strict):
     max_age = Duration(load_default=3600)
 
 
+class SelectSchema(_Strict):
+    partitions = fields.List(fields.String(), load_default=list)
+    accounts = fields.List(fields.String(), load_default=list)
+    name_prefix = fields.String(load_default="")
+
+
 class ConfigSchema(_Strict):
     version = fields.Integer(load_default=1, validate=validate.Equal(1))
     interval = Duration(load_default=30)
     state_dir = fields.String(load_default="/var/lib/aipool/policy")
     slurm_conf = fields.String(load_default=None, allow_none=True)
-    partitions = fields.List(fields.String(), load_default=list)
+    select = fields.Nested(SelectSchema, load_default=lambda: SelectSchema().load({}))
     site_factor = fields.Nested(SiteFactorSchema, load_default=lambda: SiteFactorSchema().load({}))
     lookahead = fields.Integer(load_default=300, validate=validate.Range(min=0))
     usage = fields.Nested(UsageSchema, load_default=lambda: UsageSchema().load({}))
@@ -184,7 +190,11 @@ def parse_config(data: Any, *, base: Path | None = None) -> DaemonConfig:
 
     engine = EngineConfig(
         policies=tuple(p for p in pols if p is not None),
-        partitions=tuple(raw["partitions"]),
+        select=Select(
+            tuple(raw["select"]["partitions"]),
+            tuple(raw["select"]["accounts"]),
+            raw["select"]["name_prefix"],
+        ),
         site_factor_scale=raw["site_factor"]["scale"],
         site_factor_deadband=raw["site_factor"]["deadband"],
         lookahead=raw["lookahead"],

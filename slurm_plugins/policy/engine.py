@@ -16,7 +16,16 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from slurm_plugins.policy import policies as _policies  # noqa: F401  (registers built-ins)
-from slurm_plugins.policy.base import REGISTRY, Context, Cycle, Policy, Verdict, Vote
+from slurm_plugins.policy.base import (
+    REGISTRY,
+    Context,
+    Cycle,
+    Policy,
+    Select,
+    Verdict,
+    Vote,
+    released_by_daemon,
+)
 from slurm_plugins.policy.cluster import ClusterView, first_fit
 from slurm_plugins.policy.plan import (
     Action,
@@ -43,8 +52,8 @@ class PolicyConfig:
 @dataclass(frozen=True, slots=True)
 class EngineConfig:
     policies: tuple[PolicyConfig, ...] = (PolicyConfig("fifo"),)
-    #: Only jobs of these partitions are steered (empty: all).
-    partitions: tuple[str, ...] = ()
+    #: Which jobs are steered (by partition, account, name prefix; default all).
+    select: Select = field(default_factory=Select)
     #: SiteFactor of a job with combined score 1.0. Far above Slurm's other priority terms
     #: (QOS 10000, age and fair-share 1000 in the lab), so the policies' order holds and
     #: those terms only break ties.
@@ -73,7 +82,7 @@ def plan(
 ) -> Plan:
     """The changes the configured policies want; pure (same input, same plan)."""
     pols = list(policies) if policies is not None else build_policies(config)
-    ctx = Context(snapshot, partitions=config.partitions or None)
+    ctx = Context(snapshot, select=config.select)
     chooser = next((p.chooser for _, p in pols if hasattr(p, "chooser")), first_fit)
     cycle = Cycle(ClusterView(snapshot.nodes, ctx.running), chooser)
     reasons: dict[int, list[str]] = {}
@@ -250,7 +259,7 @@ def _job_diff(
         ours = jid in state.holds
         if v.vote is Vote.HOLD and not job.held:
             holds.append(Hold(jid, v.reason))
-        elif v.vote is not Vote.HOLD and job.held and (ours or "gang" in job.labels):
+        elif v.vote is not Vote.HOLD and job.held and (ours or released_by_daemon(job)):
             releases.append(Hold(jid, v.reason or "no policy holds it any more"))
     return changes, holds, releases
 

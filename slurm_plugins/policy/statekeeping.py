@@ -8,14 +8,11 @@ released a job. Entries of jobs that left the queue are dropped.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
 
+from slurm_plugins.policy.base import Verdict, released_by_daemon
 from slurm_plugins.policy.plan import Action, Hold, JobAction, JobChange, NodeWeight
 from slurm_plugins.policy.resources import hostlist
 from slurm_plugins.policy.snapshot import DaemonState, Mark, Snapshot
-
-if TYPE_CHECKING:
-    from slurm_plugins.policy.base import Verdict
 
 
 def next_state(
@@ -46,7 +43,7 @@ def next_state(
         new_holds[h.job_id] = Mark(now, h.reason)
     for i, v in verdicts.items():  # adopt holds set at submission for jobs we manage (gangs)
         j = jobs[i]
-        if v.vote is not None and v.vote.value == "hold" and j.held and "gang" in j.labels:
+        if v.vote is not None and v.vote.value == "hold" and j.held and released_by_daemon(j):
             new_holds.setdefault(i, Mark(now, v.reason))
     for i in by_action[Action.REQUEUE_HOLD]:
         new_holds[i] = by_action[Action.REQUEUE_HOLD][i]

@@ -240,7 +240,7 @@ class Capacity(Policy):
     def _borrowed(self, ctx: Context, led: Ledger) -> dict[str, list[JobInfo]]:
         """Requeueable running jobs of borrowing tenants, per node, cheapest victim first."""
         out: dict[str, list[JobInfo]] = {}
-        for r in ctx.running:
+        for r in ctx.movable:
             rt = ctx.tenant(r)
             if rt is None or not r.requeue or not led.borrowing(rt, self.resources):
                 continue

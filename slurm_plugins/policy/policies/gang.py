@@ -157,6 +157,8 @@ class Gang(Policy):
             if since is None or ctx.now - since < self.timeout:
                 continue
             for j in g.running:
+                if not ctx.select.matches(j):
+                    continue
                 out.append(
                     JobAction(
                         j.job_id,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from slurm_plugins.policy.base import Select
 from slurm_plugins.policy.engine import plan
 from tests.unit.policy.builders import NOW, config, gpu_node, job, pol, run, site_factors, snap
 
@@ -123,7 +124,7 @@ def test_user_held_jobs_are_left_alone() -> None:
 
 def test_only_configured_partitions_are_steered() -> None:
     jobs = [job(1, partition="gpu"), job(2, partition="cpu")]
-    p = run(snap(jobs, [gpu_node("gpu1")]), "fifo", partitions=("gpu",))
+    p = run(snap(jobs, [gpu_node("gpu1")]), "fifo", select=Select(partitions=("gpu",)))
     assert set(site_factors(p)) == {1}
 
 
