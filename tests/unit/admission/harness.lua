@@ -48,10 +48,13 @@ local function json(v)
   return "{" .. table.concat(out, ",") .. "}"
 end
 
--- job_desc is userdata in slurmctld: reads go to the fields, writes are recorded.
-local function fake_job(fields, writes)
+-- job_desc is userdata in slurmctld: reads are counted, writes are recorded.
+local function fake_job(fields, writes, reads)
   return setmetatable({}, {
-    __index = function(_, k) return fields[k] end,
+    __index = function(_, k)
+      reads[k] = (reads[k] or 0) + 1
+      return fields[k]
+    end,
     __newindex = function(_, k, v)
       writes[k] = v
       fields[k] = v
@@ -74,8 +77,8 @@ for _, step in ipairs(steps) do
       loaded = true
     end
     logs.user, logs.error = {}, {}
-    local writes = {}
-    local job = fake_job(step.job or {}, writes)
+    local writes, reads = {}, {}
+    local job = fake_job(step.job or {}, writes, reads)
     local rc
     if step.call == "submit" then
       rc = slurm_job_submit(job, {}, step.uid or 1000)
@@ -84,6 +87,6 @@ for _, step in ipairs(steps) do
         step.uid or 1000)
     end
     print(json({ name = step.name, rc = rc, user = logs.user, errors = logs.error,
-      set = writes }))
+      set = writes, reads = reads }))
   end
 end

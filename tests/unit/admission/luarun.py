@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,6 +51,8 @@ class Outcome:
     user: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     set: dict[str, Any] = field(default_factory=dict)
+    #: job_desc fields the hook read, and how often
+    reads: dict[str, int] = field(default_factory=dict)
 
     @property
     def accepted(self) -> bool:
@@ -74,6 +77,7 @@ def job(user: str = "carol", **fields: Any) -> dict[str, Any]:
     """A job_desc as slurmctld shows it to the hook: unset numbers are NO_VAL."""
     base: dict[str, Any] = {
         "user_name": user,
+        "user_id": uid_of(user),
         "default_account": DEFAULT_ACCOUNT.get(user, user),
         "time_limit": NO_VAL,
         "min_nodes": NO_VAL,
@@ -84,8 +88,12 @@ def job(user: str = "carol", **fields: Any) -> dict[str, Any]:
     return {k: v for k, v in base.items() if v is not None}
 
 
+def uid_of(user: str) -> int:
+    return UID.get(user, 2000 + zlib.crc32(user.encode("utf-8", "surrogatepass")) % 100_000)
+
+
 def submit(name: str, user: str = "carol", **fields: Any) -> dict[str, Any]:
-    return {"name": name, "call": "submit", "uid": UID.get(user, 2000), "job": job(user, **fields)}
+    return {"name": name, "call": "submit", "uid": uid_of(user), "job": job(user, **fields)}
 
 
 def run(hook: Path, steps: Sequence[Mapping[str, Any]], *, no_posix: bool = False) -> list[Outcome]:
@@ -108,6 +116,7 @@ def _outcome(data: dict[str, Any]) -> Outcome:
         user=list(data["user"] or []),
         errors=list(data["errors"] or []),
         set=dict(data["set"] or {}),
+        reads=dict(data["reads"] or {}),
     )
 
 

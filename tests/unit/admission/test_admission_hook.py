@@ -314,3 +314,37 @@ def test_pass_through_table_admits_everything_untouched(tmp_path: Path) -> None:
         ],
     )
     assert all(o.accepted and o.set == {} for o in outs)
+
+
+def test_dear_fields_are_read_only_when_needed(hook: Path) -> None:
+    """user_name costs slurmctld a password-database lookup, default_account an association
+    lookup: the first is kept per uid for a minute, the second read only as a fallback."""
+    first, second, unlisted = run(
+        hook,
+        [
+            {**submit("first", "carol", tres_per_node="gres:shard:8"), "clock": 100},
+            {**submit("second", "carol", tres_per_node="gres:shard:8"), "clock": 150},
+            {**submit("unlisted", "frank", default_account="nlp"), "clock": 150},
+        ],
+    )
+    assert first.reads.get("user_name") == 1
+    assert "user_name" not in second.reads
+    assert "default_account" not in first.reads
+    assert "default_qos" not in first.reads
+    assert unlisted.reads.get("default_account") == 1
+    assert max(first.reads.values()) == 1  # every field at most once
+
+
+def test_a_renamed_uid_is_seen_after_a_minute(hook: Path) -> None:
+    as_bob = {"user_name": "bob", "default_account": "vision"}
+    a, b, c = run(
+        hook,
+        [
+            {**submit("a", "carol"), "clock": 100},
+            {**submit("b", "carol", **as_bob), "clock": 159},
+            {**submit("c", "carol", **as_bob), "clock": 161},
+        ],
+    )
+    assert "tenant=cs101" in a.set["admin_comment"]
+    assert "tenant=cs101" in b.set["admin_comment"]  # same uid, name kept for a minute
+    assert "tenant=vision" in c.set["admin_comment"]
