@@ -19,6 +19,20 @@ from portal.extensions import db, limiter
 from tests.unit.portal.fakes import FakeSlurm
 from tests.unit.portal.world import World, seed_world
 
+@pytest.fixture(scope="session", autouse=True)
+def _cheap_password_hashing() -> Iterator[None]:
+    """argon2's cheapest profile: the tests check the flows, not the hash's cost."""
+    from argon2 import PasswordHasher
+    from argon2.profiles import CHEAPEST
+
+    from portal.identity import service
+
+    saved = service._hasher
+    service._hasher = PasswordHasher.from_parameters(CHEAPEST)
+    yield
+    service._hasher = saved
+
+
 BASE = {
     "SECRET_KEY": "test-secret",
     "TESTING": True,
