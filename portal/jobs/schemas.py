@@ -39,6 +39,14 @@ class JobSubmitSchema(Schema):
     )
 
 
+class SpecSubmitSchema(Schema):
+    project_id = fields.Integer(required=True, strict=True)
+    spec = fields.Dict(
+        required=True,
+        metadata={"description": "one job spec, as `aipool submit` reads it (see jobspec)"},
+    )
+
+
 class JobSubmittedSchema(Schema):
     job_id = fields.Integer()
 

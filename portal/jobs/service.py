@@ -20,6 +20,7 @@ from portal.errors import (
     SlurmUnavailable,
     ValidationFailed,
 )
+from portal.jobs.specs import spec_job
 from portal.slurm import SlurmPort
 from portal.tenancy.models import Project
 from portal.tenancy.service import get_project
@@ -60,12 +61,26 @@ def _check_request(project: Project, data: Mapping[str, Any]) -> None:
     if data.get("qos") and data["qos"] not in project.qos_list():
         raise ValidationFailed({"qos": [f"one of {', '.join(project.qos_list())}"]})
     nodes = data.get("nodes") or 1
-    for kind in (*GRES_KINDS, "cpus"):
-        want = (data.get(kind) or 0) * nodes
+    _check_quota(project, {k: (data.get(k) or 0) * nodes for k in (*GRES_KINDS, "cpus")})
+
+
+def _check_quota(project: Project, wanted: Mapping[str, int]) -> None:
+    """A request that its project's or domain's limit can never hold is refused here."""
+    for kind, want in wanted.items():
         for owner in (project, project.domain):
             limit_ = getattr(owner, kind)
             if limit_ is not None and want > limit_:
                 raise QuotaExceeded(f"{kind}: {want} asked, the quota of {owner.name} is {limit_}")
+
+
+def _gres_wanted(props: Mapping[str, Any]) -> dict[str, int]:
+    """Devices a job asks for in all, from ``gres`` (per node) and ``nodes``."""
+    kind, _, count = str(props.get("gres", "")).partition(":")
+    count = count.rpartition(":")[2]
+    by_name = {v: k for k, v in _GRES_NAME.items()}
+    if kind not in by_name or not count.isdigit():
+        return {}
+    return {by_name[kind]: int(count) * int(props.get("nodes") or 1)}
 
 
 def job_properties(project: Project, user: str, data: Mapping[str, Any]) -> dict[str, Any]:
@@ -97,11 +112,49 @@ def job_properties(project: Project, user: str, data: Mapping[str, Any]) -> dict
 
 
 def submit(session: Session, access: Access, port: SlurmPort, data: Mapping[str, Any]) -> int:
+    """A job from the form fields."""
     project = get_project(session, access, data["project_id"], Perm.JOBS_SUBMIT)
     _check_request(project, data)
     props = job_properties(project, access.username, data)
+    return _submit(session, access, port, project, script=data["script"], props=props)
+
+
+def submit_spec(
+    session: Session, access: Access, port: SlurmPort, project_id: int, spec: Mapping[str, Any]
+) -> int:
+    """A job from a declarative spec, charged to the project whatever the spec names."""
+    project = get_project(session, access, project_id, Perm.JOBS_SUBMIT)
+    script, props = spec_job(spec)
+    if props.get("account", project.name) != project.name:
+        raise ValidationFailed({"spec": [f"project: the job is charged to {project.name}"]})
+    if props.get("qos") and props["qos"] not in project.qos_list():
+        raise ValidationFailed(
+            {
+                "spec": [
+                    f"priority: QOS {props['qos']} is not open to "
+                    f"{project.name} ({', '.join(project.qos_list())})"
+                ]
+            }
+        )
+    _check_quota(project, _gres_wanted(props))
+    workdir = str(current_app.config["JOB_WORKDIR"]).replace("{user}", access.username)
+    props["account"] = project.name
+    props.setdefault("current_working_directory", workdir)
+    props["environment"] = {"PATH": "/usr/local/bin:/usr/bin:/bin"}
+    return _submit(session, access, port, project, script=script, props=props)
+
+
+def _submit(
+    session: Session,
+    access: Access,
+    port: SlurmPort,
+    project: Project,
+    *,
+    script: str,
+    props: Mapping[str, Any],
+) -> int:
     try:
-        job_id = port.submit_as(access.username, data["script"], props)
+        job_id = port.submit_as(access.username, script, props)
     except SlurmError as exc:
         raise _slurm_call("submit", exc) from exc
     shown = {k: v for k, v in props.items() if k != "environment"}

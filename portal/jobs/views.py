@@ -12,6 +12,7 @@ from portal.jobs.schemas import (
     JobSchema,
     JobSubmitSchema,
     JobSubmittedSchema,
+    SpecSubmitSchema,
     job_data,
 )
 from portal.pagination import PageParams, page_of_list
@@ -36,6 +37,18 @@ class Jobs(AuthedView):
     def post(self, args: dict[str, Any]) -> dict[str, int]:
         """Submit a batch job as the caller, charged to a project."""
         return {"job_id": service.submit(session(), current_access(), slurm(), args)}
+
+
+@blp.route("/spec")
+class SpecJobs(AuthedView):
+    @blp.arguments(SpecSubmitSchema)
+    @blp.response(201, JobSubmittedSchema)
+    def post(self, args: dict[str, Any]) -> dict[str, int]:
+        """Submit a job from a declarative spec as the caller, charged to a project."""
+        job_id = service.submit_spec(
+            session(), current_access(), slurm(), args["project_id"], args["spec"]
+        )
+        return {"job_id": job_id}
 
 
 @blp.route("/<int:job_id>")

@@ -153,6 +153,29 @@ def test_a_job_submitted_as_alice_runs_as_alice(
     assert portal.api(SUBMITTER).get(f"/api/v1/jobs/{job_id}").status_code == 404
 
 
+def test_a_spec_job_runs_as_its_user(portal: Portal, client: SlurmClient, lab: Lab) -> None:
+    spec = {"name": "pt-spec", "resources": {"gpus": 0.25, "time": "2m"}, "command": ["id", "-un"]}
+    r = portal.api("alice").post(
+        "/api/v1/jobs/spec", json={"project_id": portal.ids["nlp"], "spec": spec}
+    )
+    assert r.status_code == 201, r.json
+    job_id = int(r.json["job_id"])
+
+    def finished() -> bool:
+        recs = client.accounting(job_ids=[job_id])
+        return bool(recs) and recs[0].state.is_finished
+
+    wait_until(finished, 60, interval=1)
+    [rec] = client.accounting(job_ids=[job_id])
+    assert (rec.state, rec.user, rec.account) == (JobState.COMPLETED, "alice", "nlp")
+    assert rec.tres_alloc["gres/shard"] == 8
+    output = Path(lab.cfg.jobs) / f"pt-spec-{job_id}.out"
+    try:
+        assert "alice" in output.read_text().split()
+    finally:
+        output.unlink(missing_ok=True)
+
+
 def test_a_quota_set_in_the_portal_is_enforced_by_slurm(
     portal: Portal, client: SlurmClient
 ) -> None:

@@ -19,6 +19,7 @@ from portal.extensions import db, limiter
 from tests.unit.portal.fakes import FakeSlurm
 from tests.unit.portal.world import World, seed_world
 
+
 @pytest.fixture(scope="session", autouse=True)
 def _cheap_password_hashing() -> Iterator[None]:
     """argon2's cheapest profile: the tests check the flows, not the hash's cost."""

@@ -135,3 +135,63 @@ def test_cluster_totals_and_nodes(env: Env) -> None:
         assert total[key]["used"] == sum(n[key]["used"] for n in nodes)
     assert total["cpus"]["total"] > 0
     assert total["gpus"]["total"] > 0
+
+
+HELLO = {
+    "name": "hello",
+    "resources": {"gpus": 0.25},
+    "command": ["python", "-c", "print('hello')"],
+}
+
+
+def test_spec_jobs_render_through_jobspec_and_run_as_the_caller(env: Env) -> None:
+    nlp = env.world.projects["nlp"]
+    r = env.api("alice").post("/api/v1/jobs/spec", json={"project_id": nlp, "spec": HELLO})
+    assert r.status_code == 201, r.json
+    user, script, props = env.slurm.submitted[-1]
+    assert user == "alice"
+    assert script.startswith("#!/bin/bash")
+    assert "set -euo pipefail" in script
+    assert props["account"] == "nlp"
+    assert props["gres"] == "shard:8"
+    assert props["name"] == "hello"
+    assert props["comment"].startswith("aipool:")
+    assert props["current_working_directory"] == str(env.app.config["JOB_WORKDIR"])
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ({**HELLO, "resources": {"gpus": 0.3}}, "resources.gpus"),
+        ({**HELLO, "project": "vision"}, "charged to nlp"),
+        ({**HELLO, "priority": "high", "name": "x"}, None),  # nlp may use high
+        ({**HELLO, "affinity": {"exclude": ["gpu1"]}}, "--exclude"),
+        ({**HELLO, "bogus": 1}, "bogus"),
+    ],
+)
+def test_bad_specs_are_refused_whole(env: Env, spec: dict[str, Any], message: str | None) -> None:
+    nlp = env.world.projects["nlp"]
+    r = env.api("alice").post("/api/v1/jobs/spec", json={"project_id": nlp, "spec": spec})
+    if message is None:
+        assert r.status_code == 201, r.json
+        return
+    assert r.status_code == 422, r.json
+    assert message in " ".join(r.json["errors"]["json"]["spec"])
+    assert env.slurm.submitted == []
+
+
+def test_spec_jobs_respect_quota_and_permission(env: Env) -> None:
+    vision = env.world.projects["vision"]
+    env.api("admin").put(f"/api/v1/projects/{vision}/quota", json={"shards": 4})
+    r = env.api("bob").post("/api/v1/jobs/spec", json={"project_id": vision, "spec": HELLO})
+    assert r.status_code == 409
+    assert r.json["error"] == "quota_exceeded"
+    r = env.api("bob").post(
+        "/api/v1/jobs/spec", json={"project_id": vision, "spec": {**HELLO, "priority": "high"}}
+    )
+    assert r.status_code == 422  # vision may not use high
+    r = env.api("alice").post("/api/v1/jobs/spec", json={"project_id": vision, "spec": HELLO})
+    assert r.status_code == 404
+    r = env.api("victor").post("/api/v1/jobs/spec", json={"project_id": vision, "spec": HELLO})
+    assert r.status_code == 403
+    assert env.slurm.submitted == []

@@ -190,6 +190,15 @@ CASES = [
         time_limit=5,
         script="#!/bin/bash\ntrue\n",
     ),
+    C(
+        "POST",
+        "/jobs/spec",
+        {"admin", "erin", "alice", "sam"},
+        201,
+        forbidden={"gina"},
+        project_id="{nlp}",
+        spec={"name": "s", "resources": {"gpus": 0.25}, "command": ["true"]},
+    ),
     # Slurm sync and audit
     C("GET", "/slurm/sync", {"admin"}, rest=403),
     C("POST", "/slurm/sync", {"admin"}, rest=403),
