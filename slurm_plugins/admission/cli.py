@@ -53,14 +53,23 @@ def _default_out() -> Path | None:
     is_flag=True,
     help="A table that accepts every job unchanged (benchmark baseline; no policy!).",
 )
+@click.option(
+    "--profile",
+    type=click.IntRange(min=1),
+    default=None,
+    metavar="N",
+    help="Log the hook's mean and longest time every N submissions (slurmctld's log).",
+)
 @click.option("--dry-run", is_flag=True, help="Validate and say what would change; write nothing.")
-def render(config_path: Path, out: Path | None, pass_through: bool, dry_run: bool) -> None:
+def render(
+    config_path: Path, out: Path | None, pass_through: bool, profile: int | None, dry_run: bool
+) -> None:
     """Validate the policy and install job_submit.lua + its table (no restart needed)."""
     try:
         config = load_policy(config_path)
     except PolicyError as exc:
         _fail(exc.messages, 2)
-    files = render_hook(config, pass_through=pass_through)
+    files = render_hook(config, pass_through=pass_through, profile=profile)
     out = out or _default_out()
     if out is None:
         _fail(["give --out DIR (or set SLURM_CONF: the files go next to slurm.conf)"], 2)

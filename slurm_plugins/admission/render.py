@@ -33,9 +33,11 @@ _ENV = jinja2.Environment(
 _ENV.filters["lua"] = lua_string
 
 
-def render_hook(config: PolicyConfig, *, pass_through: bool = False) -> dict[str, str]:
+def render_hook(
+    config: PolicyConfig, *, pass_through: bool = False, profile: int | None = None
+) -> dict[str, str]:
     """File name -> content: the policy table first, then the hook that reads it."""
-    table = build_table(config, pass_through=pass_through)
+    table = build_table(config, pass_through=pass_through, profile=profile)
     return {
         TABLE_FILE: render_table(table),
         HOOK_FILE: _ENV.get_template("job_submit.lua.j2").render(

@@ -25,9 +25,12 @@ LuaValue = str | int | float | bool | Mapping[str, Any] | Sequence[Any]
 _KIND_ORDER = (Kind.NPU, Kind.GPU)  # devices a job can be routed by (CPU jobs keep Slurm's)
 
 
-def build_table(cfg: PolicyConfig, *, pass_through: bool = False) -> dict[str, Any]:
+def build_table(
+    cfg: PolicyConfig, *, pass_through: bool = False, profile: int | None = None
+) -> dict[str, Any]:
     """The table the hook reads. ``pass_through`` makes the hook accept every job unchanged
-    (same load path, no checks): the baseline of the overhead benchmark."""
+    (same load path, no checks): the baseline of the overhead benchmark. ``profile`` makes
+    it log its mean and longest time every ``profile`` submissions."""
     body: dict[str, Any] = {
         "format": FORMAT,
         "pass_through": pass_through,
@@ -44,6 +47,10 @@ def build_table(cfg: PolicyConfig, *, pass_through: bool = False) -> dict[str, A
         "tenants": {t.name: _tenant(cfg, t) for t in cfg.tenants},
         "users": {u.name: _user(u) for u in cfg.users},
     }
+    if profile is not None:
+        if profile < 1:
+            raise ValueError("profile: log every N >= 1 submissions")
+        body["profile"] = profile
     body["digest"] = digest(body)
     return body
 

@@ -76,7 +76,7 @@ for _, step in ipairs(steps) do
       dofile(hook_path) -- slurmctld loads the script on the first submission
       loaded = true
     end
-    logs.user, logs.error = {}, {}
+    logs.user, logs.error, logs.info = {}, {}, {}
     local writes, reads = {}, {}
     local job = fake_job(step.job or {}, writes, reads)
     local rc
@@ -87,6 +87,6 @@ for _, step in ipairs(steps) do
         step.uid or 1000)
     end
     print(json({ name = step.name, rc = rc, user = logs.user, errors = logs.error,
-      set = writes, reads = reads }))
+      info = logs.info, set = writes, reads = reads }))
   end
 end

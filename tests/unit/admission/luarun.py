@@ -50,6 +50,7 @@ class Outcome:
     rc: int
     user: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    info: list[str] = field(default_factory=list)
     set: dict[str, Any] = field(default_factory=dict)
     #: job_desc fields the hook read, and how often
     reads: dict[str, int] = field(default_factory=dict)
@@ -115,6 +116,7 @@ def _outcome(data: dict[str, Any]) -> Outcome:
         rc=data["rc"],
         user=list(data["user"] or []),
         errors=list(data["errors"] or []),
+        info=list(data["info"] or []),
         set=dict(data["set"] or {}),
         reads=dict(data["reads"] or {}),
     )

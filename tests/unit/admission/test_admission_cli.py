@@ -81,3 +81,9 @@ def test_the_group_is_extensible() -> None:
 
 def test_help() -> None:
     assert "render" in invoke("--help").output
+
+
+def test_profile_goes_into_the_table(tmp_path: Path) -> None:
+    assert invoke("render", "--out", str(tmp_path), "--profile", "50").exit_code == 0
+    assert '["profile"] = 50' in (tmp_path / TABLE_FILE).read_text()
+    assert invoke("render", "--out", str(tmp_path), "--profile", "0").exit_code == 2

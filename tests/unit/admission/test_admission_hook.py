@@ -348,3 +348,16 @@ def test_a_renamed_uid_is_seen_after_a_minute(hook: Path) -> None:
     assert "tenant=cs101" in a.set["admin_comment"]
     assert "tenant=cs101" in b.set["admin_comment"]  # same uid, name kept for a minute
     assert "tenant=vision" in c.set["admin_comment"]
+
+
+def test_a_profiling_table_logs_the_hooks_time(tmp_path: Path) -> None:
+    hook = install(tmp_path / "etc", profile=2)
+    a, b, c = run(hook, [submit(n, "carol", tres_per_node="gres:shard:8") for n in "abc"])
+    assert a.accepted
+    assert b.accepted
+    assert not [m for m in a.info if "hook time" in m]
+    (line,) = [m for m in b.info if "hook time" in m]
+    assert line.startswith("aipool: hook time over 2 submissions: mean ")
+    assert a.set == c.set  # timing changes nothing else
+    with pytest.raises(ValueError, match="profile"):
+        build_table(lab_policy(), profile=0)
