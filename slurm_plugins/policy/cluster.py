@@ -18,7 +18,18 @@ from slurm_plugins.policy.snapshot import JobInfo, NodeInfo
 class FreeNode:
     """What is left on one node; ``card_free`` in shards per card."""
 
-    __slots__ = ("card_free", "cpus", "full", "info", "mem_mb", "name", "npus", "ok", "spg")
+    __slots__ = (
+        "card_free",
+        "cpus",
+        "full",
+        "info",
+        "mem_mb",
+        "name",
+        "npus",
+        "ok",
+        "spg",
+        "version",
+    )
 
     def __init__(self, n: NodeInfo) -> None:
         self.info = n
@@ -31,6 +42,8 @@ class FreeNode:
         self.card_free = [max(self.spg - u, 0) for u in used]
         self.full = sum(1 for f in self.card_free if f >= self.spg)
         self.npus = {t: c - n.npus_used.get(t, 0) for t, c in n.npus.items()}
+        #: Bumped on every change, so derived views can be cached.
+        self.version = 0
 
     def fits(self, d: Demand) -> bool:
         if d.cpus > self.cpus or d.mem_mb > self.mem_mb:
@@ -55,6 +68,7 @@ class FreeNode:
 
     def take(self, d: Demand) -> list[tuple[int, int]]:
         """Reserve ``d`` the way slurmctld picks cards; returns (card, shards) taken."""
+        self.version += 1
         self.cpus -= d.cpus
         self.mem_mb -= d.mem_mb
         taken: list[tuple[int, int]] = []
@@ -75,6 +89,7 @@ class FreeNode:
 
     def give(self, d: Demand, cards: Iterable[tuple[int, int]], sign: int = 1) -> None:
         """Return (``sign=-1``: take back) resources held on ``cards``."""
+        self.version += 1
         self.cpus += sign * d.cpus
         self.mem_mb += sign * d.mem_mb
         for card, shards in cards:

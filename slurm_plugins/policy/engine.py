@@ -13,7 +13,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from slurm_plugins.policy import policies as _policies  # noqa: F401  (registers built-ins)
 from slurm_plugins.policy.base import (
@@ -221,7 +221,7 @@ def _merge_actions(actions: Iterable[JobAction]) -> list[JobAction]:
         if cur is None or _STRENGTH[a.action] > _STRENGTH[cur.action]:
             best[a.job_id] = a
     return [
-        JobAction(a.job_id, a.action, "; ".join(dict.fromkeys(why[a.job_id])), a.signal, a.policy)
+        replace(a, reason="; ".join(dict.fromkeys(why[a.job_id])))
         for a in sorted(best.values(), key=lambda a: a.job_id)
     ]
 

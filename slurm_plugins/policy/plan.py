@@ -44,6 +44,8 @@ class JobAction:
     reason: str
     signal: str | None = None
     policy: str = ""
+    #: Node a moved job should run on next (defragmentation), pinned when it is released.
+    target: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

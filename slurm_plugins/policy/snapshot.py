@@ -187,6 +187,8 @@ class DaemonState:
     warned: Mapping[int, Mark] = field(default_factory=dict)
     released: Mapping[int, Mark] = field(default_factory=dict)
     base_weights: Mapping[str, int] = field(default_factory=dict)
+    #: Jobs requeued to defragment -> the node they should run on next.
+    targets: Mapping[int, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

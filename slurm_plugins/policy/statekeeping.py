@@ -73,6 +73,8 @@ def next_state(
     for w in node_weights:
         if w.node in nodes:
             weights.setdefault(w.node, nodes[w.node].weight)
+    targets = {i: t for i, t in s.targets.items() if i in pending}
+    targets.update({a.job_id: a.target for a in actions if a.target is not None})
     return DaemonState(
         holds=new_holds,
         site_factors=site,
@@ -83,4 +85,5 @@ def next_state(
         warned=warned,
         released=rel,
         base_weights=weights,
+        targets=targets,
     )

@@ -1,5 +1,25 @@
 """Built-in policies; importing this package registers each under its name."""
 
-from slurm_plugins.policy.policies import capacity, fair, fifo, gang, priority
+from slurm_plugins.policy.policies import (
+    affinity,
+    capacity,
+    fair,
+    fifo,
+    gang,
+    idle,
+    placement,
+    priority,
+    reschedule,
+)
 
-__all__ = ["capacity", "fair", "fifo", "gang", "priority"]
+__all__ = [
+    "affinity",
+    "capacity",
+    "fair",
+    "fifo",
+    "gang",
+    "idle",
+    "placement",
+    "priority",
+    "reschedule",
+]

@@ -128,6 +128,7 @@ class Capacity(Policy):
 
     def __init__(
         self,
+        *,
         resources: Sequence[str] = ("gpu", "npu"),
         reclaim: str = "any",
         hold_over_limit: bool = True,

@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 from marshmallow import Schema, fields, validate
 
 from slurm_plugins.policy.base import Context, Policy, register
@@ -59,6 +60,7 @@ class Fair(Policy):
 
     def __init__(
         self,
+        *,
         half_life: float = 7 * 86400,
         weights: Mapping[str, float] | None = None,
         tenant_weight: float = 3.0,
@@ -79,26 +81,30 @@ class Fair(Policy):
     def standing(self, ctx: Context) -> Standing:
         if self._cache is not None and self._cache[0] is ctx:
             return self._cache[1]
-        now, h = ctx.now, self.half_life
-        use: dict[tuple[str, str], Amounts] = {}
-
-        def add(account: str, user: str, a: Amounts, start: float, end: float) -> None:
-            t = self.tenant_key(account, ctx)
-            f = decayed(1.0, start, end, now, h)
-            key = (t, user)
-            use[key] = use.get(key, ZERO) + Amounts(a.gpu * f, a.npu * f, a.cpu * f, a.mem * f)
-
-        for r in ctx.snapshot.usage:
-            add(r.account, r.user, r.amounts, r.start, r.end)
-        for j in ctx.running:
-            if j.start is not None:
-                add(j.account, j.user, j.amounts, j.start, now)
-        for j in ctx.pending:  # active with no use yet: still a party to the share
-            t = self.tenant_key(j.account, ctx)
-            use.setdefault((t, j.user), ZERO)
-        standing = self._factors(ctx, use)
+        standing = self._factors(ctx, self.usage(ctx))
         self._cache = (ctx, standing)
         return standing
+
+    def usage(self, ctx: Context) -> dict[tuple[str, str], Amounts]:
+        """Decayed resource-seconds per (tenant, user), history and running jobs together."""
+        now, k = ctx.now, math.log(2) / self.half_life
+        keys: dict[tuple[str, str], int] = {}
+        rows: list[tuple[int, float, float, float, float, float, float]] = []
+        records = [(r.account, r.user, r.amounts, r.start, r.end) for r in ctx.snapshot.usage]
+        records += [(j.account, j.user, j.amounts, j.start, now) for j in ctx.running if j.start]
+        for account, user, a, start, end in records:
+            key = (self.tenant_key(account, ctx), user)
+            idx = keys.setdefault(key, len(keys))
+            rows.append((idx, start, min(end, now), a.gpu, a.npu, a.cpu, a.mem))
+        for j in ctx.pending:  # active with no use yet: still a party to the share
+            keys.setdefault((self.tenant_key(j.account, ctx), j.user), len(keys))
+        totals = np.zeros((len(keys), 4))
+        if rows:
+            arr = np.asarray(rows, dtype=float)
+            t0, t1 = arr[:, 1], np.maximum(arr[:, 2], arr[:, 1])
+            weight = (np.exp(-k * (now - t1)) - np.exp(-k * (now - t0))) / k
+            np.add.at(totals, arr[:, 0].astype(int), arr[:, 3:7] * weight[:, None])
+        return {key: Amounts(*map(float, totals[i])) for key, i in keys.items()}
 
     def _dominant(self, a: Amounts, cap: Amounts) -> float:
         best = 0.0

@@ -27,7 +27,7 @@ class Fifo(Policy):
     name = "fifo"
     Args = FifoArgs
 
-    def __init__(self, window: float = 30 * 86400, **args: Any) -> None:
+    def __init__(self, *, window: float = 30 * 86400, **args: Any) -> None:
         super().__init__(window=window, **args)
         self.window = max(float(window), 1.0)
 

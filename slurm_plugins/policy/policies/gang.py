@@ -59,6 +59,7 @@ class Gang(Policy):
 
     def __init__(
         self,
+        *,
         label: str = "gang",
         size_label: str = "gang_size",
         start_timeout: float = 120,

@@ -39,6 +39,7 @@ class Priority(Policy):
 
     def __init__(
         self,
+        *,
         classes: dict[str, float] | None = None,
         default: float = 0.5,
         aging_period: float = 3600,
