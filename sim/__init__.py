@@ -1,0 +1,1 @@
+"""Trace-driven simulator: the shared placement and queue policies on a virtual cluster."""
