@@ -8,6 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from flask import Flask
+from flask_smorest.spec.plugins import integerconverter2paramschema
+from werkzeug.routing import IntegerConverter
 
 from portal import config, errors, web
 from portal.extensions import api, csrf, db, limiter, login_manager, migrate
@@ -15,9 +17,17 @@ from portal.extensions import api, csrf, db, limiter, login_manager, migrate
 MIGRATIONS = str(Path(__file__).with_name("migrations"))
 
 
+class IdConverter(IntegerConverter):
+    """``<id:project_id>``: a row id, 1 … 2³¹-1 (what every database's integer key holds)."""
+
+    def __init__(self, map: Any) -> None:
+        super().__init__(map, min=1, max=2**31 - 1)
+
+
 def create_app(settings: Mapping[str, Any] | None = None) -> Flask:
     """Build the portal: defaults, then ``AIPOOL_*`` environment, then ``settings``."""
     app = Flask(__name__, instance_relative_config=True)
+    app.url_map.converters["id"] = IdConverter
     config.load(app, settings)
     Path(app.instance_path).mkdir(parents=True, exist_ok=True)
     logging.getLogger("aipool.portal").setLevel(app.config.get("LOG_LEVEL", "INFO"))
@@ -28,6 +38,7 @@ def create_app(settings: Mapping[str, Any] | None = None) -> Flask:
     csrf.init_app(app)
     limiter.init_app(app)
     api.init_app(app)
+    api.register_converter(IdConverter, integerconverter2paramschema)
     web.install(app)
     _register(app)
     errors.register(app)

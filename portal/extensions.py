@@ -5,11 +5,13 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
+import marshmallow as ma
 from flask_limiter import Limiter
 from flask_limiter.util import get_remote_address
 from flask_login import LoginManager
 from flask_migrate import Migrate
 from flask_smorest import Api
+from flask_smorest.error_handler import ErrorSchema
 from flask_sqlalchemy import SQLAlchemy
 from flask_wtf import CSRFProtect
 from sqlalchemy import MetaData, event
@@ -35,7 +37,21 @@ migrate = Migrate()
 login_manager = LoginManager()
 csrf = CSRFProtect()
 limiter = Limiter(key_func=get_remote_address)
-api = Api()
+
+
+class PortalErrorSchema(ErrorSchema):
+    """Errors as the portal sends them: smorest's fields and the domain error's code."""
+
+    error = ma.fields.String(
+        metadata={"description": "not_found, forbidden, conflict, quota_exceeded, …"}
+    )
+
+
+class PortalApi(Api):
+    ERROR_SCHEMA = PortalErrorSchema
+
+
+api = PortalApi()
 
 
 @event.listens_for(Engine, "connect")

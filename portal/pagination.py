@@ -21,6 +21,8 @@ def page_of_query(session: Session, stmt: Select[Any], params: PageParams) -> li
     """One page of ``stmt``'s first column; sets the total count on ``params``."""
     params.item_count = session.scalar(select(func.count()).select_from(stmt.subquery())) or 0
     offset = (params.page - 1) * params.page_size
+    if offset >= params.item_count:
+        return []  # past the end (also keeps huge page numbers away from the database)
     return list(session.scalars(stmt.offset(offset).limit(params.page_size)))
 
 

@@ -5,14 +5,12 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from marshmallow import Schema, ValidationError, fields, validate
+from marshmallow import Schema, fields, validate
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-
-
-def _no_control(value: str) -> None:
-    if _CONTROL.search(value):
-        raise ValidationError("control characters are not allowed")
+# a pattern, not a function, so the OpenAPI document states the rule too
+_no_control = validate.Regexp(
+    re.compile(r"^[^\x00-\x1f\x7f]*$"), error="control characters are not allowed"
+)
 
 
 def text(max_len: int, *, required: bool = False, **kwargs: Any) -> fields.String:
@@ -33,8 +31,16 @@ def name(max_len: int = 32, *, required: bool = True, **kwargs: Any) -> fields.S
 
 
 def limit(**kwargs: Any) -> fields.Integer:
-    return fields.Integer(allow_none=True, strict=True, validate=validate.Range(min=0), **kwargs)
+    return fields.Integer(
+        allow_none=True, strict=True, validate=validate.Range(min=0, max=2**31 - 1), **kwargs
+    )
 
 
 class Message(Schema):
     message = fields.String()
+
+
+def ident(*, query: bool = False, **kwargs: Any) -> fields.Integer:
+    """A row id: 1 … 2³¹-1, as every database's integer key holds it. Strictly a JSON number in
+    bodies; parsed from text in query strings."""
+    return fields.Integer(strict=not query, validate=validate.Range(min=1, max=2**31 - 1), **kwargs)

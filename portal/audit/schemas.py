@@ -4,7 +4,7 @@ from datetime import UTC
 
 from marshmallow import Schema, fields
 
-from portal.schemas import text
+from portal.schemas import ident, text
 
 
 class AuditEventSchema(Schema):
@@ -26,6 +26,6 @@ class AuditQuerySchema(Schema):
     action_prefix = text(64)
     target_type = text(32)
     target_id = text(64)
-    domain_id = fields.Integer()
+    domain_id = ident(query=True)
     since = fields.AwareDateTime(default_timezone=UTC)
     until = fields.AwareDateTime(default_timezone=UTC)

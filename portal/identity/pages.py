@@ -51,6 +51,8 @@ def login() -> str | Response | tuple[str, int]:
             return redirect(_safe_next(request.args.get("next")))
         flash("Wrong user name or password.", "error")
         return render_template("identity/login.html", form=form), 401
+    if form.is_submitted():  # incomplete, or without a valid CSRF token
+        return render_template("identity/login.html", form=form), 400
     return render_template("identity/login.html", form=form)
 
 

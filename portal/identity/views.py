@@ -101,7 +101,7 @@ class Tokens(AuthedView):
         return _token_data(token, secret)
 
 
-@auth.route("/tokens/<int:token_id>")
+@auth.route("/tokens/<id:token_id>")
 class TokenById(AuthedView):
     @auth.response(204)
     def delete(self, token_id: int) -> None:
@@ -129,7 +129,7 @@ class Users(AuthedView):
         return {**_raw(user, UserSchema), "password": shown}
 
 
-@users.route("/<int:user_id>")
+@users.route("/<id:user_id>")
 class UserById(AuthedView):
     @users.response(200, UserSchema)
     def get(self, user_id: int) -> User:
@@ -141,7 +141,7 @@ class UserById(AuthedView):
         return service.update_user(session(), current_access(), user_id, args)
 
 
-@users.route("/<int:user_id>/password")
+@users.route("/<id:user_id>/password")
 class UserPassword(AuthedView):
     @users.arguments(PasswordResetSchema)
     @users.response(200, PasswordSchema)

@@ -88,14 +88,14 @@ def submit() -> str | Response | tuple[str, int]:
     return render_template("jobs/submit.html", form=form), status
 
 
-@bp.route("/jobs/<int:job_id>")
+@bp.route("/jobs/<id:job_id>")
 @login_required
 def detail(job_id: int) -> str:
     view = service.get_job(session(), current_access(), slurm(), job_id)
     return render_template("jobs/detail.html", view=view, job=view.job)
 
 
-@bp.route("/jobs/<int:job_id>/cancel", methods=["POST"])
+@bp.route("/jobs/<id:job_id>/cancel", methods=["POST"])
 @login_required
 def cancel(job_id: int) -> Response:
     try:

@@ -5,14 +5,14 @@ from typing import Any
 from marshmallow import Schema, fields, validate
 
 from portal.jobs.service import JobView
-from portal.schemas import text
+from portal.schemas import ident, text
 from slurm_plugins.client.models import JobState
 
 _IDENT = validate.Regexp(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", error="letters, digits, _ . -")
 
 
 class JobSubmitSchema(Schema):
-    project_id = fields.Integer(required=True, strict=True)
+    project_id = ident(required=True)
     name = fields.String(required=True, validate=[validate.Length(min=1, max=64), _IDENT])
     script = fields.String(required=True, validate=validate.Length(min=3))
     time_limit = fields.Integer(
@@ -29,7 +29,7 @@ class JobSubmitSchema(Schema):
         validate=validate.Range(min=1, max=4096),
         metadata={"description": "CPUs per task"},
     )
-    memory_mb = fields.Integer(strict=True, validate=validate.Range(min=1))
+    memory_mb = fields.Integer(strict=True, validate=validate.Range(min=1, max=2**31 - 1))
     gpus = fields.Integer(strict=True, validate=validate.Range(min=1, max=64))
     shards = fields.Integer(strict=True, validate=validate.Range(min=1, max=2048))
     npus = fields.Integer(strict=True, validate=validate.Range(min=1, max=64))
@@ -40,7 +40,7 @@ class JobSubmitSchema(Schema):
 
 
 class SpecSubmitSchema(Schema):
-    project_id = fields.Integer(required=True, strict=True)
+    project_id = ident(required=True)
     spec = fields.Dict(
         required=True,
         metadata={"description": "one job spec, as `aipool submit` reads it (see jobspec)"},
@@ -52,7 +52,7 @@ class JobSubmittedSchema(Schema):
 
 
 class JobQuerySchema(Schema):
-    project_id = fields.Integer()
+    project_id = ident(query=True)
     state = fields.String(validate=validate.OneOf([s.value for s in JobState]))
     user = text(32)
 

@@ -51,7 +51,7 @@ class SpecJobs(AuthedView):
         return {"job_id": job_id}
 
 
-@blp.route("/<int:job_id>")
+@blp.route("/<id:job_id>")
 class JobById(AuthedView):
     @blp.response(200, JobSchema)
     def get(self, job_id: int) -> dict[str, Any]:

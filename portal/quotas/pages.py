@@ -63,7 +63,7 @@ def index() -> str:
     )
 
 
-@bp.route("/quotas/domains/<int:domain_id>", methods=["POST"])
+@bp.route("/quotas/domains/<id:domain_id>", methods=["POST"])
 @login_required
 def set_domain(domain_id: int) -> Response:
     try:
@@ -75,7 +75,7 @@ def set_domain(domain_id: int) -> Response:
     return redirect(url_for(".index"))
 
 
-@bp.route("/quotas/projects/<int:project_id>", methods=["POST"])
+@bp.route("/quotas/projects/<id:project_id>", methods=["POST"])
 @login_required
 def set_project(project_id: int) -> Response:
     try:

@@ -14,7 +14,7 @@ from portal.web import AuthedView, current_access, session
 blp = Blueprint("quotas", __name__, url_prefix="/api/v1", description="Quotas and Slurm sync")
 
 
-@blp.route("/domains/<int:domain_id>/quota")
+@blp.route("/domains/<id:domain_id>/quota")
 class DomainQuota(AuthedView):
     @blp.response(200, QuotaSchema)
     def get(self, domain_id: int) -> dict[str, int | None]:
@@ -27,7 +27,7 @@ class DomainQuota(AuthedView):
         return service.set_domain_quota(session(), current_access(), domain_id, args).quota()
 
 
-@blp.route("/projects/<int:project_id>/quota")
+@blp.route("/projects/<id:project_id>/quota")
 class ProjectQuota(AuthedView):
     @blp.response(200, QuotaSchema)
     def get(self, project_id: int) -> dict[str, int | None]:

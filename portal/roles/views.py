@@ -29,7 +29,7 @@ class Roles(AuthedView):
         return service.create_role(session(), current_access(), args)
 
 
-@blp.route("/<int:role_id>")
+@blp.route("/<id:role_id>")
 class RoleById(AuthedView):
     @blp.response(200, RoleSchema)
     def get(self, role_id: int) -> Role:

@@ -36,7 +36,7 @@ class Groups(AuthedView):
         return service.create_group(session(), current_access(), args)
 
 
-@blp.route("/<int:group_id>")
+@blp.route("/<id:group_id>")
 class GroupById(AuthedView):
     @blp.response(200, GroupSchema)
     def get(self, group_id: int) -> Group:
@@ -52,7 +52,7 @@ class GroupById(AuthedView):
         service.delete_group(session(), current_access(), group_id)
 
 
-@blp.route("/<int:group_id>/members")
+@blp.route("/<id:group_id>/members")
 class GroupMembers(AuthedView):
     @blp.response(200, GroupMemberSchema(many=True))
     @blp.paginate()
@@ -66,14 +66,14 @@ class GroupMembers(AuthedView):
         return service.add_group_member(session(), current_access(), group_id, args["username"])
 
 
-@blp.route("/<int:group_id>/members/<int:user_id>")
+@blp.route("/<id:group_id>/members/<id:user_id>")
 class GroupMemberById(AuthedView):
     @blp.response(204)
     def delete(self, group_id: int, user_id: int) -> None:
         service.remove_group_member(session(), current_access(), group_id, user_id)
 
 
-@blp.route("/<int:group_id>/grants")
+@blp.route("/<id:group_id>/grants")
 class Grants(AuthedView):
     @blp.response(200, GrantSchema(many=True))
     @blp.paginate()
@@ -90,7 +90,7 @@ class Grants(AuthedView):
         )
 
 
-@blp.route("/<int:group_id>/grants/<int:project_id>")
+@blp.route("/<id:group_id>/grants/<id:project_id>")
 class GrantById(AuthedView):
     @blp.response(204)
     def delete(self, group_id: int, project_id: int) -> None:

@@ -34,7 +34,7 @@ def projects() -> str:
     return render_template("tenancy/projects.html", projects=rows, access=access)
 
 
-@bp.route("/projects/<int:project_id>", methods=["GET", "POST"])
+@bp.route("/projects/<id:project_id>", methods=["GET", "POST"])
 @login_required
 def project(project_id: int) -> str | Response | tuple[str, int]:
     access = current_access()
@@ -64,7 +64,7 @@ def project(project_id: int) -> str | Response | tuple[str, int]:
     return page, status
 
 
-@bp.route("/projects/<int:project_id>/members/<int:user_id>/remove", methods=["POST"])
+@bp.route("/projects/<id:project_id>/members/<id:user_id>/remove", methods=["POST"])
 @login_required
 def remove_member(project_id: int, user_id: int) -> Response:
     members.remove_member(session(), current_access(), project_id, user_id)

@@ -3,7 +3,7 @@ from __future__ import annotations
 from marshmallow import Schema, fields
 
 from portal.identity.schemas import UserSchema
-from portal.schemas import name, text
+from portal.schemas import ident, name, text
 
 
 class DomainSchema(Schema):
@@ -18,7 +18,7 @@ class DomainUpdateSchema(Schema):
 
 class ProjectSchema(Schema):
     id = fields.Integer(dump_only=True)
-    domain_id = fields.Integer(required=True, strict=True)
+    domain_id = ident(required=True)
     name = name(32)
     description = text(255)
     qos = text(255, metadata={"description": "QOS members may use, default first"})
@@ -30,19 +30,19 @@ class ProjectUpdateSchema(Schema):
 
 
 class ProjectQuerySchema(Schema):
-    domain_id = fields.Integer()
+    domain_id = ident(query=True)
 
 
 class MemberSchema(Schema):
     id = fields.Integer(dump_only=True)
     project_id = fields.Integer(dump_only=True)
     user = fields.Nested(UserSchema, dump_only=True)
-    role_id = fields.Integer(required=True, strict=True)
+    role_id = ident(required=True)
     username = text(32, required=True, load_only=True)
 
 
 class MemberUpdateSchema(Schema):
-    role_id = fields.Integer(required=True, strict=True)
+    role_id = ident(required=True)
 
 
 class AdminSchema(Schema):
@@ -54,7 +54,7 @@ class AdminSchema(Schema):
 
 class GroupSchema(Schema):
     id = fields.Integer(dump_only=True)
-    domain_id = fields.Integer(required=True, strict=True)
+    domain_id = ident(required=True)
     name = name(64)
     description = text(255)
 
@@ -65,7 +65,7 @@ class GroupUpdateSchema(Schema):
 
 
 class GroupQuerySchema(Schema):
-    domain_id = fields.Integer()
+    domain_id = ident(query=True)
 
 
 class GroupMemberSchema(Schema):
@@ -74,5 +74,5 @@ class GroupMemberSchema(Schema):
 
 
 class GrantSchema(Schema):
-    project_id = fields.Integer(required=True, strict=True)
-    role_id = fields.Integer(required=True, strict=True)
+    project_id = ident(required=True)
+    role_id = ident(required=True)

@@ -41,7 +41,7 @@ class Domains(AuthedView):
         return service.create_domain(session(), current_access(), args)
 
 
-@domains.route("/<int:domain_id>")
+@domains.route("/<id:domain_id>")
 class DomainById(AuthedView):
     @domains.response(200, DomainSchema)
     def get(self, domain_id: int) -> Domain:
@@ -57,7 +57,7 @@ class DomainById(AuthedView):
         service.delete_domain(session(), current_access(), domain_id)
 
 
-@domains.route("/<int:domain_id>/admins")
+@domains.route("/<id:domain_id>/admins")
 class DomainAdmins(AuthedView):
     @domains.response(200, AdminSchema(many=True))
     @domains.paginate()
@@ -71,7 +71,7 @@ class DomainAdmins(AuthedView):
         return members.add_admin(session(), current_access(), domain_id, args["username"])
 
 
-@domains.route("/<int:domain_id>/admins/<int:user_id>")
+@domains.route("/<id:domain_id>/admins/<id:user_id>")
 class DomainAdminById(AuthedView):
     @domains.response(204)
     def delete(self, domain_id: int, user_id: int) -> None:
@@ -94,7 +94,7 @@ class Projects(AuthedView):
         return service.create_project(session(), current_access(), args)
 
 
-@projects.route("/<int:project_id>")
+@projects.route("/<id:project_id>")
 class ProjectById(AuthedView):
     @projects.response(200, ProjectSchema)
     def get(self, project_id: int) -> Project:
@@ -110,7 +110,7 @@ class ProjectById(AuthedView):
         service.delete_project(session(), current_access(), project_id)
 
 
-@projects.route("/<int:project_id>/members")
+@projects.route("/<id:project_id>/members")
 class Members(AuthedView):
     @projects.response(200, MemberSchema(many=True))
     @projects.paginate()
@@ -126,7 +126,7 @@ class Members(AuthedView):
         )
 
 
-@projects.route("/<int:project_id>/members/<int:user_id>")
+@projects.route("/<id:project_id>/members/<id:user_id>")
 class MemberById(AuthedView):
     @projects.arguments(MemberUpdateSchema)
     @projects.response(200, MemberSchema)
