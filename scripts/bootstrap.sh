@@ -8,6 +8,7 @@ PACKAGES=(
   mariadb-server mariadb-client
   lua5.1 lua-posix
   openmpi-bin
+  postgresql chromium
   python3-venv util-linux passwd
 )
 
