@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from flask import Blueprint, flash, redirect, render_template, request, url_for
@@ -50,10 +51,11 @@ def index() -> str:
         filters["project_id"] = int(request.args["project_id"])
     page = max(1, request.args.get("page", 1, type=int) or 1)
     error = None
+    jobs: Sequence[service.JobView] = []
     try:
         jobs = service.list_jobs(session(), current_access(), slurm(), filters)
     except DomainError as exc:
-        jobs, error = [], exc.message
+        error = exc.message
     pages = max(1, -(-len(jobs) // PAGE))
     shown = jobs[(page - 1) * PAGE : page * PAGE]
     return render_template(

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from operator import attrgetter
+from typing import Any, overload
 
 from flask import current_app
 from sqlalchemy import select
@@ -176,27 +177,51 @@ def _visible(access: Access, job: Job, project: Project | None) -> bool:
     return project is not None and Perm.JOBS_READ_ALL in access.on_project(project)
 
 
+class JobList(Sequence[JobView]):
+    """Visible jobs, newest first; a :class:`JobView` is made only for what is looked at, so
+    a page of a 100,000-job queue costs the page, not the queue."""
+
+    def __init__(self, jobs: list[Job], project_ids: Mapping[str, int]) -> None:
+        self._jobs = jobs
+        self._ids = project_ids
+
+    def __len__(self) -> int:
+        return len(self._jobs)
+
+    @overload
+    def __getitem__(self, index: int) -> JobView: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[JobView]: ...
+    def __getitem__(self, index: int | slice) -> JobView | list[JobView]:
+        if isinstance(index, slice):
+            return [JobView(j, self._ids.get(j.account)) for j in self._jobs[index]]
+        job = self._jobs[index]
+        return JobView(job, self._ids.get(job.account))
+
+
 def list_jobs(
     session: Session, access: Access, port: SlurmPort, filters: Mapping[str, Any]
-) -> list[JobView]:
+) -> JobList:
     try:
         jobs = port.jobs()
     except SlurmError as exc:
         raise _slurm_call("queue", exc) from exc
     projects = _projects_by_account(session)
-    out = []
-    for job in sorted(jobs, key=lambda j: j.job_id, reverse=True):
-        project = projects.get(job.account)
-        if not _visible(access, job, project):
-            continue
-        if filters.get("project_id") and (project is None or project.id != filters["project_id"]):
-            continue
-        if filters.get("state") and job.state.value != filters["state"]:
-            continue
-        if filters.get("user") and job.user != filters["user"]:
-            continue
-        out.append(JobView(job, project.id if project else None))
-    return out
+    if access.platform_admin:
+        seen = list(jobs)
+    else:
+        readable = {n for n, p in projects.items() if Perm.JOBS_READ_ALL in access.on_project(p)}
+        me = access.username
+        seen = [j for j in jobs if j.user == me or j.account in readable]
+    if filters.get("project_id"):
+        names = {n for n, p in projects.items() if p.id == filters["project_id"]}
+        seen = [j for j in seen if j.account in names]
+    if filters.get("state"):
+        seen = [j for j in seen if j.state.value == filters["state"]]
+    if filters.get("user"):
+        seen = [j for j in seen if j.user == filters["user"]]
+    seen.sort(key=attrgetter("job_id"), reverse=True)
+    return JobList(seen, {n: p.id for n, p in projects.items()})
 
 
 def get_job(session: Session, access: Access, port: SlurmPort, job_id: int) -> JobView:
