@@ -95,3 +95,67 @@ def test_quota_and_sync_pages_for_the_admin(env: Env) -> None:
     )
     assert r.status_code == 302
     assert "gpus" in client.get("/audit").get_data(as_text=True)
+
+
+def test_manager_adds_and_removes_members_on_the_project_page(env: Env) -> None:
+    client = login(env, "carol")
+    cs101 = env.world.projects["cs101"]
+    page = client.get(f"/projects/{cs101}").get_data(as_text=True)
+    assert "Add a member" in page
+    r = client.post(
+        f"/projects/{cs101}",
+        data={
+            "csrf_token": csrf_of(page),
+            "username": "ghost",
+            "role_id": env.world.roles["member"],
+        },
+    )
+    assert r.status_code == 404
+    assert "no user" in r.get_data(as_text=True)
+    r = client.post(
+        f"/projects/{cs101}",
+        data={
+            "csrf_token": csrf_of(page),
+            "username": "nobody",
+            "role_id": env.world.roles["member"],
+        },
+    )
+    assert r.status_code == 302
+    page = client.get(f"/projects/{cs101}").get_data(as_text=True)
+    assert "nobody" in page
+    nobody = env.world.users["nobody"]
+    r = client.post(
+        f"/projects/{cs101}/members/{nobody}/remove", data={"csrf_token": csrf_of(page)}
+    )
+    assert r.status_code == 302
+    assert "nobody" not in client.get(f"/projects/{cs101}").get_data(as_text=True)
+    # a plain member sees the members but no form, and cannot remove anyone
+    dave = login(env, "dave")
+    page = dave.get(f"/projects/{cs101}").get_data(as_text=True)
+    assert "Add a member" not in page
+    r = dave.post(
+        f"/projects/{cs101}/members/{env.world.users['carol']}/remove",
+        data={"csrf_token": csrf_of(page)},
+    )
+    assert r.status_code == 403
+
+
+def test_page_writes_need_the_csrf_token(env: Env) -> None:
+    client = login(env, "carol")
+    cs101, dave = env.world.projects["cs101"], env.world.users["dave"]
+    r = client.post(f"/projects/{cs101}/members/{dave}/remove")
+    assert r.status_code == 400
+    assert "dave" in client.get(f"/projects/{cs101}").get_data(as_text=True)
+
+
+def test_domain_admin_reads_the_audit_page_of_their_domain(env: Env) -> None:
+    env.api("erin").patch(
+        f"/api/v1/projects/{env.world.projects['nlp']}", json={"description": "changed"}
+    )
+    env.api("tina").patch(
+        f"/api/v1/projects/{env.world.projects['cs101']}", json={"description": "changed too"}
+    )
+    page = login(env, "erin").get("/audit?action_prefix=project").get_data(as_text=True)
+    assert "project.update" in page
+    assert "changed too" not in page
+    assert "changed" in page
