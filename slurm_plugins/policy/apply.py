@@ -102,12 +102,15 @@ def apply(
         "requeue-hold", _ids(plan, Action.REQUEUE_HOLD), lambda ids: client.requeue(ids, hold=True)
     )
     w.batch("cancel", _ids(plan, Action.CANCEL), client.cancel)
+    by_weight: dict[int, list[str]] = {}
     for nw in plan.node_weights:
+        by_weight.setdefault(nw.weight, []).append(nw.node)
+    for weight, nodes in sorted(by_weight.items()):  # one call per distinct weight
         result.calls += 1
         try:
-            client.update_node(nw.node, weight=nw.weight)
+            client.update_node(",".join(sorted(nodes)), weight=weight)
         except SlurmError as exc:
-            result.errors.append(f"weight {nw.node}: {exc}")
+            result.errors.append(f"weight {','.join(nodes)}: {exc}")
     if notifier is not None:
         for note in plan.notifications:
             notifier.send(note)
@@ -137,12 +140,12 @@ def _after(plan: Plan, failed: Mapping[int, str]) -> DaemonState:
     s = plan.state
     if not failed:
         return s
-    signals = {k for k in failed.values() if k.startswith("signal")}
+    # a failed checkpoint signal still counts as sent: the requeue follows after the delay
+    # all the same, so a job that cannot be signalled is not signalled forever
     return replace(
         s,
         holds=_keep(s.holds, failed, {"hold", "requeue-hold"}),
         site_factors=_keep(s.site_factors, failed, {"update"}),
-        signalled=_keep(s.signalled, failed, signals),
         requeued=_keep(s.requeued, failed, {"requeue", "requeue-hold"}),
     )
 

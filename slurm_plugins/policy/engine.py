@@ -83,12 +83,14 @@ def plan(
     """The changes the configured policies want; pure (same input, same plan)."""
     pols = list(policies) if policies is not None else build_policies(config)
     ctx = Context(snapshot, select=config.select)
-    chooser = next((p.chooser for _, p in pols if hasattr(p, "chooser")), first_fit)
-    cycle = Cycle(ClusterView(snapshot.nodes, ctx.running), chooser)
+    cycle = Cycle(ClusterView(snapshot.nodes, ctx.running), first_fit)
     reasons: dict[int, list[str]] = {}
 
     scores = _scores(ctx, pols)
-    order = sorted(ctx.pending, key=lambda j: (-scores[j.job_id][0], j.submit, j.job_id))
+    site = _site_factors(ctx, config, scores)
+    # Order by the SiteFactor Slurm will hold (the one we keep within the dead band), so the
+    # queue order, and every decision taken along it, only moves when that is rewritten.
+    order = sorted(ctx.pending, key=lambda j: (-site[j.job_id][0], j.submit, j.job_id))
     verdicts = _admit(order, ctx, cycle, pols, config.lookahead)
     actions = _merge_actions(
         a for _, p in pols if p.implements("victims") for a in p.victims(ctx, cycle)
@@ -96,7 +98,7 @@ def plan(
     weights = [w for _, p in pols if p.implements("nodes") for w in p.nodes(ctx, cycle)]
 
     changes, holds, releases = _job_diff(
-        ctx, config, order, scores=scores, verdicts=verdicts, pols=pols, reasons=reasons
+        ctx, order, scores=scores, site=site, verdicts=verdicts, pols=pols, reasons=reasons
     )
     for a in actions:
         reasons.setdefault(a.job_id, []).append(a.reason)
@@ -226,12 +228,29 @@ def _merge_actions(actions: Iterable[JobAction]) -> list[JobAction]:
     ]
 
 
+def _site_factors(
+    ctx: Context, config: EngineConfig, scores: Scores
+) -> dict[int, tuple[int, bool]]:
+    """Per job: the SiteFactor it will have, and whether that must be written."""
+    scale, band = config.site_factor_scale, config.site_factor_deadband
+    last_set = ctx.state.site_factors
+    out = {}
+    for jid, (score, _) in scores.items():
+        want = round(score * scale)
+        last = last_set.get(jid)
+        if last is None or abs(want - last) > band:
+            out[jid] = (want, True)
+        else:
+            out[jid] = (last, False)
+    return out
+
+
 def _job_diff(
     ctx: Context,
-    config: EngineConfig,
     order: Sequence[JobInfo],
     *,
     scores: Scores,
+    site: Mapping[int, tuple[int, bool]],
     verdicts: Mapping[int, Verdict],
     pols: Sequence[tuple[PolicyConfig, Policy]],
     reasons: dict[int, list[str]],
@@ -239,16 +258,13 @@ def _job_diff(
     state = ctx.state
     scorers = _scorers(pols)
     changes, holds, releases = [], [], []
-    scale, band = config.site_factor_scale, config.site_factor_deadband
     for job in order:
         jid = job.job_id
         v = verdicts[jid]
         if v.reason:
             reasons.setdefault(jid, []).append(v.reason)
         score, parts = scores[jid]
-        want_sf = round(score * scale)
-        last = state.site_factors.get(jid)
-        stale = last is None or abs(want_sf - last) > band
+        want_sf, stale = site[jid]
         sf = want_sf if scorers and stale else None
         exc, req = _steer(job, v, state)
         if sf is not None or exc is not None or req is not None:

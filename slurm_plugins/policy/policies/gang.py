@@ -52,6 +52,12 @@ class Group:
         return self.key[1]
 
 
+def not_eligible(job: JobInfo) -> bool:
+    """Waiting for a dependency or a begin time. A held job shows its hold as the reason,
+    so its dependency string is read too (``afterok:53(unfulfilled)``)."""
+    return any(r in job.reason for r in _NOT_NOW) or "unfulfilled" in job.dependency
+
+
 @register
 class Gang(Policy):
     name = "gang"
@@ -129,9 +135,10 @@ class Gang(Policy):
             return admit(f"{tag}: all {len(g.running)} members running")
         if len(g.members) < g.size:
             return hold(f"{tag}: {len(g.members)} of {g.size} members queued")
-        blocked = [j for j in g.pending if any(r in j.reason for r in _NOT_NOW)]
+        blocked = [j for j in g.pending if not_eligible(j)]
         if blocked:
-            return hold(f"{tag}: member {blocked[0].job_id} is not eligible ({blocked[0].reason})")
+            why = blocked[0].reason if blocked[0].reason in _NOT_NOW else "Dependency"
+            return hold(f"{tag}: member {blocked[0].job_id} is not eligible yet ({why})")
         placed = self._reserve_all(g.pending, cycle)
         if placed is None:
             return hold(f"{tag}: the {g.size} members cannot all start now")

@@ -123,6 +123,10 @@ class Placement(Policy):
         cands = cycle.view.candidates(replace_required(job), exclude=exclude)
         if not cands:
             return None
+        pinned = set(job.required_nodes) if job.job_id in ctx.state.base_req else set()
+        kept = [c for c in cands if c.name in pinned]
+        if kept:  # our pin still fits: keep it rather than chase small score changes
+            return Verdict(reason=f"placement: {kept[0].name} (kept)", pin=(kept[0].name,))
         views = [self._view(c) for c in _tightest(cands, job, self.max_candidates)]
         spg = cands[0].spg
         d = decide(request_of(job, spg), views, self.scorer, self.workload(ctx))

@@ -35,8 +35,8 @@ AA = {"anti_affinity": "web"}
         ),
         pytest.param(
             [job(1, shards=4, labels=AA), job(2, shards=4, labels=AA)],
-            {1: "gpu2", 2: "gpu1"},
-            id="two-pending-spread",
+            {},
+            id="two-pending-one-at-a-time",
         ),
         pytest.param(
             [
@@ -63,14 +63,39 @@ def test_anti_affinity(jobs: list, expected_exc: dict[int, str]) -> None:
     assert got == expected_exc
 
 
-def test_anti_affinity_members_held_by_user_are_released_with_their_exclusions() -> None:
-    jobs = [
-        job(1, shards=4, labels=AA, held=True, reason="JobHeldUser"),
-        job(2, shards=4, labels=AA, held=True, reason="JobHeldUser"),
-    ]
-    p = run(snap(jobs, [gpu_node("gpu1"), gpu_node("gpu2")]), "affinity")
+def test_anti_affinity_members_start_one_at_a_time_with_exclusions() -> None:
+    held = {"held": True, "reason": "JobHeldUser"}
+    jobs = [job(1, shards=4, labels=AA, **held), job(2, shards=4, labels=AA, **held)]  # type: ignore[arg-type]
+    nodes = [gpu_node("gpu1"), gpu_node("gpu2")]
+    p = run(snap(jobs, nodes), "affinity")
+    assert released_ids(p) == {1}
+    assert "anti-affinity web: waiting for member 1 to start first" in p.reasons[2][0]
+    # member 1 runs on gpu1: member 2 is released, kept off gpu1
+    s2 = snap([running(1, "gpu1", shards=4, labels=AA), jobs[1]], nodes, state=p.state)
+    p2 = run(s2, "affinity")
+    assert released_ids(p2) == {2}
+    assert {c.job_id: c.exc_nodes for c in p2.job_changes} == {2: "gpu1"}
+
+
+def test_anti_affinity_gang_members_are_spread_at_once() -> None:
+    labels = {**AA, "gang": "g", "gang_size": "2"}
+    jobs = [job(1, shards=4, labels=labels, held=True), job(2, shards=4, labels=labels, held=True)]
+    p = run(snap(jobs, [gpu_node("gpu1"), gpu_node("gpu2")]), "affinity", "gang")
     assert released_ids(p) == {1, 2}
     assert {c.job_id: c.exc_nodes for c in p.job_changes} == {1: "gpu2", 2: "gpu1"}
+
+
+def test_members_that_met_anyway_are_pulled_apart_while_young() -> None:
+    nodes = [gpu_node("gpu1"), gpu_node("gpu2")]
+    jobs = [
+        running(1, "gpu1", shards=4, labels=AA, start=NOW - 100),
+        running(2, "gpu1", shards=4, labels=AA, start=NOW - 50),
+    ]
+    p = run(snap(jobs, nodes), "affinity")
+    assert [(a.job_id, a.action) for a in p.actions] == [(2, Action.REQUEUE)]
+    assert "shares gpu1 with member 1" in p.actions[0].reason
+    old = [replace(j, start=NOW - 3600) for j in jobs]
+    assert run(snap(old, nodes), "affinity").actions == ()
 
 
 def test_anti_affinity_exclusion_is_not_rewritten_every_cycle() -> None:
@@ -356,4 +381,4 @@ def test_everything_together_is_still_deterministic() -> None:
         "placement",
     ]
     assert run(s, *names) == run(s, *names)
-    assert held_ids(run(s, *names)) == set()
+    assert held_ids(run(s, *names)) <= {j.job_id for j in jobs if j.labels}
