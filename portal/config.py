@@ -50,6 +50,7 @@ DEFAULTS: dict[str, Any] = {
     "SLURM_REST_URL": None,  # e.g. http://127.0.0.1:6820
     "SLURM_JWT_KEY_FILE": None,  # the cluster's jwt key, readable only by the portal's user
     "SLURM_TIMEOUT": 30.0,
+    "SLURM_CACHE_SECONDS": 2.0,  # queue and node reads shared by all pages for this long
     "SLURM": None,  # a ready SlurmPort (tests); else built from the settings above
     "JOB_WORKDIR": "/tmp",  # working directory of portal-submitted jobs; "{user}" is replaced
     "JOB_OUTPUT": "slurm-%j.out",

@@ -8,9 +8,11 @@ the ``SLURM`` setting.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from flask import current_app
 
@@ -20,6 +22,8 @@ from slurm_plugins.client import accounts as account_diff
 from slurm_plugins.client.models import Association, Job, JobState, Node
 from slurm_plugins.client.rest import RestClient, read_key
 from slurm_plugins.client.specs import AccountSpec, UserSpec
+
+T = TypeVar("T")
 
 
 class SlurmPort(Protocol):
@@ -43,11 +47,35 @@ class ClusterSlurm:
         rest_url: str | None,
         key_file: str | None,
         timeout: float = 30.0,
+        *,
+        cache_seconds: float = 0.0,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.client = client
         self.rest_url = rest_url
         self.key_file = key_file
         self.timeout = timeout
+        # one squeue/sinfo per interval however many pages ask; writes through the portal
+        # drop the cached queue so their effect shows at once
+        self.cache_seconds = cache_seconds
+        self._clock = clock
+        self._cache: dict[str, tuple[float, Any]] = {}
+        self._lock = threading.Lock()
+
+    def _cached(self, key: str, read: Callable[[], list[T]]) -> list[T]:
+        if self.cache_seconds <= 0:
+            return read()
+        with self._lock:
+            hit = self._cache.get(key)
+            if hit is not None and self._clock() - hit[0] < self.cache_seconds:
+                return list(hit[1])
+            value = read()
+            self._cache[key] = (self._clock(), value)
+            return list(value)
+
+    def _forget_queue(self) -> None:
+        with self._lock:
+            self._cache.pop("jobs", None)
 
     def _rest(self, user: str) -> RestClient:
         if not self.rest_url or not self.key_file:
@@ -56,7 +84,7 @@ class ClusterSlurm:
         return RestClient(self.rest_url, user, key=key, timeout=self.timeout)
 
     def jobs(self) -> list[Job]:
-        return self.client.jobs()
+        return self._cached("jobs", self.client.jobs)
 
     def job(self, job_id: int) -> Job | None:
         try:
@@ -86,7 +114,7 @@ class ClusterSlurm:
         return None
 
     def nodes(self) -> list[Node]:
-        return self.client.nodes()
+        return self._cached("nodes", self.client.nodes)
 
     def associations(self) -> list[Association]:
         return self.client.associations()
@@ -103,14 +131,18 @@ class ClusterSlurm:
 
     def submit_as(self, user: str, script: str, props: Mapping[str, Any]) -> int:
         with self._rest(user) as rest:
-            return rest.submit(script, props)
+            job_id = rest.submit(script, props)
+        self._forget_queue()
+        return job_id
 
     def cancel_as(self, user: str, job_id: int) -> None:
         with self._rest(user) as rest:
             rest.cancel(job_id)
+        self._forget_queue()
 
     def cancel(self, job_id: int) -> None:
         self.client.cancel([job_id])
+        self._forget_queue()
 
 
 def slurm() -> SlurmPort:
@@ -123,6 +155,7 @@ def slurm() -> SlurmPort:
             cfg["SLURM_REST_URL"],
             cfg["SLURM_JWT_KEY_FILE"],
             timeout=float(cfg["SLURM_TIMEOUT"]),
+            cache_seconds=float(cfg["SLURM_CACHE_SECONDS"]),
         )
         current_app.extensions["aipool.slurm"] = port
     return port
