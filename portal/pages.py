@@ -34,9 +34,10 @@ def register_pages(app: Flask) -> None:
     from portal.jobs.pages import bp as jobs
     from portal.nodes.pages import bp as nodes
     from portal.quotas.pages import bp as quotas
+    from portal.tenancy.admin_pages import bp as tenancy_admin
     from portal.tenancy.pages import bp as tenancy
 
-    for bp in (identity, dashboard, tenancy, quotas, jobs, nodes, audit):
+    for bp in (identity, dashboard, tenancy, tenancy_admin, quotas, jobs, nodes, audit):
         app.register_blueprint(bp)
 
     @app.context_processor

@@ -159,3 +159,54 @@ def test_domain_admin_reads_the_audit_page_of_their_domain(env: Env) -> None:
     assert "project.update" in page
     assert "changed too" not in page
     assert "changed" in page
+
+
+def test_domain_admin_pages_create_projects_groups_and_grants(env: Env) -> None:
+    client = login(env, "erin")
+    page = client.get("/domains").get_data(as_text=True)
+    assert "research" in page
+    assert "teaching" not in page
+    assert "New domain" not in page  # platform admins only
+    research = env.world.domains["research"]
+    r = client.post(
+        f"/domains/{research}/projects",
+        data={"csrf_token": csrf_of(page), "name": "speech", "description": "Speech", "qos": ""},
+    )
+    assert r.status_code == 302
+    assert "speech" in client.get("/domains").get_data(as_text=True)
+    r = client.post(
+        f"/domains/{env.world.domains['teaching']}/projects",
+        data={"csrf_token": csrf_of(page), "name": "sneaky"},
+    )
+    assert "not found" in client.get("/domains").get_data(as_text=True)
+    page = client.get("/groups").get_data(as_text=True)
+    assert "nlp-readers" in page
+    r = client.post(
+        "/groups/new",
+        data={"csrf_token": csrf_of(page), "domain_id": research, "name": "asr", "description": ""},
+    )
+    assert r.status_code == 302
+    api = env.api("admin")
+    group = next(g for g in api.get("/api/v1/groups").json if g["name"] == "asr")
+    client.post(
+        f"/groups/{group['id']}/members", data={"csrf_token": csrf_of(page), "username": "nobody"}
+    )
+    client.post(
+        f"/groups/{group['id']}/grants",
+        data={
+            "csrf_token": csrf_of(page),
+            "project_id": env.world.projects["vision"],
+            "role_id": env.world.roles["member"],
+        },
+    )
+    names = {p["name"] for p in env.api("nobody").get("/api/v1/projects").json}
+    assert names == {"vision"}
+    assert "sneaky" not in {p["name"] for p in api.get("/api/v1/projects?page_size=50").json}
+
+
+def test_plain_members_see_no_admin_pages_of_others(env: Env) -> None:
+    client = login(env, "bob")
+    assert "Groups" not in client.get("/").get_data(as_text=True)
+    assert "nlp-readers" not in client.get("/groups").get_data(as_text=True)
+    page = client.get("/domains").get_data(as_text=True)
+    assert "New project" not in page
