@@ -1,4 +1,5 @@
 import logging
+from typing import Any
 
 from alembic import context
 from flask import current_app
@@ -12,12 +13,13 @@ config = context.config
 logger = logging.getLogger("alembic.env")
 
 
-def get_engine():
+def get_engine() -> Any:
     return current_app.extensions["migrate"].db.engine
 
 
-def get_engine_url():
-    return get_engine().url.render_as_string(hide_password=False).replace("%", "%%")
+def get_engine_url() -> str:
+    url: str = get_engine().url.render_as_string(hide_password=False)
+    return url.replace("%", "%%")
 
 
 # add your model's MetaData object here
@@ -33,13 +35,13 @@ target_db = current_app.extensions["migrate"].db
 # ... etc.
 
 
-def get_metadata():
+def get_metadata() -> Any:
     if hasattr(target_db, "metadatas"):
         return target_db.metadatas[None]
     return target_db.metadata
 
 
-def run_migrations_offline():
+def run_migrations_offline() -> None:
     """Run migrations in 'offline' mode.
 
     This configures the context with just a URL
@@ -58,7 +60,7 @@ def run_migrations_offline():
         context.run_migrations()
 
 
-def run_migrations_online():
+def run_migrations_online() -> None:
     """Run migrations in 'online' mode.
 
     In this scenario we need to create an Engine
@@ -69,7 +71,7 @@ def run_migrations_online():
     # this callback is used to prevent an auto-migration from being generated
     # when there are no changes to the schema
     # reference: http://alembic.zzzcomputing.com/en/latest/cookbook.html
-    def process_revision_directives(context, revision, directives):
+    def process_revision_directives(context: Any, revision: Any, directives: list[Any]) -> None:
         if getattr(config.cmd_opts, "autogenerate", False):
             script = directives[0]
             if script.upgrade_ops.is_empty():
