@@ -195,7 +195,31 @@ def _admit(
         ):
             reserved += 1
             cycle.view.place(job, exclude=exclude, require=pin, choose=cycle.chooser)
-    return out
+    return _together(out, order, cycle)
+
+
+def _together(
+    verdicts: dict[int, Verdict], order: Sequence[JobInfo], cycle: Cycle
+) -> dict[int, Verdict]:
+    """Members of one gang share one fate: if any policy holds one, all stay held (a
+    gang admitted by room but one member held for quota would otherwise start in part)."""
+    groups: dict[tuple[str, str], list[JobInfo]] = {}
+    for j in order:
+        if "gang" in j.labels:
+            groups.setdefault((j.user, j.labels["gang"]), []).append(j)
+    for (_, name), members in groups.items():
+        held = [m for m in members if verdicts[m.job_id].vote is Vote.HOLD]
+        if not held or len(held) == len(members):
+            continue
+        first = held[0]
+        why = f"gang {name}: member {first.job_id} is held ({verdicts[first.job_id].reason})"
+        for m in members:
+            v = verdicts[m.job_id]
+            if v.vote is not Vote.HOLD:
+                verdicts[m.job_id] = Verdict(Vote.HOLD, why, v.exclude, v.pin)
+                if m.job_id in cycle.view.placed:
+                    cycle.view.unreserve(m)
+    return verdicts
 
 
 def _decide(

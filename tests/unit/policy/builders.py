@@ -206,4 +206,6 @@ def apply_state(s: Snapshot, p: Plan, **changes: Any) -> Snapshot:
         if j.job_id in rel:
             j = replace(j, held=False, reason="")
         jobs.append(j)
-    return replace(s, jobs=tuple(jobs), state=p.state, **changes)
+    weights = {w.node: w.weight for w in p.node_weights}
+    nodes = tuple(replace(n, weight=weights.get(n.name, n.weight)) for n in s.nodes)
+    return replace(s, jobs=tuple(jobs), nodes=nodes, state=p.state, **changes)
