@@ -46,10 +46,17 @@ class Placer:
     scorer_calls: int = 0
     _cache: dict[Request, _Scores] = field(default_factory=dict)
 
-    def choose(self, request: Request) -> tuple[int, tuple[int, ...]] | None:
-        """Node index and cards for ``request`` (already on the cluster's grid), or None."""
+    def choose(
+        self, request: Request, allowed: npt.NDArray[np.bool_] | None = None
+    ) -> tuple[int, tuple[int, ...]] | None:
+        """Node index and cards for ``request`` (already on the cluster's grid), or None.
+
+        ``allowed`` masks the nodes the job may use at all (its node lists).
+        """
         cluster = self.cluster
         candidates = cluster.candidates(request)
+        if allowed is not None:
+            candidates = candidates[allowed[candidates]]
         if candidates.size == 0:
             return None
         cache = self._cache.get(request)
