@@ -93,10 +93,12 @@ def _mount() -> None:
     """The packages' own command groups, under one ``aipool``."""
     from gres.cli import cli as gres_cli
     from jobspec.cli import COMMANDS as job_commands
+    from portal.cli import portal
 
     main.add_command(gres_cli, name="gres")
     for command in job_commands:
         main.add_command(command)
+    main.add_command(portal)
 
 
 _mount()
