@@ -176,6 +176,20 @@ class Daemon:
         return out
 
     # ------------------------------------------------------------------ forever
+    def tick(self) -> float | None:
+        """One scheduled cycle that never raises for Slurm trouble (a controller restarting,
+        timeouts): it logs, and the next cycle tries again. Returns when to come back early
+        (a timed step due before the next interval), if ever."""
+        try:
+            report = self.cycle()
+        except SlurmError as exc:
+            log.error("cycle failed: %s", exc)
+            return None
+        wake = report.plan.wake_at if report else None
+        if wake is not None and wake - self.clock() < self.config.interval_s:
+            return wake
+        return None
+
     def run_forever(self) -> None:
         """Cycle every ``interval``; one at a time; until SIGINT/SIGTERM."""
         import signal
@@ -186,13 +200,8 @@ class Daemon:
         sched = BlockingScheduler(timezone="UTC")
 
         def tick() -> None:
-            try:
-                report = self.cycle()
-            except SlurmError as exc:  # controller down, timeouts: try again next time
-                log.error("cycle failed: %s", exc)
-                return
-            wake = report.plan.wake_at if report else None
-            if wake is not None and wake - self.clock() < self.config.interval_s:
+            wake = self.tick()
+            if wake is not None:
                 delay = max(wake - self.clock(), 0.5)
                 sched.add_job(
                     tick,
