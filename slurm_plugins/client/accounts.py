@@ -35,7 +35,7 @@ def account_commands(assocs: Sequence[Association], specs: Sequence[AccountSpec]
         if cur is None:
             lines.append(f"add account {spec.name} {kv(spec.attributes(new=True))}")
         elif not spec.matches(cur):
-            attrs = spec.attributes(new=False, previous=cur.grp_tres)
+            attrs = spec.attributes(new=False, previous=cur)
             lines.append(f"modify account where name={spec.name} set {kv(attrs)}")
     return lines
 
@@ -52,4 +52,30 @@ def user_commands(assocs: Sequence[Association], specs: Sequence[UserSpec]) -> l
                 f"modify user where name={spec.name} account={spec.account} "
                 f"set {kv(spec.attributes(new=False))}"
             )
+    return lines
+
+
+def removal_commands(
+    assocs: Sequence[Association],
+    *,
+    users: Sequence[tuple[str, str]] = (),
+    accounts: Sequence[str] = (),
+) -> list[str]:
+    """Delete user associations ``(user, account)`` first, then accounts, children first.
+
+    Only what exists is deleted, so running it twice sends nothing the second time.
+    """
+    have_users = {(a.user, a.account) for a in assocs if a.user}
+    parent = {a.account: a.parent for a in assocs if not a.user}
+    lines = [f"delete user where name={u} account={a}" for u, a in users if (u, a) in have_users]
+
+    def depth(name: str) -> int:
+        d, seen = 0, set()
+        while name in parent and parent[name] and name not in seen:
+            seen.add(name)
+            name, d = parent[name], d + 1
+        return d
+
+    doomed = sorted((a for a in set(accounts) if a in parent), key=lambda a: (-depth(a), a))
+    lines += [f"delete account where name={a}" for a in doomed]
     return lines

@@ -10,7 +10,8 @@ import logging
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from slurm_plugins.client import accounts, parse
+from slurm_plugins.client import accounts as accounts_mod
+from slurm_plugins.client import parse
 from slurm_plugins.client.errors import JobNotFound, SlurmError, SubmitRejected
 from slurm_plugins.client.models import AcctJob, Association, Job, Node, Partition, Qos
 from slurm_plugins.client.runner import Completed, Runner, SubprocessRunner
@@ -315,15 +316,22 @@ class SlurmClient:
 
     def ensure_qos(self, specs: Sequence[QosSpec]) -> list[str]:
         """Create or update QOS to match ``specs``; returns the sacctmgr commands sent."""
-        return self._sacctmgr(accounts.qos_commands(self.qos(), specs))
+        return self._sacctmgr(accounts_mod.qos_commands(self.qos(), specs))
 
     def ensure_accounts(self, specs: Sequence[AccountSpec]) -> list[str]:
         """Create or update accounts (parents before children); returns the commands sent."""
-        return self._sacctmgr(accounts.account_commands(self.associations(), specs))
+        return self._sacctmgr(accounts_mod.account_commands(self.associations(), specs))
 
     def ensure_users(self, specs: Sequence[UserSpec]) -> list[str]:
         """Create or update user associations (user + account); returns the commands sent."""
-        return self._sacctmgr(accounts.user_commands(self.associations(), specs))
+        return self._sacctmgr(accounts_mod.user_commands(self.associations(), specs))
+
+    def remove_associations(
+        self, *, users: Sequence[tuple[str, str]] = (), accounts: Sequence[str] = ()
+    ) -> list[str]:
+        """Delete ``(user, account)`` associations, then accounts (deepest first)."""
+        cmds = accounts_mod.removal_commands(self.associations(), users=users, accounts=accounts)
+        return self._sacctmgr(cmds)
 
     def _sacctmgr(self, lines: list[str]) -> list[str]:
         """Several commands in one sacctmgr process reading them on stdin, in order.

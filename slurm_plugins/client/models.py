@@ -345,6 +345,7 @@ class Association:
     qos: tuple[str, ...] = ()
     default_qos: str = ""
     grp_tres: Tres = field(default_factory=Tres)
+    grp_tres_mins: Tres = field(default_factory=Tres)
     max_tres_per_job: Tres = field(default_factory=Tres)
     shares: int | None = None
 

@@ -44,19 +44,28 @@ class AccountSpec:
     parent: str = "root"
     description: str = ""
     grp_tres: Mapping[str, int] = field(default_factory=dict)
+    grp_tres_mins: Mapping[str, int] = field(default_factory=dict)  # e.g. card-minutes
 
-    def attributes(self, *, new: bool, previous: Tres | None = None) -> dict[str, str]:
+    def attributes(self, *, new: bool, previous: Association | None = None) -> dict[str, str]:
         attrs = {
             "Parent": self.parent,
             "Description": self.description or self.name,
             "Organization": self.parent if self.parent != "root" else self.name,
         }
-        if self.grp_tres or not new:
-            attrs["GrpTRES"] = _tres_limits(self.grp_tres, previous)
+        if self.grp_tres or (previous and previous.grp_tres):
+            attrs["GrpTRES"] = _tres_limits(self.grp_tres, previous.grp_tres if previous else None)
+        if self.grp_tres_mins or (previous and previous.grp_tres_mins):
+            attrs["GrpTRESMins"] = _tres_limits(
+                self.grp_tres_mins, previous.grp_tres_mins if previous else None
+            )
         return attrs
 
     def matches(self, a: Association) -> bool:
-        return a.parent == self.parent and dict(a.grp_tres.counts) == dict(self.grp_tres)
+        return (
+            a.parent == self.parent
+            and dict(a.grp_tres.counts) == dict(self.grp_tres)
+            and dict(a.grp_tres_mins.counts) == dict(self.grp_tres_mins)
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -97,20 +97,8 @@ def portal(lab: Lab, tmp_path: Path) -> Iterator[Portal]:
 
 
 def _remove_test_accounts(client: SlurmClient) -> None:
-    """The client has no public delete yet: send sacctmgr lines through it."""
-    assocs = client.associations()
-    lines = [
-        f"delete user where name={a.user} account={a.account}"
-        for a in assocs
-        if a.user and a.account == PROJECT
-    ]
-    lines += [
-        f"delete account where name={n}"
-        for n in (PROJECT, DOMAIN)
-        if any(a.account == n and not a.user for a in assocs)
-    ]
-    if lines:
-        client._sacctmgr(lines)
+    users = [(a.user, a.account) for a in client.associations() if a.user and a.account == PROJECT]
+    client.remove_associations(users=users, accounts=[PROJECT, DOMAIN])
 
 
 def _submit(portal: Portal, user: str, project: str, **extra: Any) -> int:

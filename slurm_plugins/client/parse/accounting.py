@@ -121,7 +121,8 @@ def association(a: Doc) -> Association:
         partition=text(a.get("partition")),
         qos=word_list(a.get("qos")),
         default_qos=text(default.get("qos")),
-        grp_tres=tres_list(tres.get("total") or tres.get("group", {}).get("active")),
+        grp_tres=tres_list(tres.get("total") or (tres.get("group") or {}).get("active")),
+        grp_tres_mins=tres_list((tres.get("group") or {}).get("minutes")),
         max_tres_per_job=tres_list(per.get("job")),
         shares=num(a.get("shares_raw")),
     )

@@ -30,6 +30,7 @@ ASSOC_FIELDS = (
     "GrpTRES",
     "MaxTRES",
     "Share",
+    "GrpTRESMins",
 )
 QOS_FIELDS = (
     "Name",
@@ -69,6 +70,7 @@ def associations_parsable(text_: str) -> list[Association]:
             grp_tres=Tres.parse(r["GrpTRES"]),
             max_tres_per_job=Tres.parse(r["MaxTRES"]),
             shares=num(r["Share"]),
+            grp_tres_mins=Tres.parse(r["GrpTRESMins"]),
         )
         for r in _rows(text_, ASSOC_FIELDS)
     ]

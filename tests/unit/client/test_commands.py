@@ -179,3 +179,37 @@ def test_sacctmgr_changes_are_one_batch_and_skip_what_exists() -> None:
         "add account cv-3d Parent=cv Description=cv-3d Organization=cv\n",
         "add user alice Account=cv QOS=normal DefaultQOS=normal\n",
     ]
+
+
+def test_card_minute_limits_and_removals() -> None:
+    assoc = (Path(__file__).parents[2] / "data/slurm/22.05/sacctmgr_assoc.txt").read_text()
+    answers = {
+        ("sinfo", "--version"): ok("slurm-wlm 22.05.8\n"),
+        ("sacctmgr", "--noheader", "--parsable2", "show", "associations"): ok(assoc),
+        ("sacctmgr", "-i"): ok(),
+    }
+    c, r = client(answers)
+    limits = {"gres/gpu": 2}
+    # physics already has GrpTRES gres/gpu=2 and GrpTRESMins gres/gpu=6000: nothing to send
+    assert (
+        c.ensure_accounts(
+            [AccountSpec("physics", "root", grp_tres=limits, grp_tres_mins={"gres/gpu": 6000})]
+        )
+        == []
+    )
+    sent = c.ensure_accounts(
+        [AccountSpec("physics", "root", grp_tres=limits, grp_tres_mins={"gres/gpu": 9000})]
+    )
+    assert sent == [
+        "modify account where name=physics set Parent=root Description=physics "
+        "Organization=physics GrpTRES=gres/gpu=2 GrpTRESMins=gres/gpu=9000"
+    ]
+    removed = c.remove_associations(
+        users=[("carol", "cs101"), ("ghost", "cs101")], accounts=["teaching", "cs101", "nope"]
+    )
+    assert removed == [
+        "delete user where name=carol account=cs101",
+        "delete account where name=cs101",
+        "delete account where name=teaching",
+    ]
+    assert r.calls[-1][1] == "\n".join(removed) + "\n"
