@@ -7,17 +7,22 @@ runs the FGD paper's protocol on any node and task list in the Alibaba trace's C
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from contextlib import contextmanager
+from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 import click
 
 from gres.placement import SCORERS
 
 GRIDS = {"raw": 1000, "shards": 32}
+_CSV = click.Path(exists=True, dir_okay=False, path_type=Path)
 
 
 @click.group()
@@ -141,6 +146,224 @@ def fgd(  # noqa: PLR0917 - click passes every option as an argument
     else:
         click.echo(report.table(summaries))
         click.echo(f"\n{len(jobs)} runs in {elapsed:.1f} s wall")
+
+
+QUEUE_POLICIES = ("fifo", "fair", "priority", "capacity")
+
+
+@cli.command()
+@click.option("--nodes", "nodes_csv", type=_CSV, required=True, help="Node list CSV.")
+@click.option("--pods", "pods_csv", type=_CSV, required=True, help="Task list CSV with times.")
+@click.option(
+    "--policy",
+    "policies",
+    multiple=True,
+    type=click.Choice(QUEUE_POLICIES),
+    help="Queue policy set (repeat). Default: all four.",
+)
+@click.option(
+    "--load",
+    default=1.2,
+    show_default=True,
+    type=click.FloatRange(0.05, 20),
+    help="Offered GPU load as a multiple of the slice's GPUs.",
+)
+@click.option(
+    "--node-fraction",
+    default=0.1,
+    show_default=True,
+    type=click.FloatRange(0.001, 1.0),
+    help="Replay on every k-th node (k = 1/this).",
+)
+@click.option(
+    "--tenants",
+    "tenant_count",
+    default=4,
+    show_default=True,
+    type=click.IntRange(1, 1000),
+    help="Accounts the tasks are spread over.",
+)
+@click.option(
+    "--max-runtime-h",
+    default=24.0,
+    show_default=True,
+    type=click.FloatRange(0.01),
+    help="Partition time limit: runtimes are cut there.",
+)
+@click.option(
+    "--cycle",
+    "cycle_s",
+    default=60.0,
+    show_default=True,
+    type=click.FloatRange(0.01),
+    help="Policy daemon cycle (virtual seconds).",
+)
+@click.option(
+    "--placement",
+    default="aipool",
+    show_default=True,
+    type=click.Choice(sorted(SCORERS)),
+    help="Placement scorer for the node choice.",
+)
+@click.option(
+    "--jobs",
+    "workers",
+    type=click.IntRange(1, 256),
+    default=None,
+    help="Worker processes (default: CPU count).",
+)
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Write replay.json and replay.png here.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
+def replay(  # noqa: PLR0917 - click passes every option as an argument
+    nodes_csv: Path,
+    pods_csv: Path,
+    policies: tuple[str, ...],
+    load: float,
+    node_fraction: float,
+    tenant_count: int,
+    max_runtime_h: float,
+    cycle_s: float,
+    placement: str,
+    workers: int | None,
+    out_dir: Path | None,
+    as_json: bool,
+) -> None:
+    """Replay a task list with departures and queueing under the queue policies."""
+    from sim import report
+    from sim.replay import ReplaySetup, run_replay
+    from sim.trace import TraceError, load_nodes, load_tasks
+
+    setup = ReplaySetup(load, node_fraction, tenant_count, max_runtime_h * 3600, cycle_s, placement)
+    try:
+        nodes, tasks = load_nodes(nodes_csv), load_tasks(pods_csv)
+    except TraceError as exc:
+        raise click.ClickException(str(exc)) from exc
+    chosen = policies or QUEUE_POLICIES
+    try:
+        results = _parallel(run_replay, [(nodes, tasks, p, setup) for p in chosen], workers)
+    except TraceError as exc:
+        raise click.ClickException(str(exc)) from exc
+    data = {"pods": str(pods_csv), "setup": asdict(setup), "results": results}
+    if out_dir is not None:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        report.write_json(out_dir / "replay.json", data)
+        report.plot_replay(out_dir / "replay.png", results, f"replay of {pods_csv.stem}")
+    if as_json:
+        click.echo(json.dumps(data, indent=2))
+        return
+    click.echo(
+        "| policy | allocation while overloaded | overload (h) | jain (tenants) | requeued |"
+    )
+    click.echo("| --- | ---: | ---: | ---: | ---: |")
+    for r in results:
+        click.echo(
+            f"| {r['policy']} | {r['alloc_overload']:.2f} % | {r['overload_hours']:.2f} | "
+            f"{r['jain_tenants']:.3f} | {r['requeued']} |"
+        )
+
+
+@cli.command()
+@click.option(
+    "--policy",
+    "policies",
+    multiple=True,
+    type=click.Choice(QUEUE_POLICIES),
+    help="Queue policy set (repeat). Default: all four.",
+)
+@click.option(
+    "--cycle",
+    "cycle_s",
+    default=1.0,
+    show_default=True,
+    type=click.FloatRange(0.01),
+    help="Policy daemon cycle (virtual seconds).",
+)
+@click.option(
+    "--fraction",
+    default=1.0,
+    show_default=True,
+    type=click.FloatRange(0.001, 1.0),
+    help="Share of each workload class to generate (1 = the full scenario).",
+)
+@click.option(
+    "--jobs",
+    "workers",
+    type=click.IntRange(1, 256),
+    default=None,
+    help="Worker processes (default: CPU count).",
+)
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Write kueue.json and kueue.png here.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
+def kueue(  # noqa: PLR0917 - click passes every option as an argument
+    policies: tuple[str, ...],
+    cycle_s: float,
+    fraction: float,
+    workers: int | None,
+    out_dir: Path | None,
+    as_json: bool,
+) -> None:
+    """Kueue's baseline performance scenario (5 cohorts x 6 queues) in virtual time."""
+    from sim import report
+    from sim.kueue import KUEUE_REPORTED
+
+    chosen = policies or QUEUE_POLICIES
+    results = _parallel(_kueue_one, [(p, cycle_s, fraction) for p in chosen], workers)
+    data = {"kueue_reported": KUEUE_REPORTED, "cycle_s": cycle_s, "results": results}
+    if out_dir is not None:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        report.write_json(out_dir / "kueue.json", data)
+        report.plot_kueue(out_dir / "kueue.png", results, KUEUE_REPORTED)
+    if as_json:
+        click.echo(json.dumps(data, indent=2))
+        return
+    click.echo("| policy | queue usage | large (s) | medium (s) | small (s) | evictions |")
+    click.echo("| --- | ---: | ---: | ---: | ---: | ---: |")
+    k = KUEUE_REPORTED
+    click.echo(
+        f"| kueue (reported) | {k['min_usage']} % | {k['large']} | {k['medium']} | "
+        f"{k['small']} | - |"
+    )
+    for r in results:
+        click.echo(
+            f"| {r['policy']} | {r['min_usage']:.1f} % | {r['large']:.1f} | {r['medium']:.1f} | "
+            f"{r['small']:.1f} | {r['evictions']:.0f} |"
+        )
+
+
+def _kueue_one(policy: str, cycle_s: float, fraction: float) -> dict[str, Any]:
+    from sim.kueue import run_kueue
+
+    return run_kueue(policy, cycle_s=cycle_s, fraction=fraction)
+
+
+def _parallel(
+    fn: Callable[..., dict[str, Any]], calls: Sequence[tuple[Any, ...]], workers: int | None
+) -> list[dict[str, Any]]:
+    """``fn(*args)`` for each call, in processes when there are several; in call order."""
+    count = min(workers or os.cpu_count() or 1, len(calls))
+    with _progress(len(calls), "simulating") as advance:
+        if count <= 1:
+            out = []
+            for args in calls:
+                out.append(fn(*args))
+                advance()
+            return out
+        with ProcessPoolExecutor(count) as pool:
+            futures = [pool.submit(fn, *args) for args in calls]
+            for future in as_completed(futures):
+                future.result()
+                advance()
+            return [f.result() for f in futures]
 
 
 @contextmanager

@@ -137,3 +137,59 @@ def _pyplot() -> Any:
 
 def _r(value: float, digits: int = 2) -> float | None:
     return None if math.isnan(value) else round(value, digits)
+
+
+def plot_replay(path: Path, results: Sequence[Mapping[str, Any]], title: str) -> None:
+    """GPU allocation over time per queue policy, with the demand of the first run."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(10, 4.5))
+    for k, r in enumerate(results):
+        hours = [p[0] for p in r["series"]]
+        ax.plot(hours, [p[1] for p in r["series"]], label=f"{r['policy']} allocation", lw=1.2)
+        if k == 0:
+            ax.plot(hours, [p[2] for p in r["series"]], color="grey", ls=":", label="demand")
+    ax.axhline(100, color="black", lw=0.6)
+    ax.axhline(80, color="red", lw=0.6, ls="--", label="80 %")
+    ax.set_ylim(0, 250)
+    ax.set_xlabel("virtual time (h)")
+    ax.set_ylabel("% of the slice's GPUs")
+    ax.set_title(title)
+    ax.legend(fontsize=8, ncol=3)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def plot_kueue(
+    path: Path, results: Sequence[Mapping[str, Any]], reported: Mapping[str, float]
+) -> None:
+    """Mean time to admission per workload class and policy, next to Kueue's own."""
+    plt = _pyplot()
+    classes = ("large", "medium", "small")
+    rows = {"kueue (reported)": {c: reported[c] for c in classes}}
+    rows.update({r["policy"]: {c: r[c] for c in classes} for r in results})
+    fig, (ax, use) = plt.subplots(1, 2, figsize=(12, 4.2), width_ratios=(3, 2))
+    width = 0.8 / len(rows)
+    for k, (name, vals) in enumerate(rows.items()):
+        xs = [c + (k - (len(rows) - 1) / 2) * width for c in range(len(classes))]
+        bars = ax.bar(xs, [vals[c] for c in classes], width, label=name)
+        ax.bar_label(bars, fmt="%.1f", fontsize=7, padding=1)
+    ax.set_xticks(range(len(classes)), classes)
+    ax.set_ylabel("mean time to admission (s)")
+    ax.set_title("Kueue baseline scenario: waits")
+    ax.legend(fontsize=8)
+    names = list(rows)
+    usage = [reported["min_usage"]] + [r["min_usage"] for r in results]
+    bars = use.bar(names, usage, color=[f"C{k}" for k in range(len(names))])
+    use.bar_label(bars, fmt="%.1f", fontsize=8)
+    use.axhline(60, color="red", lw=0.8, ls="--")
+    use.set_ylim(0, 105)
+    use.set_ylabel("queue usage (% of nominal quota)")
+    use.set_title("usage")
+    use.tick_params(axis="x", labelrotation=20)
+    for axis in (ax, use):
+        axis.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
