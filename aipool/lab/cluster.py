@@ -9,10 +9,8 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import secrets
 import shutil
-import stat
 import subprocess
 import time
 from collections.abc import Callable
@@ -22,7 +20,7 @@ from typing import Any
 
 import httpx
 
-from aipool.lab import daemons, preflight
+from aipool.lab import daemons, host, preflight
 from aipool.lab.config import LabConfig
 from aipool.lab.daemons import LabError
 from aipool.lab.render import hostname_is_loopback, render_lab
@@ -41,7 +39,6 @@ _EXPECT = {
     "slurmctld": "slurmctld",
     "slurmrestd": "slurmrestd",
 }
-MUNGE_SOCKET = Path("/run/munge/munge.socket.2")
 log = logging.getLogger("aipool.lab")
 
 
@@ -122,7 +119,7 @@ class Lab:
         self._prepare_dirs(inv)
         ledger = self._ledger()
         changed = self._write_configs(inv)
-        created = _ensure_unix_users(tenants.unix_users)
+        created = host.ensure_unix_users(tenants.unix_users)
         ledger["users_created"] = sorted(set(ledger.get("users_created", [])) | set(created))
         self._save(ledger)
         report.step("configs, devices, users")
@@ -207,16 +204,16 @@ class Lab:
         cfg.jobs.mkdir(exist_ok=True)
         cfg.jobs.chmod(0o1777)
         shutil.chown(cfg.mysql, "mysql", "mysql")
-        _make_fake_devices(inv)
+        host.make_fake_devices(inv)
 
     def _write_configs(self, inv: Inventory) -> list[str]:
         """Render every config file; returns the names whose content changed."""
         cfg = self.cfg
         pw_file = cfg.etc / "db_password"
         if not pw_file.exists():
-            _write_private(pw_file, secrets.token_hex(16))
+            host.write_private(pw_file, secrets.token_hex(16))
         if not cfg.jwt_key.exists():
-            _write_private(cfg.jwt_key, secrets.token_bytes(32))
+            host.write_private(cfg.jwt_key, secrets.token_bytes(32))
         loopback = hostname_is_loopback()
         if not loopback:
             log.warning("host name does not resolve to 127.*: Slurm daemons bind to 0.0.0.0")
@@ -234,7 +231,7 @@ class Lab:
                 continue
             changed.append(name)
             if name == "slurmdbd.conf":
-                _write_private(path, text)  # slurmdbd refuses a world-readable config
+                host.write_private(path, text)  # slurmdbd refuses a world-readable config
             elif name in (HOOK_FILE, TABLE_FILE):
                 # slurmctld re-reads these by mtime while it runs: never show it half a file
                 replace_atomically(path, text.encode())
@@ -244,7 +241,7 @@ class Lab:
         return changed
 
     def _munge(self, ledger: dict[str, Any], report: Report) -> None:
-        if _munge_works() and not self._running(ledger, "munged"):
+        if host.munge_works() and not self._running(ledger, "munged"):
             report.reused.append("munged (host)")
             return
         Path("/run/munge").mkdir(parents=True, exist_ok=True)
@@ -255,74 +252,23 @@ class Lab:
             shutil.chown(key, "munge", "munge")
         pid = self._start(ledger, report, "munged", ["munged", "-F"], expect="munged", user="munge")
         daemons.wait_for(
-            "munged", _munge_works, timeout=10, pid=pid, log=self.cfg.log / "munged.out"
+            "munged", host.munge_works, timeout=10, pid=pid, log=self.cfg.log / "munged.out"
         )
 
     def _mariadb(self, ledger: dict[str, Any], report: Report) -> None:
         cfg = self.cfg
-        datadir = cfg.mysql / "data"
-        if not (datadir / "mysql").exists():
-            subprocess.run(
-                [
-                    "mariadb-install-db",
-                    "--user=mysql",
-                    f"--datadir={datadir}",
-                    "--auth-root-authentication-method=socket",
-                    "--skip-test-db",
-                ],
-                check=True,
-                capture_output=True,
-            )
-        pid = self._start(
-            ledger,
-            report,
-            "mariadbd",
-            [
-                "mariadbd",
-                "--no-defaults",
-                "--user=mysql",
-                f"--datadir={datadir}",
-                f"--bind-address={cfg.address}",
-                f"--port={cfg.ports.mariadb}",
-                f"--socket={cfg.mysql_socket}",
-                f"--pid-file={cfg.mysql / 'mariadb.pid'}",
-                f"--log-error={cfg.mysql / 'mariadb.err'}",
-                "--skip-log-bin",
-                "--innodb-buffer-pool-size=256M",
-                "--innodb-lock-wait-timeout=900",
-            ],
-            expect="mariadbd",
-        )
+        host.install_mariadb_datadir(cfg)
+        pid = self._start(ledger, report, "mariadbd", host.mariadbd_argv(cfg), expect="mariadbd")
         daemons.wait_for(
-            "mariadb", self._db_answers, timeout=30, pid=pid, log=cfg.mysql / "mariadb.err"
+            "mariadb",
+            lambda: host.mariadb_answers(cfg),
+            timeout=30,
+            pid=pid,
+            log=cfg.mysql / "mariadb.err",
         )
-        pw = (cfg.etc / "db_password").read_text().strip()
-        self._sql(
-            f"CREATE DATABASE IF NOT EXISTS {cfg.db_name};"
-            f"CREATE USER IF NOT EXISTS '{cfg.db_user}'@'{cfg.address}' IDENTIFIED BY '{pw}';"
-            f"CREATE USER IF NOT EXISTS '{cfg.db_user}'@'localhost' IDENTIFIED BY '{pw}';"
-            f"GRANT ALL ON {cfg.db_name}.* TO '{cfg.db_user}'@'{cfg.address}';"
-            f"GRANT ALL ON {cfg.db_name}.* TO '{cfg.db_user}'@'localhost';"
-        )
-
-    def _sql(self, statements: str) -> None:
-        subprocess.run(
-            ["mariadb", f"--socket={self.cfg.mysql_socket}", "-u", "root"],
-            input=statements,
-            text=True,
-            check=True,
-            capture_output=True,
-        )
+        host.create_slurm_database(cfg, (cfg.etc / "db_password").read_text().strip())
 
     # ------------------------------------------------------------------ readiness checks
-    def _db_answers(self) -> bool:
-        done = subprocess.run(
-            ["mariadb-admin", f"--socket={self.cfg.mysql_socket}", "-u", "root", "ping"],
-            capture_output=True,
-            check=False,
-        )
-        return done.returncode == 0
-
     def _dbd_answers(self) -> bool:
         try:
             self.client.clusters()
@@ -417,52 +363,3 @@ class Lab:
         lines = [f"export {k}={v}" for k, v in self.cfg.env().items()]
         lines.append(f"export AIPOOL_LAB_DIR={self.cfg.root}")
         return "\n".join(lines)
-
-
-def _write_private(path: Path, content: str | bytes) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "wb") as f:
-        f.write(content.encode() if isinstance(content, str) else content)
-
-
-def _make_fake_devices(inv: Inventory) -> None:
-    """Character devices that look like /dev/nvidiaN and /dev/davinciN to slurmd."""
-    seen: set[str] = set()
-    for node in inv.nodes:
-        devices = [(g.device, 195, g.index) for g in node.gpus]
-        devices += [(n.device, 236, n.index) for n in node.npus]
-        devices += [(v.device, 237, v.vnpu_id) for v in node.vnpus]
-        for path, major, minor in devices:
-            if path in seen:
-                continue
-            seen.add(path)
-            p = Path(path)
-            if p.exists() and stat.S_ISCHR(p.stat().st_mode):
-                continue
-            p.unlink(missing_ok=True)
-            os.mknod(p, 0o666 | stat.S_IFCHR, os.makedev(major, minor))
-
-
-def _munge_works() -> bool:
-    if not MUNGE_SOCKET.exists():
-        return False
-    cred = subprocess.run(["munge", "-n"], capture_output=True, check=False)
-    if cred.returncode != 0:
-        return False
-    ok = subprocess.run(["unmunge"], input=cred.stdout, capture_output=True, check=False)
-    return ok.returncode == 0
-
-
-def _ensure_unix_users(names: tuple[str, ...]) -> list[str]:
-    """Create missing demo users (with a home, so jobs can start there); return those made."""
-    created = []
-    for name in names:
-        if subprocess.run(["id", "-u", name], capture_output=True, check=False).returncode == 0:
-            continue
-        subprocess.run(
-            ["useradd", "--create-home", "--shell", "/bin/bash", name],
-            check=True,
-            capture_output=True,
-        )
-        created.append(name)
-    return created

@@ -1,0 +1,129 @@
+"""Host-side chores of the lab: private files, fake devices, demo users, munge and MariaDB.
+
+These run ordinary system tools (never Slurm commands) with argv lists, as root.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+from pathlib import Path
+
+from aipool.lab.config import LabConfig
+from gres.inventory import Inventory
+
+MUNGE_SOCKET = Path("/run/munge/munge.socket.2")
+
+
+def write_private(path: Path, content: str | bytes) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as f:
+        f.write(content.encode() if isinstance(content, str) else content)
+
+
+def make_fake_devices(inv: Inventory) -> None:
+    """Character devices that look like /dev/nvidiaN and /dev/davinciN to slurmd."""
+    seen: set[str] = set()
+    for node in inv.nodes:
+        devices = [(g.device, 195, g.index) for g in node.gpus]
+        devices += [(n.device, 236, n.index) for n in node.npus]
+        devices += [(v.device, 237, v.vnpu_id) for v in node.vnpus]
+        for path, major, minor in devices:
+            if path in seen:
+                continue
+            seen.add(path)
+            p = Path(path)
+            if p.exists() and stat.S_ISCHR(p.stat().st_mode):
+                continue
+            p.unlink(missing_ok=True)
+            os.mknod(p, 0o666 | stat.S_IFCHR, os.makedev(major, minor))
+
+
+def munge_works() -> bool:
+    if not MUNGE_SOCKET.exists():
+        return False
+    cred = subprocess.run(["munge", "-n"], capture_output=True, check=False)
+    if cred.returncode != 0:
+        return False
+    ok = subprocess.run(["unmunge"], input=cred.stdout, capture_output=True, check=False)
+    return ok.returncode == 0
+
+
+def ensure_unix_users(names: tuple[str, ...]) -> list[str]:
+    """Create missing demo users (with a home, so jobs can start there); return those made."""
+    created = []
+    for name in names:
+        if subprocess.run(["id", "-u", name], capture_output=True, check=False).returncode == 0:
+            continue
+        subprocess.run(
+            ["useradd", "--create-home", "--shell", "/bin/bash", name],
+            check=True,
+            capture_output=True,
+        )
+        created.append(name)
+    return created
+
+
+def install_mariadb_datadir(cfg: LabConfig) -> None:
+    """A private MariaDB datadir under the lab root (the host's /var/lib/mysql is untouched)."""
+    datadir = cfg.mysql / "data"
+    if (datadir / "mysql").exists():
+        return
+    subprocess.run(
+        [
+            "mariadb-install-db",
+            "--user=mysql",
+            f"--datadir={datadir}",
+            "--auth-root-authentication-method=socket",
+            "--skip-test-db",
+        ],
+        check=True,
+        capture_output=True,
+    )
+
+
+def mariadbd_argv(cfg: LabConfig) -> list[str]:
+    return [
+        "mariadbd",
+        "--no-defaults",
+        "--user=mysql",
+        f"--datadir={cfg.mysql / 'data'}",
+        f"--bind-address={cfg.address}",
+        f"--port={cfg.ports.mariadb}",
+        f"--socket={cfg.mysql_socket}",
+        f"--pid-file={cfg.mysql / 'mariadb.pid'}",
+        f"--log-error={cfg.mysql / 'mariadb.err'}",
+        "--skip-log-bin",
+        "--innodb-buffer-pool-size=256M",
+        "--innodb-lock-wait-timeout=900",
+    ]
+
+
+def mariadb_answers(cfg: LabConfig) -> bool:
+    done = subprocess.run(
+        ["mariadb-admin", f"--socket={cfg.mysql_socket}", "-u", "root", "ping"],
+        capture_output=True,
+        check=False,
+    )
+    return done.returncode == 0
+
+
+def create_slurm_database(cfg: LabConfig, password: str) -> None:
+    """slurmdbd's database and user (the password is generated hex, never user text)."""
+    if not password.isalnum():
+        raise ValueError("the lab's database password must be alphanumeric")
+    statements = (
+        f"CREATE DATABASE IF NOT EXISTS {cfg.db_name};"
+        f"CREATE USER IF NOT EXISTS '{cfg.db_user}'@'{cfg.address}' IDENTIFIED BY '{password}';"
+        f"CREATE USER IF NOT EXISTS '{cfg.db_user}'@'localhost' IDENTIFIED BY '{password}';"
+        f"GRANT ALL ON {cfg.db_name}.* TO '{cfg.db_user}'@'{cfg.address}';"
+        f"GRANT ALL ON {cfg.db_name}.* TO '{cfg.db_user}'@'localhost';"
+    )
+    subprocess.run(
+        ["mariadb", f"--socket={cfg.mysql_socket}", "-u", "root"],
+        input=statements,
+        text=True,
+        check=True,
+        capture_output=True,
+    )
