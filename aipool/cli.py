@@ -94,11 +94,13 @@ def _mount() -> None:
     from gres.cli import cli as gres_cli
     from jobspec.cli import COMMANDS as job_commands
     from portal.cli import portal
+    from slurm_plugins.admission.cli import cli as policy_cli
 
     main.add_command(gres_cli, name="gres")
     for command in job_commands:
         main.add_command(command)
     main.add_command(portal)
+    main.add_command(policy_cli, name="policy")
 
 
 _mount()
