@@ -23,8 +23,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from sim import report  # noqa: E402
-from sim.cli import QUEUE_POLICIES, _kueue_one, _parallel  # noqa: E402
+from sim.cli import QUEUE_POLICIES  # noqa: E402
 from sim.kueue import KUEUE_REPORTED, KUEUE_THRESHOLDS  # noqa: E402
+from sim.parallel import kueue_one, run_parallel  # noqa: E402
 from sim.replay import ReplaySetup, run_replay  # noqa: E402
 from sim.trace import load_nodes, load_tasks  # noqa: E402
 
@@ -39,7 +40,9 @@ def main() -> int:
     ok = True
 
     started = time.perf_counter()
-    replays = _parallel(run_replay, [(nodes, tasks, p, setup) for p in QUEUE_POLICIES], args.jobs)
+    replays = run_parallel(
+        run_replay, [(nodes, tasks, p, setup) for p in QUEUE_POLICIES], args.jobs
+    )
     replay_wall = time.perf_counter() - started
     first = replays[0]
     print(
@@ -67,7 +70,7 @@ def main() -> int:
     )
 
     started = time.perf_counter()
-    kueues = _parallel(_kueue_one, [(p, 1.0, 1.0) for p in QUEUE_POLICIES], args.jobs)
+    kueues = run_parallel(kueue_one, [(p, 1.0, 1.0) for p in QUEUE_POLICIES], args.jobs)
     kueue_wall = time.perf_counter() - started
     k = KUEUE_REPORTED
     print("\nKueue baseline scenario (virtual time, daemon cycle 1 s)\n")

@@ -7,22 +7,18 @@ runs the FGD paper's protocol on any node and task list in the Alibaba trace's C
 from __future__ import annotations
 
 import json
-import os
-import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
-from contextlib import contextmanager
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
 
 import click
 
 from gres.placement import SCORERS
+from sim.parallel import kueue_one, progress_bar, run_parallel
 
 GRIDS = {"raw": 1000, "shards": 32}
 _CSV = click.Path(exists=True, dir_okay=False, path_type=Path)
+_JSON = click.Path(exists=True, dir_okay=False, path_type=Path)
 
 
 @click.group()
@@ -124,7 +120,7 @@ def fgd(  # noqa: PLR0917 - click passes every option as an argument
         for s in seed_list
     ]
     started = time.perf_counter()
-    with _progress(len(jobs), "placing") as advance:
+    with progress_bar(len(jobs), "placing") as advance:
         results = run_matrix(nodes, tasks, jobs, workers=workers, progress=lambda _: advance())
     elapsed = time.perf_counter() - started
     summaries = summarise(results)
@@ -245,7 +241,7 @@ def replay(  # noqa: PLR0917 - click passes every option as an argument
         raise click.ClickException(str(exc)) from exc
     chosen = policies or QUEUE_POLICIES
     try:
-        results = _parallel(run_replay, [(nodes, tasks, p, setup) for p in chosen], workers)
+        results = run_parallel(run_replay, [(nodes, tasks, p, setup) for p in chosen], workers)
     except TraceError as exc:
         raise click.ClickException(str(exc)) from exc
     data = {"pods": str(pods_csv), "setup": asdict(setup), "results": results}
@@ -317,7 +313,7 @@ def kueue(  # noqa: PLR0917 - click passes every option as an argument
     from sim.kueue import KUEUE_REPORTED
 
     chosen = policies or QUEUE_POLICIES
-    results = _parallel(_kueue_one, [(p, cycle_s, fraction) for p in chosen], workers)
+    results = run_parallel(kueue_one, [(p, cycle_s, fraction) for p in chosen], workers)
     data = {"kueue_reported": KUEUE_REPORTED, "cycle_s": cycle_s, "results": results}
     if out_dir is not None:
         out_dir.mkdir(parents=True, exist_ok=True)
@@ -340,45 +336,33 @@ def kueue(  # noqa: PLR0917 - click passes every option as an argument
         )
 
 
-def _kueue_one(policy: str, cycle_s: float, fraction: float) -> dict[str, Any]:
-    from sim.kueue import run_kueue
+@cli.command()
+@click.option("--nodes", "nodes_csv", type=_CSV, required=True, help="The lab's nodes as CSV.")
+@click.option("--pods", "pods_csv", type=_CSV, required=True, help="The slice of tasks.")
+@click.option("--policy", default="aipool", show_default=True, type=click.Choice(sorted(SCORERS)))
+@click.option("--limit", type=click.IntRange(1), help="Only the first N tasks.")
+def predict(nodes_csv: Path, pods_csv: Path, policy: str, limit: int | None) -> None:
+    """Where the live system should place a slice of tasks (JSON, for the lab check)."""
+    from sim.consistency import predict as run_predict
+    from sim.trace import TraceError, load_nodes, load_tasks
 
-    return run_kueue(policy, cycle_s=cycle_s, fraction=fraction)
-
-
-def _parallel(
-    fn: Callable[..., dict[str, Any]], calls: Sequence[tuple[Any, ...]], workers: int | None
-) -> list[dict[str, Any]]:
-    """``fn(*args)`` for each call, in processes when there are several; in call order."""
-    count = min(workers or os.cpu_count() or 1, len(calls))
-    with _progress(len(calls), "simulating") as advance:
-        if count <= 1:
-            out = []
-            for args in calls:
-                out.append(fn(*args))
-                advance()
-            return out
-        with ProcessPoolExecutor(count) as pool:
-            futures = [pool.submit(fn, *args) for args in calls]
-            for future in as_completed(futures):
-                future.result()
-                advance()
-            return [f.result() for f in futures]
+    try:
+        nodes, tasks = load_nodes(nodes_csv), load_tasks(pods_csv)
+    except TraceError as exc:
+        raise click.ClickException(str(exc)) from exc
+    placements = run_predict(nodes, tasks, scorer=policy, limit=limit)
+    click.echo(json.dumps({"policy": policy, "placements": placements}, indent=2))
 
 
-@contextmanager
-def _progress(total: int, what: str) -> Iterator[Callable[[], None]]:
-    """A rich progress bar on stderr; silent when stderr is not a terminal."""
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+@cli.command()
+@click.argument("predicted", type=_JSON)
+@click.argument("observed", type=_JSON)
+def agree(predicted: Path, observed: Path) -> None:
+    """Share of jobs the lab placed on the node (and cards) the simulator predicted."""
+    from sim.consistency import agreement, load_placements
 
-    with Progress(
-        "[progress.description]{task.description}",
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=Console(stderr=True),
-        disable=not sys.stderr.isatty(),
-    ) as bar:
-        task = bar.add_task(what, total=total)
-        yield lambda: bar.advance(task)
+    try:
+        result = agreement(load_placements(predicted), load_placements(observed))
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from exc
+    click.echo(json.dumps(result, indent=2))

@@ -82,3 +82,36 @@ def test_cli_replay_and_kueue_json(tmp_path: Path) -> None:
     )
     assert out.exit_code == 0, out.output
     assert "| kueue (reported) | 55.9 %" in out.output
+
+
+def test_predict_and_agree(nodes: list[NodeSpec], tasks: list[Task], tmp_path: Path) -> None:
+    from sim.consistency import agreement, predict
+
+    predicted = predict(nodes, tasks, limit=10)
+    assert len(predicted) == 10
+    assert all(p["node"] is None or p["node"].startswith("node-") for p in predicted)
+    same = agreement(predicted, predicted)
+    assert same["node_agreement"] == 1.0
+    assert same["card_agreement"] == 1.0
+    moved = [dict(p, node="elsewhere") if k == 0 else p for k, p in enumerate(predicted)]
+    half = agreement(predicted, [{"name": p["name"], "node": p["node"]} for p in moved[:2]])
+    assert half["compared"] == 2
+    assert half["node_agreement"] == 0.5
+    assert half["card_agreement"] is None
+    assert half["differences"][0]["observed"] == "elsewhere"
+    pred = tmp_path / "p.json"
+    pred.write_text(json.dumps({"placements": predicted}))
+    obs = tmp_path / "o.json"
+    obs.write_text(json.dumps(moved))
+    out = CliRunner().invoke(cli, ["agree", str(pred), str(obs)])
+    assert out.exit_code == 0, out.output
+    assert json.loads(out.output)["node_agreement"] == pytest.approx(0.9)
+    args = ["predict", "--nodes", str(DATA / "nodes.csv"), "--pods", str(DATA / "pods.csv")]
+    out = CliRunner().invoke(cli, [*args, "--limit", "3"])
+    assert out.exit_code == 0, out.output
+    assert len(json.loads(out.output)["placements"]) == 3
+    obs.write_text("{}")
+    out = CliRunner().invoke(cli, ["agree", str(pred), str(obs)])
+    assert out.exit_code == 0  # an empty observation compares nothing
+    obs.write_text("[1]")
+    assert "expected a JSON list" in CliRunner().invoke(cli, ["agree", str(pred), str(obs)]).output
