@@ -51,13 +51,13 @@ def write_config(h: Harness, policies: list[dict[str, Any]], interval: float = 1
 
 
 def start(cfg: Path, log: Path) -> subprocess.Popen[bytes]:
-    out = log.open("ab")
-    return subprocess.Popen(
-        [sys.executable, "-m", "slurm_plugins.policy", "-vv", "run", "--config", str(cfg)],
-        cwd=ROOT,
-        stdout=out,
-        stderr=subprocess.STDOUT,
-    )
+    with log.open("ab") as out:  # the child keeps its own descriptor
+        return subprocess.Popen(
+            [sys.executable, "-m", "slurm_plugins.policy", "-vv", "run", "--config", str(cfg)],
+            cwd=ROOT,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
 
 
 def once(cfg: Path) -> str:
