@@ -17,13 +17,16 @@ import sys
 import time
 from contextlib import nullcontext
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 import click
 
 from slurm_plugins.policy import codec
 from slurm_plugins.policy.config import LAB_CONFIG, ConfigError, DaemonConfig, load_config
 from slurm_plugins.policy.plan import Plan
+
+if TYPE_CHECKING:
+    from slurm_plugins.client import SlurmClient
 
 log = logging.getLogger("aipool.policy")
 
@@ -41,7 +44,7 @@ def _config(path: Path) -> DaemonConfig:
         _fail(exc.messages, 2)
 
 
-def _client(config: DaemonConfig, dry_run: bool) -> object:
+def _client(config: DaemonConfig, dry_run: bool) -> SlurmClient:
     from slurm_plugins.client import SlurmClient
 
     env = dict(config.env)
@@ -137,7 +140,7 @@ def run(
     from slurm_plugins.policy.daemon import Daemon
     from slurm_plugins.policy.store import StateLocked
 
-    daemon = Daemon(config, _client(config, dry_run), dump_snapshot=dump_snapshot)  # type: ignore[arg-type]
+    daemon = Daemon(config, _client(config, dry_run), dump_snapshot=dump_snapshot)
     try:
         if once or dry_run:
             with daemon.store.locked() if not dry_run else nullcontext():
@@ -173,7 +176,12 @@ def why(config_path: Path, job_id: int) -> None:
 @config_option
 @click.option("--dry-run", is_flag=True)
 def release_holds(config_path: Path, dry_run: bool) -> None:
-    """Release every hold the daemon made (run with the daemon stopped)."""
+    """Hand back what the daemon holds: release its holds, restore node weights it changed.
+
+    Run it with the daemon stopped, e.g. before removing the daemon.
+    """
+    from dataclasses import replace
+
     from slurm_plugins.policy.store import StateStore
 
     config = _config(config_path)
@@ -183,12 +191,17 @@ def release_holds(config_path: Path, dry_run: bool) -> None:
         ids = sorted(state.holds)
         client = _client(config, dry_run)
         if ids:
-            client.release(ids)  # type: ignore[attr-defined]
-            if not dry_run:
-                from dataclasses import replace
-
-                store.save(replace(state, holds={}))
+            client.release(ids)
+        by_weight: dict[int, list[str]] = {}
+        for node, weight in state.base_weights.items():
+            by_weight.setdefault(weight, []).append(node)
+        for weight, nodes in sorted(by_weight.items()):
+            client.update_node(",".join(sorted(nodes)), weight=weight)
+        if not dry_run:
+            store.save(replace(state, holds={}, base_weights={}))
     click.echo(f"released {len(ids)} job(s): {', '.join(map(str, ids)) or 'none held'}")
+    if state.base_weights:
+        click.echo(f"restored the weight of {len(state.base_weights)} node(s)")
 
 
 @click.command()
