@@ -95,11 +95,14 @@ def _mount() -> None:
     from jobspec.cli import COMMANDS as job_commands
     from portal.cli import portal
     from slurm_plugins.admission.cli import cli as policy_cli
+    from slurm_plugins.policy.cli import COMMANDS as policy_commands
 
     main.add_command(gres_cli, name="gres")
     for command in job_commands:
         main.add_command(command)
     main.add_command(portal)
+    for command in policy_commands:
+        policy_cli.add_command(command)
     main.add_command(policy_cli, name="policy")
 
 
