@@ -30,9 +30,12 @@ class JobUpdate:
     site_factor: int | None = None
     req_nodes: str | None = None
     exc_nodes: str | None = None
+    qos: str | None = None
 
     def fields(self) -> dict[str, str]:
         out: dict[str, str] = {}
+        if self.qos is not None:
+            out["QOS"] = self.qos
         if self.priority is not None:
             out["Priority"] = str(self.priority)
         if self.site_factor is not None:
@@ -51,6 +54,7 @@ class JobUpdate:
             site_factor=None if self.site_factor == job.site_factor else self.site_factor,
             req_nodes=None if self.req_nodes == job.required_nodes else self.req_nodes,
             exc_nodes=None if self.exc_nodes == job.excluded_nodes else self.exc_nodes,
+            qos=None if self.qos == job.qos else self.qos,
         )
 
 
@@ -236,13 +240,19 @@ class SlurmClient:
             )
         return int(first)
 
-    def cancel(self, job_ids: Iterable[int | str], *, signal: str | None = None) -> None:
+    def cancel(
+        self, job_ids: Iterable[int | str], *, signal: str | None = None, batch: bool = False
+    ) -> None:
+        """Cancel jobs, or with ``signal`` only signal them (``batch``: the batch shell too,
+        which a checkpointing script needs to see the signal)."""
         ids = [str(i) for i in job_ids]
         if not ids:
             return
         argv = ["scancel", *self._m()]
         if signal:
             argv += ["--signal", signal]
+        if batch:
+            argv.append("--batch")
         self._write([*argv, *ids])
 
     def _scontrol(self, verb: str, job_ids: Iterable[int]) -> None:

@@ -231,6 +231,8 @@ class Job:
     work_dir: str = ""
     stdout_path: str = ""
     held: bool = False
+    requeue: bool = True
+    eligible_time: datetime | None = None
 
     @property
     def is_pending(self) -> bool:

@@ -76,6 +76,8 @@ def job(j: Doc) -> Job:
             work_dir=text(j.get("current_working_directory")),
             stdout_path=text(j.get("standard_output")),
             held=num(j.get("priority")) == 0 and "PENDING" in st,
+            requeue=bool(j.get("requeue", True)),
+            eligible_time=when(j.get("eligible_time")),
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise ParseError(f"job record not understood: {exc!r}") from exc

@@ -213,3 +213,22 @@ def test_card_minute_limits_and_removals() -> None:
         "delete account where name=teaching",
     ]
     assert r.calls[-1][1] == "\n".join(removed) + "\n"
+
+
+def test_qos_moves_and_batch_signals() -> None:
+    c, r = client(
+        {
+            ("squeue",): ok((DATA / "squeue.json").read_text()),
+            ("scontrol",): ok(),
+            ("scancel",): ok(),
+        }
+    )
+    current = {j.job_id: j for j in c.jobs()}
+    assert (
+        c.update_jobs([JobUpdate(13, qos="low"), JobUpdate(14, qos="normal")], current=current) == 1
+    )  # job 14 is already in QOS normal
+    assert r.calls[-1][1] == "update JobId=13 QOS=low\n"
+    c.cancel([6], signal="USR1", batch=True)
+    assert r.calls[-1][0] == ("scancel", "--signal", "USR1", "--batch", "6")
+    assert current[13].requeue
+    assert current[13].eligible_time is not None
