@@ -94,6 +94,7 @@ def _mount() -> None:
     from gres.cli import cli as gres_cli
     from jobspec.cli import COMMANDS as job_commands
     from portal.cli import portal
+    from sim.cli import cli as sim_cli
     from slurm_plugins.admission.cli import cli as policy_cli
     from slurm_plugins.policy.cli import COMMANDS as policy_commands
 
@@ -101,6 +102,7 @@ def _mount() -> None:
     for command in job_commands:
         main.add_command(command)
     main.add_command(portal)
+    main.add_command(sim_cli, name="sim")
     for command in policy_commands:
         policy_cli.add_command(command)
     main.add_command(policy_cli, name="policy")
