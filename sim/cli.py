@@ -202,6 +202,12 @@ QUEUE_POLICIES = ("fifo", "fair", "priority", "capacity")
     help="Placement scorer for the node choice.",
 )
 @click.option(
+    "--daemon-placement/--no-daemon-placement",
+    default=True,
+    show_default=True,
+    help="Let the daemon's placement policy pin fractional jobs.",
+)
+@click.option(
     "--jobs",
     "workers",
     type=click.IntRange(1, 256),
@@ -225,6 +231,7 @@ def replay(  # noqa: PLR0917 - click passes every option as an argument
     max_runtime_h: float,
     cycle_s: float,
     placement: str,
+    daemon_placement: bool,
     workers: int | None,
     out_dir: Path | None,
     as_json: bool,
@@ -234,7 +241,15 @@ def replay(  # noqa: PLR0917 - click passes every option as an argument
     from sim.replay import ReplaySetup, run_replay
     from sim.trace import TraceError, load_nodes, load_tasks
 
-    setup = ReplaySetup(load, node_fraction, tenant_count, max_runtime_h * 3600, cycle_s, placement)
+    setup = ReplaySetup(
+        load,
+        node_fraction,
+        tenant_count,
+        max_runtime_h * 3600,
+        cycle_s,
+        placement,
+        daemon_placement,
+    )
     try:
         nodes, tasks = load_nodes(nodes_csv), load_tasks(pods_csv)
     except TraceError as exc:

@@ -115,6 +115,15 @@ class ReplaySetup:
     max_runtime_s: float = DAY
     cycle_s: float = 60.0
     scorer: str = "aipool"
+    #: Run the daemon's own ``placement`` policy too: it pins fractional jobs to the node the
+    #: scorer picks (ReqNodeList), which the Slurm model then honours.
+    daemon_placement: bool = True
+
+    def policies(self, name: str) -> tuple[PolicyConfig, ...]:
+        chosen = POLICY_SETS[name]
+        if self.daemon_placement:
+            chosen += (PolicyConfig("placement", weight=0, args={"scorer": self.scorer}),)
+        return chosen
 
 
 def run_replay(
@@ -129,7 +138,7 @@ def run_replay(
         tasks, factor=factor, tenant_count=setup.tenant_count, max_runtime_s=setup.max_runtime_s
     )
     daemon = Daemon(
-        POLICY_SETS[policy], tenants(sliced, setup.tenant_count), hold_new=policy == "capacity"
+        setup.policies(policy), tenants(sliced, setup.tenant_count), hold_new=policy == "capacity"
     )
     sim = QueueSim(sliced, sim_jobs, daemon, scorer=setup.scorer, cycle_s=setup.cycle_s)
     run = sim.run()
@@ -151,6 +160,7 @@ def run_replay(
         "jain_tenants": round(metrics.jain(by_tenant.values()), 4),
         "jain_qos": round(metrics.jain(by_qos.values()), 4),
         "requeued": daemon.requeued,
+        "pinned_by_daemon": sum(1 for j in run.jobs if j.required),
         "cycles": run.cycles,
         "unstarted": run.unstarted,
         "cpu_seconds": round(time.process_time() - started, 1),

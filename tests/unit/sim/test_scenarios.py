@@ -50,6 +50,7 @@ def test_run_replay_reports_the_measures(nodes: list[NodeSpec], tasks: list[Task
     assert 0 < result["jain_tenants"] <= 1
     assert set(result["waits_by_qos"]) <= {"high", "normal", "low"}
     assert result["series"]
+    assert result["pinned_by_daemon"] > 0  # the daemon's placement policy steered shares
 
 
 def test_kueue_scenario_shape() -> None:
