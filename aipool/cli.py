@@ -71,6 +71,34 @@ def status(as_json: bool) -> None:
     sys.exit(0 if st["up"] else 1)
 
 
+@lab.group()
+def services() -> None:
+    """AIPool's services on the lab: the policy daemon and the portal."""
+
+
+@services.command("up")
+@click.option("--port", default=8080, show_default=True, help="Portal port on 127.0.0.1.")
+def services_up(port: int) -> None:
+    """Start the policy daemon and the portal (demo tenants); idempotent."""
+    from aipool.lab import services as svc
+
+    try:
+        info = svc.up(_lab(), port=port)
+    except LabError as exc:
+        raise click.ClickException(str(exc)) from exc
+    click.echo(f"started: {', '.join(info.started) or 'nothing (already running)'}")
+    click.echo(f"portal: {info.portal_url}  (demo logins in {info.passwords_file})")
+
+
+@services.command("down")
+def services_down() -> None:
+    """Stop the policy daemon and the portal; Slurm keeps running."""
+    from aipool.lab import services as svc
+
+    stopped = svc.down(_lab())
+    click.echo(f"stopped: {', '.join(stopped) or 'nothing was running'}")
+
+
 @lab.command()
 def env() -> None:
     """Shell exports for plain sbatch/squeue on the lab: eval "$(aipool lab env)"."""

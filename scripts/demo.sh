@@ -4,6 +4,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/bootstrap.sh
 .venv/bin/aipool lab up
+.venv/bin/aipool lab services up     # the policy daemon and the portal with the demo tenants
 .venv/bin/aipool lab demo
 echo
 echo "The lab keeps running. Use it with:  eval \"\$(.venv/bin/aipool lab env)\"; sinfo; squeue"

@@ -7,6 +7,8 @@ bash scripts/bootstrap.sh
 .venv/bin/ruff format --check .
 .venv/bin/mypy
 started=0
+# tests start their own policy daemons and portals: a demo's would steer their jobs
+.venv/bin/aipool lab services down >/dev/null 2>&1 || true
 if ! .venv/bin/aipool lab status >/dev/null 2>&1; then
   .venv/bin/aipool lab up
   started=1

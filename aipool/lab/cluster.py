@@ -65,7 +65,7 @@ class Lab:
         self.client = SlurmClient(env=self.cfg.env(), timeout=20)
 
     # ------------------------------------------------------------------ ledger
-    def _ledger(self) -> dict[str, Any]:
+    def ledger(self) -> dict[str, Any]:
         try:
             data: dict[str, Any] = json.loads(self.cfg.ledger.read_text())
             return data
@@ -81,7 +81,7 @@ class Lab:
         entry = ledger["daemons"].get(name)
         return bool(entry) and daemons.alive(entry["pid"], entry["expect"])
 
-    def _start(
+    def start(
         self,
         ledger: dict[str, Any],
         report: Report,
@@ -117,7 +117,7 @@ class Lab:
         inv = self.inventory()
         tenants = load_tenants(cfg.tenants)
         self._prepare_dirs(inv)
-        ledger = self._ledger()
+        ledger = self.ledger()
         changed = self._write_configs(inv)
         created = host.ensure_unix_users(tenants.unix_users)
         ledger["users_created"] = sorted(set(ledger.get("users_created", [])) | set(created))
@@ -129,7 +129,7 @@ class Lab:
         report.step("munge")
         self._mariadb(ledger, report)
         report.step("mariadb")
-        pid = self._start(ledger, report, "slurmdbd", ["slurmdbd", "-D"], expect="slurmdbd")
+        pid = self.start(ledger, report, "slurmdbd", ["slurmdbd", "-D"], expect="slurmdbd")
         daemons.wait_for(
             "slurmdbd", self._dbd_answers, timeout=30, pid=pid, log=cfg.log / "slurmdbd.log"
         )
@@ -138,13 +138,13 @@ class Lab:
         progress("accounting up")
 
         was_running = self._running(ledger, "slurmctld")
-        pid = self._start(ledger, report, "slurmctld", ["slurmctld", "-D"], expect="slurmctld")
+        pid = self.start(ledger, report, "slurmctld", ["slurmctld", "-D"], expect="slurmctld")
         daemons.wait_for(
             "slurmctld", self.client.ping, timeout=30, pid=pid, log=cfg.log / "slurmctld.log"
         )
         report.step("slurmctld")
         for node in inv.nodes:
-            self._start(
+            self.start(
                 ledger,
                 report,
                 f"slurmd-{node.name}",
@@ -171,7 +171,7 @@ class Lab:
         self.client.ensure_accounts(tenants.accounts)
         self.client.ensure_users(tenants.users)
         report.step("tenants")
-        pid = self._start(
+        pid = self.start(
             ledger,
             report,
             "slurmrestd",
@@ -250,7 +250,7 @@ class Lab:
         if not key.exists():
             subprocess.run(["mungekey", "--create", f"--keyfile={key}"], check=True)
             shutil.chown(key, "munge", "munge")
-        pid = self._start(ledger, report, "munged", ["munged", "-F"], expect="munged", user="munge")
+        pid = self.start(ledger, report, "munged", ["munged", "-F"], expect="munged", user="munge")
         daemons.wait_for(
             "munged", host.munge_works, timeout=10, pid=pid, log=self.cfg.log / "munged.out"
         )
@@ -258,7 +258,7 @@ class Lab:
     def _mariadb(self, ledger: dict[str, Any], report: Report) -> None:
         cfg = self.cfg
         host.install_mariadb_datadir(cfg)
-        pid = self._start(ledger, report, "mariadbd", host.mariadbd_argv(cfg), expect="mariadbd")
+        pid = self.start(ledger, report, "mariadbd", host.mariadbd_argv(cfg), expect="mariadbd")
         daemons.wait_for(
             "mariadb",
             lambda: host.mariadb_answers(cfg),
@@ -295,13 +295,13 @@ class Lab:
 
     # ------------------------------------------------------------------ down / status
     def is_up(self) -> bool:
-        ledger = self._ledger()
+        ledger = self.ledger()
         return bool(ledger.get("up")) and all(
             self._running(ledger, name) for name in ledger["daemons"]
         )
 
     def status(self) -> dict[str, Any]:
-        ledger = self._ledger()
+        ledger = self.ledger()
         procs = {
             name: {"pid": e["pid"], "running": daemons.alive(e["pid"], e["expect"])}
             for name, e in sorted(ledger["daemons"].items())
@@ -315,10 +315,8 @@ class Lab:
 
     def down(self, *, wipe: bool = True) -> list[str]:
         """Cancel all jobs, stop what ``up`` started (slurm daemons in parallel), wipe state."""
-        ledger = self._ledger()
+        ledger = self.ledger()
         entries = ledger["daemons"]
-        if self._running(ledger, "slurmctld"):
-            self._drain_jobs()
         stopped: list[str] = []
 
         def stop(names: list[str]) -> None:
@@ -326,6 +324,10 @@ class Lab:
             daemons.stop((entries[n]["pid"], entries[n]["expect"]) for n in present)
             stopped.extend(present)
 
+        # AIPool's own services first: nothing may act on the cluster while it drains
+        stop([n for n in entries if not _is_slurm_side(n)])
+        if self._running(ledger, "slurmctld"):
+            self._drain_jobs()
         stop([n for n in entries if n.startswith("slurmd-")] + ["slurmctld", "slurmrestd"])
         stop(["slurmdbd"])
         stop(["mariadbd", "munged"])
@@ -348,6 +350,16 @@ class Lab:
             self._save(ledger)
         return stopped
 
+    def stop_named(self, names: tuple[str, ...]) -> list[str]:
+        """Stop some of what ``up`` started (e.g. the AIPool services) and forget them."""
+        ledger = self.ledger()
+        present = [n for n in names if n in ledger["daemons"]]
+        daemons.stop((ledger["daemons"][n]["pid"], ledger["daemons"][n]["expect"]) for n in present)
+        for n in present:
+            del ledger["daemons"][n]
+        self._save(ledger)
+        return present
+
     def _drain_jobs(self) -> None:
         """Cancel every job and wait until the controller has none (else steps are orphaned)."""
         try:
@@ -363,3 +375,10 @@ class Lab:
         lines = [f"export {k}={v}" for k, v in self.cfg.env().items()]
         lines.append(f"export AIPOOL_LAB_DIR={self.cfg.root}")
         return "\n".join(lines)
+
+
+_SLURM_SIDE = ("munged", "mariadbd", "slurmdbd", "slurmctld", "slurmrestd", "slurmd-")
+
+
+def _is_slurm_side(name: str) -> bool:
+    return name.startswith(_SLURM_SIDE)

@@ -15,6 +15,10 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+# Daemons outlive the Popen objects that started them; keeping the objects stops Python from
+# warning that a child "is still running" when they are collected.
+_CHILDREN: list[subprocess.Popen[bytes]] = []
+
 
 class LabError(RuntimeError):
     """Bring-up or teardown failed; the message says what and where to look."""
@@ -49,6 +53,7 @@ def spawn(
             start_new_session=True,
             env={**os.environ, **(env or {})},
         )
+    _CHILDREN.append(proc)
     return Started(name, proc.pid, tuple(args))
 
 
@@ -82,12 +87,20 @@ def stop(procs: Iterable[tuple[int, str]], *, grace: float = 15.0) -> list[int]:
     deadline = time.monotonic() + grace
     while time.monotonic() < deadline:
         if not any(alive(pid, exp) for pid, exp in targets):
+            _forget_exited()
             return []
         time.sleep(0.05)
     killed = [pid for pid, exp in targets if alive(pid, exp)]
     for pid in killed:
         _signal(pid, signal.SIGKILL)
+    _forget_exited()
     return killed
+
+
+def _forget_exited() -> None:
+    for proc in list(_CHILDREN):
+        if proc.poll() is not None:
+            _CHILDREN.remove(proc)
 
 
 def _signal(pid: int, sig: signal.Signals) -> None:

@@ -1,0 +1,37 @@
+"""The main command's services: the portal (and the policy daemon) beside the lab."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+
+from aipool.lab import services
+from aipool.lab.cluster import Lab
+from aipool.lab.config import DEFAULT_ROOT
+
+pytestmark = pytest.mark.slurm
+
+
+def test_services_start_with_demo_logins_and_stop(lab: Lab) -> None:
+    try:
+        info = services.up(lab, port=18080)
+        expected = {"portal"} | ({"policy-daemon"} if lab.cfg.root == DEFAULT_ROOT else set())
+        assert set(lab.status()["daemons"]) >= expected
+        assert lab.is_up()
+        logins = dict(line.split(" ", 1) for line in info.passwords_file.read_text().splitlines())
+        assert info.passwords_file.stat().st_mode & 0o077 == 0
+        resp = httpx.post(
+            f"{info.portal_url}/api/v1/auth/token",
+            json={"username": "alice", "password": logins["alice"]},
+            timeout=10,
+        )
+        assert resp.status_code in (200, 201), resp.text
+        assert resp.json()["token"]
+        again = services.up(lab, port=18080)
+        assert again.started == ()
+    finally:
+        stopped = services.down(lab)
+    assert "portal" in stopped
+    assert not set(services.SERVICES) & set(lab.status()["daemons"])
+    with pytest.raises(httpx.HTTPError):
+        httpx.get(f"{info.portal_url}/login", timeout=2)
