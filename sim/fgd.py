@@ -6,9 +6,11 @@ next draw would pass it (the reference compares the draw's *per-card* milli, so 
 task can overshoot; kept), else drop random tasks until it is under. Then place the tasks
 one at a time — no departures, no retries; a task that fits nowhere fails — and after each
 record the arrived GPU demand and the allocated GPU milli. The allocation ratio "at x %
-arrived" is the mean over the tasks whose arrived demand rounds to x % of capacity (x ± 1 if
-none does). Fragmentation is measured against the trace's "typical" tasks (the most common
-shapes covering 95 % of tasks), computed from the unshuffled trace.
+arrived" is the mean over the tasks whose arrived demand rounds to x % of capacity (x +- 1 if
+none does; at ``ratio`` itself, where the run stops, the final state if still none: only
+small task lists, whose tasks are large steps of demand, need that). Fragmentation is
+measured against the trace's "typical" tasks (the most common shapes covering 95 % of
+tasks), computed from the unshuffled trace.
 """
 
 from __future__ import annotations
@@ -167,5 +169,10 @@ def checkpoints(
         hit = arrived_pct == pct
         if not hit.any():
             hit = (arrived_pct >= pct - 1) & (arrived_pct <= pct + 1)
-        curve.append(float(alloc_pct[hit].mean()) if hit.any() else float("nan"))
+        if hit.any():
+            curve.append(float(alloc_pct[hit].mean()))
+        elif pct == last_pct and len(alloc_pct):  # the run stops here: its end state
+            curve.append(float(alloc_pct[-1]))
+        else:
+            curve.append(float("nan"))
     return tuple(curve)

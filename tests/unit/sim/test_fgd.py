@@ -55,6 +55,7 @@ def test_checkpoints_average_the_tasks_that_round_to_each_percent() -> None:
     assert curve[3] == pytest.approx(2.0)
     assert curve[5] == pytest.approx(2.0)
     assert math.isnan(checkpoints(arrived, allocated, 1000.0, 9)[8])
+    assert checkpoints(arrived, allocated, 1000.0, 9)[9] == pytest.approx(2.0)  # the end state
 
 
 def test_ranked_nodes_are_a_seeded_permutation(nodes: list[NodeSpec]) -> None:
@@ -103,8 +104,7 @@ def test_run_one_reports_allocation_and_failures(nodes: list[NodeSpec], tasks: l
     assert result.tasks == len(task_sequence(tasks, CAPACITY, 42))
     assert 0 < result.failed < result.tasks
     assert len(result.curve) == 131
-    last = [v for v in result.curve if not math.isnan(v)][-1]
-    assert 50 < last <= 100
+    assert 50 < result.at(130) <= 100
     assert np.array_equal(result.requested, result.curve, equal_nan=True)
     rounded = run_one(nodes, tasks, "aipool", 42, grid=SHARDS)
     assert np.nansum(rounded.requested) <= np.nansum(rounded.curve)
