@@ -114,6 +114,13 @@ class Lab:
     def up(self, progress: Callable[[str], None] = lambda _: None) -> Report:
         preflight.check()
         cfg, report = self.cfg, Report()
+        stale = self.ledger()
+        if stale["daemons"] and not any(self._running(stale, n) for n in stale["daemons"]):
+            # a lab whose daemons all died with the machine or session: its saved job state
+            # would come back as RUNNING on nodes that run nothing, so start clean
+            log.warning("found a lab whose daemons are all gone: wiping its state first")
+            self.down(wipe=True)
+            report.step("stale lab wiped")
         inv = self.inventory()
         tenants = load_tenants(cfg.tenants)
         self._prepare_dirs(inv)
@@ -343,6 +350,8 @@ class Lab:
                 self.cfg.jobs,
                 self.cfg.etc,
                 self.cfg.dev,
+                self.cfg.root / "portal",
+                self.cfg.root / "policy",
             ):
                 shutil.rmtree(d, ignore_errors=True)
             self.cfg.ledger.unlink(missing_ok=True)
