@@ -18,6 +18,13 @@ from sim.parallel import kueue_one, progress_bar, run_parallel
 
 GRIDS = {"raw": 1000, "shards": 32}
 _CSV = click.Path(exists=True, dir_okay=False, path_type=Path)
+_WORKERS = click.option(
+    "--jobs",
+    "workers",
+    type=click.IntRange(1, 256),
+    default=None,
+    help="Worker processes (default: CPU count).",
+)
 _JSON = click.Path(exists=True, dir_okay=False, path_type=Path)
 
 
@@ -30,14 +37,14 @@ def cli() -> None:
 @click.option(
     "--nodes",
     "nodes_csv",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    type=_CSV,
     required=True,
     help="Node list: sn,cpu_milli,memory_mib,gpu,model.",
 )
 @click.option(
     "--pods",
     "pods_csv",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    type=_CSV,
     required=True,
     help="Task list: name,cpu_milli,memory_mib,num_gpu,gpu_milli[,gpu_spec…].",
 )
@@ -70,13 +77,7 @@ def cli() -> None:
     type=click.Choice(["policy", "slurm"]),
     help="Who picks the card in a node: the policy (default) and/or slurmctld.",
 )
-@click.option(
-    "--jobs",
-    "workers",
-    type=click.IntRange(1, 256),
-    default=None,
-    help="Worker processes (default: CPU count).",
-)
+@_WORKERS
 @click.option(
     "--out",
     "out_dir",
@@ -207,13 +208,7 @@ QUEUE_POLICIES = ("fifo", "fair", "priority", "capacity")
     show_default=True,
     help="Let the daemon's placement policy pin fractional jobs.",
 )
-@click.option(
-    "--jobs",
-    "workers",
-    type=click.IntRange(1, 256),
-    default=None,
-    help="Worker processes (default: CPU count).",
-)
+@_WORKERS
 @click.option(
     "--out",
     "out_dir",
@@ -301,13 +296,7 @@ def replay(  # noqa: PLR0917 - click passes every option as an argument
     type=click.FloatRange(0.001, 1.0),
     help="Share of each workload class to generate (1 = the full scenario).",
 )
-@click.option(
-    "--jobs",
-    "workers",
-    type=click.IntRange(1, 256),
-    default=None,
-    help="Worker processes (default: CPU count).",
-)
+@_WORKERS
 @click.option(
     "--out",
     "out_dir",
