@@ -7,18 +7,26 @@ honour ``dry_run`` and skip changes that would not change anything.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from slurm_plugins.client import accounts as accounts_mod
 from slurm_plugins.client import parse
-from slurm_plugins.client.errors import JobNotFound, SlurmError, SubmitRejected
+from slurm_plugins.client.errors import (
+    ControllerUnavailable,
+    JobNotFound,
+    ReportedError,
+    SlurmError,
+    SubmitRejected,
+)
 from slurm_plugins.client.models import AcctJob, Association, Job, Node, Partition, Qos
 from slurm_plugins.client.runner import Completed, Runner, SubprocessRunner
 from slurm_plugins.client.specs import AccountSpec, QosSpec, UserSpec
-from slurm_plugins.client.wire import classify, quote_value
+from slurm_plugins.client.wire import classify, first_job_id, quote_value
 
 log = logging.getLogger("aipool.slurm")
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,6 +114,21 @@ class SlurmClient:
         return ["-M", self.cluster] if self.cluster else []
 
     # ------------------------------------------------------------------ reads
+    def _read(
+        self, argv: Sequence[str], parser: Callable[[str], list[T]], *, timeout: float | None = None
+    ) -> list[T]:
+        """Run a read and parse it; errors inside Slurm's JSON mean it could not get the data
+        (22.05 exits 0 with an empty list and an error when slurmctld is unreachable)."""
+        done = self._run(argv, timeout=timeout)
+        try:
+            return parser(done.stdout)
+        except ReportedError as exc:
+            if "Invalid job id" in exc.message:
+                raise JobNotFound(first_job_id(argv), argv=done.argv) from exc
+            raise ControllerUnavailable(
+                exc.message, argv=done.argv, returncode=done.returncode, stderr=done.stderr
+            ) from exc
+
     def ping(self) -> bool:
         """True when a controller answers."""
         done = self._run(["scontrol", "ping"], check=False, timeout=10)
@@ -131,32 +154,25 @@ class SlurmClient:
 
     def jobs(self, *, active_only: bool = True) -> list[Job]:
         """Jobs in the controller; finished ones still in memory are dropped unless asked."""
-        done = self._run(["squeue", *self._m(), "--all", "--json"])
-        jobs = parse.jobs(done.stdout)
+        jobs = self._read(["squeue", *self._m(), "--all", "--json"], parse.jobs)
         return [j for j in jobs if j.state.is_active] if active_only else jobs
 
     def job(self, job_id: int) -> Job:
-        done = self._run(["squeue", *self._m(), "--json", "--jobs", str(job_id)], check=False)
-        if done.returncode != 0:
-            if "Invalid job id" in done.stderr:
-                raise JobNotFound(job_id, argv=done.argv, stderr=done.stderr)
-            raise classify(done)
-        for j in parse.jobs(done.stdout):
+        argv = ["squeue", *self._m(), "--json", "--jobs", str(job_id)]
+        for j in self._read(argv, parse.jobs):  # unknown ids raise JobNotFound (classify)
             if j.job_id == job_id:
                 return j
-        raise JobNotFound(job_id, argv=done.argv)
+        raise JobNotFound(job_id, argv=argv)
 
     def nodes(self) -> list[Node]:
         if self._has_scontrol_json():
-            return parse.nodes(
-                self._run(["scontrol", *self._m(), "show", "nodes", "--json"]).stdout
-            )
-        return parse.nodes(self._run(["sinfo", *self._m(), "--json"]).stdout)
+            return self._read(["scontrol", *self._m(), "show", "nodes", "--json"], parse.nodes)
+        return self._read(["sinfo", *self._m(), "--json"], parse.nodes)
 
     def partitions(self) -> list[Partition]:
         if self._has_scontrol_json():
             argv = ["scontrol", *self._m(), "show", "partitions", "--json"]
-            return parse.partitions(self._run(argv).stdout)
+            return self._read(argv, parse.partitions)
         # 22.05's sinfo --json has no partitions: read scontrol's one-line records
         done = self._run(["scontrol", *self._m(), "--oneliner", "show", "partitions"])
         return parse.partitions_text(done.stdout)
@@ -176,13 +192,11 @@ class SlurmClient:
         ids = ",".join(str(i) for i in job_ids)
         if ids:
             argv += ["--jobs", ids]
-        return parse.acct_jobs(self._run(argv, timeout=120).stdout)
+        return self._read(argv, parse.acct_jobs, timeout=120)
 
     def associations(self) -> list[Association]:
         if self._has_scontrol_json():
-            return parse.associations(
-                self._run(["sacctmgr", "show", "associations", "--json"]).stdout
-            )
+            return self._read(["sacctmgr", "show", "associations", "--json"], parse.associations)
         argv = [
             "sacctmgr",
             "--noheader",
@@ -195,7 +209,7 @@ class SlurmClient:
 
     def qos(self) -> list[Qos]:
         if self._has_scontrol_json():
-            return parse.qos(self._run(["sacctmgr", "show", "qos", "--json"]).stdout)
+            return self._read(["sacctmgr", "show", "qos", "--json"], parse.qos)
         argv = [
             "sacctmgr",
             "--noheader",

@@ -69,5 +69,10 @@ class ParseError(SlurmError):
     """Slurm's output did not have the shape this client understands."""
 
 
+class ReportedError(ParseError):
+    """Slurm exited 0 but its JSON carries errors (22.05's squeue/sinfo do this when
+    slurmctld cannot be reached): the data in it must not be trusted."""
+
+
 class AuthenticationError(SlurmError):
     """slurmrestd refused the credentials (bad or expired JWT)."""

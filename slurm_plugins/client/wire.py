@@ -68,7 +68,7 @@ def classify(done: Completed) -> SlurmError:
         kind = ControllerUnavailable
     elif "Invalid job id" in err:
         return JobNotFound(
-            _first_job_id(done.argv),
+            first_job_id(done.argv),
             argv=done.argv,
             returncode=done.returncode,
             stderr=done.stderr,
@@ -84,7 +84,7 @@ def _user_message(err: str) -> str:
     return "; ".join(m for m in msgs if m)
 
 
-def _first_job_id(argv: Sequence[str]) -> str:
+def first_job_id(argv: Sequence[str]) -> str:
     for a in reversed(argv):
         if a.replace(",", "").replace("_", "").isdigit():
             return a

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from slurm_plugins.client.errors import ParseError
+from slurm_plugins.client.errors import ParseError, ReportedError
 from slurm_plugins.client.models import (
     Tres,
 )
@@ -27,16 +27,26 @@ def load(text: str | bytes | Doc, key: str) -> list[Doc]:
             raise ParseError(f"not JSON: {exc}") from exc
     if not isinstance(doc, Mapping):
         raise ParseError("expected a JSON object at the top level")
-    errors = [e for e in doc.get("errors") or [] if isinstance(e, Mapping)]
-    if errors and key not in doc:
+    errors = [e for e in doc.get("errors") or [] if isinstance(e, Mapping) and not _empty(e)]
+    if errors:  # an empty list next to errors means "could not ask", not "nothing there"
         msg = "; ".join(str(e.get("description") or e.get("error") or e) for e in errors)
-        raise ParseError(f"Slurm reported errors: {msg}")
+        raise ReportedError(f"Slurm reported errors: {msg}")
     items = doc.get(key)
     if items is None:
         raise ParseError(f"no {key!r} in Slurm's output (keys: {sorted(doc)})")
     if not isinstance(items, list):
         raise ParseError(f"{key!r} is not a list")
     return items
+
+
+def _empty(error: Mapping[str, Any]) -> bool:
+    """sacct reports an empty result as an error ("Nothing found", 9003): it is not one."""
+    return num(error.get("error_number")) == NOTHING_FOUND or error.get("description") == (
+        "Nothing found"
+    )
+
+
+NOTHING_FOUND = 9003  # ESLURM_... "Nothing found with query" (slurmdb)
 
 
 def num(value: Any) -> int | None:

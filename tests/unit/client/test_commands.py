@@ -232,3 +232,26 @@ def test_qos_moves_and_batch_signals() -> None:
     assert r.calls[-1][0] == ("scancel", "--signal", "USR1", "--batch", "6")
     assert current[13].requeue
     assert current[13].eligible_time is not None
+
+
+@pytest.mark.parametrize(
+    ("prefix", "sample", "call"),
+    [
+        (("squeue",), "squeue_controller_down.json", "jobs"),
+        (("sinfo", "--json"), "sinfo_controller_down.json", "nodes"),
+    ],
+)
+def test_errors_inside_json_mean_unavailable_not_empty(
+    prefix: tuple[str, ...], sample: str, call: str
+) -> None:
+    """22.05 exits 0 with [] and an error when slurmctld is down: never read that as empty."""
+    text = (Path(__file__).parents[2] / "data/slurm/22.05" / sample).read_text()
+    c, _ = client({("sinfo", "--version"): ok("slurm-wlm 22.05.8\n"), prefix: ok(text)})
+    with pytest.raises(ControllerUnavailable, match="Slurm reported errors"):
+        getattr(c, call)()
+
+
+def test_sacct_nothing_found_is_an_empty_answer() -> None:
+    text = (Path(__file__).parents[2] / "data/slurm/22.05/sacct_nothing_found.json").read_text()
+    c, _ = client({("sacct",): ok(text)})
+    assert c.accounting(job_ids=[99999]) == []
