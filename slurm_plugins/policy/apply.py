@@ -19,7 +19,13 @@ from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import TypeVar
 
-from slurm_plugins.client import JobNotFound, JobUpdate, SlurmClient, SlurmError
+from slurm_plugins.client import (
+    ControllerUnavailable,
+    JobNotFound,
+    JobUpdate,
+    SlurmClient,
+    SlurmError,
+)
 from slurm_plugins.policy.notify import Notifier
 from slurm_plugins.policy.plan import Action, Plan
 from slurm_plugins.policy.snapshot import DaemonState
@@ -39,8 +45,9 @@ class ApplyResult:
 class _Writer:
     """Counts calls and isolates failures: a batch that fails is retried job by job."""
 
-    def __init__(self, result: ApplyResult) -> None:
+    def __init__(self, result: ApplyResult, ping: Callable[[], bool]) -> None:
         self.result = result
+        self._ping = ping
 
     def batch(self, what: str, ids: Sequence[int], call: Callable[[Sequence[int]], object]) -> None:
         if not ids:
@@ -51,7 +58,13 @@ class _Writer:
             return
         except JobNotFound:
             pass  # some job left the queue meanwhile: find out which below
+        except ControllerUnavailable:
+            raise  # nothing to isolate: the cycle fails and the next one tries again
         except SlurmError as exc:
+            # `scontrol -Q` says nothing when the controller is gone: ask before retrying
+            # job by job, which would cost a full timeout per job
+            if not self._ping():
+                raise ControllerUnavailable(f"{what} failed and slurmctld does not answer") from exc
             log.warning("%s of %d jobs failed (%s); retrying one by one", what, len(ids), exc)
         if len(ids) == 1:
             self.result.failed[ids[0]] = what
@@ -80,7 +93,7 @@ def apply(
 ) -> ApplyResult:
     """Make Slurm match the plan; idempotent (a plan already applied changes nothing)."""
     result = ApplyResult()
-    w = _Writer(result)
+    w = _Writer(result, client.ping)
     dry = client.dry_run
     if store is not None and not dry and not plan.empty:
         store.save(_write_ahead(old_state, plan))

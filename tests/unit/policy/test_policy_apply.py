@@ -7,7 +7,10 @@ import contextlib
 from collections.abc import Sequence
 from pathlib import Path
 
+import pytest
+
 from slurm_plugins.client import SlurmClient
+from slurm_plugins.client.errors import ControllerUnavailable
 from slurm_plugins.client.runner import Completed, ReplayRunner
 from slurm_plugins.policy.apply import apply
 from slurm_plugins.policy.plan import (
@@ -23,10 +26,14 @@ from slurm_plugins.policy.snapshot import DaemonState, Mark
 from slurm_plugins.policy.store import StateStore
 
 OK = Completed((), 0, "", "")
+UP = Completed((), 0, "Slurmctld(primary) at localhost is UP\n", "")
+DOWN = Completed((), 1, "Slurmctld(primary) at localhost is DOWN\n", "")
 
 
 def client(answers: dict | None = None, **kw: object) -> tuple[SlurmClient, ReplayRunner]:
-    runner = ReplayRunner(answers or {("scontrol",): OK, ("scancel",): OK})
+    answers = {("scontrol",): OK, ("scancel",): OK, **(answers or {})}
+    answers.setdefault(("scontrol", "ping"), UP)
+    runner = ReplayRunner(answers)
     return SlurmClient(runner, **kw), runner  # type: ignore[arg-type]
 
 
@@ -142,3 +149,15 @@ def test_state_file_survives_damage(tmp_path: Path) -> None:
     store.save(DaemonState(holds={2: Mark(2)}))
     (tmp_path / "state.json").write_text("{not json")
     assert set(store.load().holds) == {1}  # the previous copy
+
+
+def test_a_failed_batch_with_the_controller_gone_fails_the_cycle_at_once(tmp_path: Path) -> None:
+    """No job-by-job retries (a full timeout each) when slurmctld does not answer."""
+    failing = Completed((), 1, "", "")  # what `scontrol -Q` prints when the controller is gone
+    c, r = client({("scontrol", "hold"): failing, ("scontrol", "ping"): DOWN})
+    with pytest.raises(ControllerUnavailable, match="slurmctld does not answer"):
+        apply(full_plan(), c, old_state=DaemonState(), store=StateStore(tmp_path))
+    holds = [a for a, _ in r.calls if a[:2] == ("scontrol", "hold")]
+    assert len(holds) == 1
+    # the write-ahead state still names the holds this cycle meant to make
+    assert StateStore(tmp_path).load().holds
