@@ -11,6 +11,7 @@ from marshmallow import RAISE, Schema, ValidationError, fields, validate
 
 from aipool.lab.daemons import LabError
 from slurm_plugins.client.specs import AccountSpec, QosSpec, UserSpec
+from slurm_plugins.validation import flatten
 
 _NAME = validate.Regexp(r"^[a-z][a-z0-9_-]{0,31}$", error="must be a lower-case Slurm/Unix name")
 
@@ -69,7 +70,7 @@ def load_tenants(path: Path) -> Tenants:
     except yaml.YAMLError as exc:
         raise LabError(f"{path}: not valid YAML: {exc}") from exc
     except ValidationError as exc:
-        raise LabError(f"{path}: {_flatten(exc.messages)}") from exc
+        raise LabError(f"{path}: {'; '.join(flatten(exc.messages))}") from exc
     known = {"root"} | {a["name"] for a in data["accounts"]}
     for i, a in enumerate(data["accounts"]):
         if a["parent"] not in known:
@@ -86,16 +87,3 @@ def load_tenants(path: Path) -> Tenants:
             UserSpec(u["name"], u["account"], tuple(u["qos"]), u["qos"][0]) for u in data["users"]
         ),
     )
-
-
-def _flatten(messages: Any, prefix: str = "") -> str:
-    """marshmallow's nested dict of errors -> ``users[1].name: must be …``."""
-    if isinstance(messages, dict):
-        parts = []
-        for key, val in messages.items():
-            path = f"{prefix}[{key}]" if isinstance(key, int) else f"{prefix}.{key}".lstrip(".")
-            parts.append(_flatten(val, path))
-        return "; ".join(parts)
-    if isinstance(messages, list):
-        return f"{prefix}: " + " ".join(str(m) for m in messages)
-    return f"{prefix}: {messages}"

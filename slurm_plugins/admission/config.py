@@ -20,6 +20,7 @@ import yaml
 from marshmallow import RAISE, Schema, ValidationError, fields, validate
 
 from gres.shards import MAX_SHARDS_PER_GPU, ShardPlan
+from slurm_plugins.validation import flatten
 
 LAB_POLICY = Path(__file__).resolve().parent / "lab-policy.yaml"
 
@@ -366,27 +367,3 @@ def check(cfg: PolicyConfig) -> list[str]:
     if "shard" in cfg.cluster.gres and cfg.cluster.gres["shard"] is not Kind.GPU:
         out.append("cluster.gres.shard: shards are shares of a GPU (kind gpu)")
     return out
-
-
-def flatten(messages: Any, path: str = "") -> list[str]:
-    """marshmallow's nested errors as ``a.b[0].c: message`` lines, sorted."""
-    if isinstance(messages, Mapping):
-        out: list[str] = []
-        for key in sorted(messages, key=str):
-            if key == "value":  # fields.Dict puts a value's errors under "value"
-                sub = path
-            elif key == "key":
-                sub = f"{path} (name)"
-            elif key == "_schema":
-                sub = path
-            elif isinstance(key, int):
-                sub = f"{path}[{key}]"
-            else:
-                sub = f"{path}.{key}" if path else str(key)
-            out += flatten(messages[key], sub)
-        return out
-    if isinstance(messages, list | tuple):
-        if all(isinstance(m, str) for m in messages):
-            return [f"{path}: {m}" if path else m for m in messages]
-        return [line for m in messages for line in flatten(m, path)]
-    return [f"{path}: {messages}" if path else str(messages)]

@@ -18,6 +18,7 @@ from slurm_plugins.policy.base import REGISTRY, Select
 from slurm_plugins.policy.engine import EngineConfig, PolicyConfig
 from slurm_plugins.policy.fields import Duration, resource_map
 from slurm_plugins.policy.snapshot import Tenant
+from slurm_plugins.validation import flatten
 
 LAB_CONFIG = Path(__file__).resolve().parent / "lab-daemon.yaml"
 
@@ -117,26 +118,6 @@ class ConfigSchema(_Strict):
     policies = fields.List(fields.Nested(PolicySchema), validate=validate.Length(min=1))
 
 
-def _flatten(messages: Any, prefix: str = "") -> list[str]:
-    """marshmallow's nested error dict as ``path: message`` lines."""
-    if isinstance(messages, dict):
-        out = []
-        for key, value in messages.items():
-            if key == "value":  # marshmallow's level for a Dict's values: the key says enough
-                part = ""
-            elif isinstance(key, int):
-                part = f"[{key}]"
-            else:
-                part = f".{key}" if prefix else str(key)
-            out += _flatten(value, f"{prefix}{part}")
-        return out
-    if isinstance(messages, list) and all(isinstance(m, str) for m in messages):
-        return [f"{prefix or 'config'}: {m}" for m in messages]
-    if isinstance(messages, list):
-        return [line for m in messages for line in _flatten(m, prefix)]
-    return [f"{prefix or 'config'}: {messages}"]
-
-
 def _policy(i: int, raw: Mapping[str, Any], errors: list[str]) -> PolicyConfig | None:
     cls = REGISTRY.get(raw["name"])
     if cls is None:
@@ -146,7 +127,7 @@ def _policy(i: int, raw: Mapping[str, Any], errors: list[str]) -> PolicyConfig |
     try:
         args = cls.Args(unknown=RAISE).load(raw["args"])
     except ValidationError as exc:
-        errors += _flatten(exc.messages, f"policies[{i}].args")
+        errors += flatten(exc.messages, f"policies[{i}].args")
         return None
     return PolicyConfig(raw["name"], raw["weight"], raw["tier"], args)
 
@@ -173,7 +154,7 @@ def parse_config(data: Any, *, base: Path | None = None) -> DaemonConfig:
     try:
         raw = ConfigSchema().load(data)
     except ValidationError as exc:
-        raise ConfigError(_flatten(exc.messages)) from exc
+        raise ConfigError(flatten(exc.messages, root="config")) from exc
     errors: list[str] = []
     pols = [_policy(i, p, errors) for i, p in enumerate(raw["policies"])]
     names = [p["name"] for p in raw["policies"]]
