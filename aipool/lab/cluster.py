@@ -174,9 +174,7 @@ class Lab:
             report.step("reconfigure")
         progress("nodes up")
 
-        self.client.ensure_qos(tenants.qos)
-        self.client.ensure_accounts(tenants.accounts)
-        self.client.ensure_users(tenants.users)
+        self.client.ensure_tenants(tenants.qos, tenants.accounts, tenants.users)
         report.step("tenants")
         pid = self.start(
             ledger,

@@ -350,6 +350,21 @@ class SlurmClient:
         """Create or update user associations (user + account); returns the commands sent."""
         return self._sacctmgr(accounts_mod.user_commands(self.associations(), specs))
 
+    def ensure_tenants(
+        self,
+        qos: Sequence[QosSpec] = (),
+        accounts: Sequence[AccountSpec] = (),
+        users: Sequence[UserSpec] = (),
+    ) -> list[str]:
+        """All three at once: one read of each kind and one sacctmgr process for the changes
+        (QOS first, then accounts parents first, then users)."""
+        assocs = self.associations()
+        return self._sacctmgr(
+            accounts_mod.qos_commands(self.qos(), qos)
+            + accounts_mod.account_commands(assocs, accounts)
+            + accounts_mod.user_commands(assocs, users)
+        )
+
     def remove_associations(
         self, *, users: Sequence[tuple[str, str]] = (), accounts: Sequence[str] = ()
     ) -> list[str]:

@@ -255,3 +255,27 @@ def test_sacct_nothing_found_is_an_empty_answer() -> None:
     text = (Path(__file__).parents[2] / "data/slurm/22.05/sacct_nothing_found.json").read_text()
     c, _ = client({("sacct",): ok(text)})
     assert c.accounting(job_ids=[99999]) == []
+
+
+def test_ensure_tenants_reads_once_and_writes_once() -> None:
+    answers = {
+        ("sinfo", "--version"): ok("slurm-wlm 24.11.5\n"),
+        ("sacctmgr", "show", "qos", "--json"): ok((DATA / "sacctmgr_qos.json").read_text()),
+        ("sacctmgr", "show", "associations", "--json"): ok(
+            (DATA / "sacctmgr_assoc.json").read_text()
+        ),
+        ("sacctmgr", "-i"): ok(),
+    }
+    c, r = client(answers)
+    sent = c.ensure_tenants(
+        [QosSpec("urgent", 2000)], [AccountSpec("cv", "root")], [UserSpec("alice", "cv")]
+    )
+    assert [line.split()[:2] for line in sent] == [
+        ["add", "qos"],
+        ["modify", "qos"],
+        ["add", "account"],
+        ["add", "user"],
+    ]
+    kinds = [argv[:3] for argv, _ in r.calls if argv[0] == "sacctmgr"]
+    assert kinds.count(("sacctmgr", "-i")) == 1
+    assert kinds.count(("sacctmgr", "show", "associations")) == 1
