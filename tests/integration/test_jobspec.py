@@ -81,10 +81,24 @@ class Jobs:
 
         wait_until(finished, timeout, interval=0.5)
 
-    def final_state(self, job_id: int) -> str:
-        records = self.client.accounting(job_ids=[job_id])
-        mine = [r for r in records if r.job_id == job_id]
-        return mine[0].state.value if mine else "UNKNOWN"
+    def final_state(self, job_id: int, timeout: float = 30) -> str:
+        """The job's state in slurmdbd once every record of it there is finished.
+
+        slurmctld forgets a job before slurmdbd has stored its end (and a heterogeneous job's
+        components end one by one), so the accounting record can still say RUNNING for a moment.
+        """
+        states: list[str] = []
+
+        def recorded() -> bool:
+            records = [r for r in self.client.accounting(job_ids=[job_id]) if r.job_id == job_id]
+            states[:] = [r.state.value for r in records]
+            return bool(records) and all(r.state.is_finished for r in records)
+
+        try:
+            wait_until(recorded, timeout, interval=0.5)
+        except AssertionError:
+            pass
+        return states[0] if states else "UNKNOWN"
 
 
 @pytest.fixture
