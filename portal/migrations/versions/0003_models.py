@@ -1,0 +1,24 @@
+"""model registry, sharing, evaluations, inference services
+
+Revision ID: 0003
+Revises: 0002
+Create Date: 2026-11-29 22:45:00
+
+"""
+
+import sqlalchemy as sa  # noqa: F401
+from alembic import op  # noqa: F401
+
+# revision identifiers, used by Alembic.
+revision = "0003"
+down_revision = "0002"
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    pass
+
+
+def downgrade() -> None:
+    pass
