@@ -1,7 +1,7 @@
 """datasets, versions, sources and labelling
 
-Revision ID: 0004
-Revises: 0003
+Revision ID: 0003
+Revises: 0002
 Create Date: 2026-11-29 22:45:00
 
 """
@@ -10,8 +10,8 @@ import sqlalchemy as sa  # noqa: F401
 from alembic import op  # noqa: F401
 
 # revision identifiers, used by Alembic.
-revision = "0004"
-down_revision = "0003"
+revision = "0003"
+down_revision = "0002"
 branch_labels = None
 depends_on = None
 

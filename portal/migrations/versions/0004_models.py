@@ -1,7 +1,7 @@
 """model registry, sharing, evaluations, inference services
 
-Revision ID: 0003
-Revises: 0002
+Revision ID: 0004
+Revises: 0003
 Create Date: 2026-11-29 22:45:00
 
 """
@@ -10,8 +10,8 @@ import sqlalchemy as sa  # noqa: F401
 from alembic import op  # noqa: F401
 
 # revision identifiers, used by Alembic.
-revision = "0003"
-down_revision = "0002"
+revision = "0004"
+down_revision = "0003"
 branch_labels = None
 depends_on = None
 
