@@ -47,6 +47,7 @@ def create_app(settings: Mapping[str, Any] | None = None) -> Flask:
 
 def _register(app: Flask) -> None:
     from portal.audit.views import blp as audit
+    from portal.datasets.views import register as register_datasets
     from portal.identity.views import auth, users
     from portal.jobs.views import blp as jobs
     from portal.nodes.views import blp as nodes
@@ -59,3 +60,4 @@ def _register(app: Flask) -> None:
     for blp in (auth, users, roles, domains, projects, groups, quotas, jobs, nodes, audit):
         api.register_blueprint(blp)
     register_pages(app)
+    register_datasets(app)
