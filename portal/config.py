@@ -8,7 +8,9 @@ a dict). ``AIPOOL_DATABASE_URL`` is the database URL (``sqlite:///…`` or
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import re
+from collections.abc import Mapping, MutableMapping
+from pathlib import Path
 from typing import Any
 
 from flask import Flask
@@ -55,6 +57,28 @@ DEFAULTS: dict[str, Any] = {
     "JOB_WORKDIR": "/tmp",  # working directory of portal-submitted jobs; "{user}" is replaced
     "JOB_OUTPUT": "slurm-%j.out",
     "JOB_SCRIPT_MAX_BYTES": 65536,
+    # datasets (docs/datasets.md)
+    "DATASET_STORAGE": None,  # None: <instance>/datasets; must be readable on the nodes
+    "DATASET_QUOTA_BYTES": 100 * 2**30,  # per project, all versions
+    "DATASET_MAX_FILE_BYTES": 20 * 2**30,
+    "DATASET_MAX_FILES": 1_000_000,
+    "DATASET_IMPORT_ROOTS": [],  # cluster paths one may import from; "{user}" is replaced
+    "DATASET_S3_STORES": {},  # name -> {endpoint_url, region, access_key, secret_key}
+    # model registry and inference services (docs/models.md)
+    "MODEL_STORAGE": None,  # artifacts; None: <instance>/models
+    "MODEL_MIRROR": None,  # offline mirror of hub weights for presets; None: <instance>/mirror
+    "MODEL_IMPORT_ROOTS": [],  # directories Hugging Face / ModelScope layouts import from
+    "MODEL_KEY": None,  # master key of the per-tenant artifact keys; None: from SECRET_KEY
+    "MODEL_PYTHON": None,  # the Python that model jobs run; None: the portal's own
+    "MODEL_UPLOAD_MAX_BYTES": 512 * 1024**2,
+    "INFERENCE_TIMEOUT": 30.0,  # seconds for one proxied call
+    "CLOCK": None,  # a callable returning the UTC time (tests); None: the system clock
+    # the node agent's utilisation samples (aipool policy agent --out); None: no job charts
+    "SAMPLES_DIR": None,
+    # branding: the site's name, a logo file (PNG, SVG, JPEG, ICO) and header/accent colours
+    "SITE_NAME": "AIPool",
+    "SITE_LOGO": None,
+    "SITE_COLOURS": {},
 }
 
 
@@ -67,3 +91,44 @@ def load(app: Flask, overrides: Mapping[str, Any] | None) -> None:
     app.config["SQLALCHEMY_DATABASE_URI"] = url
     if not app.config["SECRET_KEY"]:
         raise RuntimeError("the portal needs a secret key: set AIPOOL_SECRET_KEY")
+    check_branding(app.config)
+
+
+#: Colours the templates use, each a CSS hex colour; they reach a <style> block, so nothing
+#: but ``#`` and hex digits is accepted.
+COLOURS = {"header": "#1d2433", "header_text": "#cfd8ea", "accent": "#3b6fd8"}
+_HEX = re.compile(r"^#(?:[0-9a-fA-F]{3}|[0-9a-fA-F]{6})$")
+LOGO_TYPES = {
+    ".png": "image/png",
+    ".svg": "image/svg+xml",
+    ".jpg": "image/jpeg",
+    ".jpeg": "image/jpeg",
+    ".ico": "image/x-icon",
+}
+
+
+def check_branding(cfg: MutableMapping[str, Any]) -> None:
+    """Validate the branding settings once, at start-up, naming what is wrong."""
+    problems = []
+    name = cfg["SITE_NAME"]
+    if not isinstance(name, str) or not 1 <= len(name) <= 64 or not name.isprintable():
+        problems.append("SITE_NAME: 1-64 printable characters")
+    colours = cfg["SITE_COLOURS"]
+    if not isinstance(colours, Mapping):
+        problems.append(f"SITE_COLOURS: a mapping of {', '.join(COLOURS)} to #rgb or #rrggbb")
+        colours = {}
+    for key, value in colours.items():
+        if key not in COLOURS:
+            problems.append(f"SITE_COLOURS.{key}: unknown, use {', '.join(COLOURS)}")
+        elif not isinstance(value, str) or not _HEX.match(value):
+            problems.append(f"SITE_COLOURS.{key}: a hex colour such as #1d2433")
+    logo = cfg["SITE_LOGO"]
+    if logo is not None:
+        path = Path(str(logo))
+        if path.suffix.lower() not in LOGO_TYPES:
+            problems.append(f"SITE_LOGO: one of {', '.join(sorted(LOGO_TYPES))}")
+        elif not path.is_file():
+            problems.append(f"SITE_LOGO: {path} is not a readable file")
+    if problems:
+        raise RuntimeError("branding settings: " + "; ".join(problems))
+    cfg["SITE_COLOURS"] = {**COLOURS, **colours}

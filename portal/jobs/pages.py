@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -13,9 +14,11 @@ from wtforms import IntegerField, SelectField, StringField, TextAreaField
 from wtforms.validators import DataRequired, Length, NumberRange, Optional
 
 from portal.authz import Perm
-from portal.errors import DomainError
-from portal.jobs import service
+from portal.errors import DomainError, NotFound
+from portal.jobs import history, monitor, service
+from portal.jobs.chart import line_chart
 from portal.pages import show_error
+from portal.pagination import page_of_query
 from portal.slurm import slurm
 from portal.tenancy.service import projects_query
 from portal.web import current_access, session
@@ -90,11 +93,66 @@ def submit() -> str | Response | tuple[str, int]:
     return render_template("jobs/submit.html", form=form), status
 
 
+class _Page:
+    """The page parameters :func:`page_of_query` fills in."""
+
+    def __init__(self, page: int) -> None:
+        self.page, self.page_size = page, PAGE
+        self.item_count: int | None = None
+
+
+@bp.route("/jobs/history")
+@login_required
+def history_index() -> str:
+    page = _Page(max(1, min(request.args.get("page", 1, type=int) or 1, 2**31 // PAGE)))
+    stmt = history.history_query(current_access(), {})
+    rows = page_of_query(session(), stmt, page)
+    pages = max(1, -(-(page.item_count or 0) // PAGE))
+    return render_template("jobs/history.html", rows=rows, page=page.page, pages=pages)
+
+
 @bp.route("/jobs/<id:job_id>")
 @login_required
 def detail(job_id: int) -> str:
-    view = service.get_job(session(), current_access(), slurm(), job_id)
-    return render_template("jobs/detail.html", view=view, job=view.job)
+    access = current_access()
+    window = request.args.get("window", 3600, type=int) or 3600
+    window = max(60, min(window, monitor.MAX_WINDOW_S))
+    metrics = monitor.job_metrics(
+        session(), access, slurm(), job_id, window_s=window, clock=time.time
+    )
+    job = metrics.view.job
+    jupyter: dict[str, Any] | None = None
+    if job.user == access.username and monitor.is_jupyter(metrics.view):
+        conn = monitor.jupyter(session(), access, slurm(), job_id)
+        jupyter = {"ready": conn is not None, "url": conn.url if conn else None}
+    try:
+        record = history.record_of(session(), access, job_id)
+    except NotFound:
+        record = None
+    return render_template(
+        "jobs/detail.html",
+        view=metrics.view,
+        job=job,
+        chart=line_chart([(s.ts, s.util) for s in metrics.samples], y_max=100.0),
+        window=window,
+        jupyter=jupyter,
+        can_rerun=record is not None and record.user_id == access.user_id,
+    )
+
+
+@bp.route("/jobs/<id:job_id>/rerun", methods=["POST"])
+@login_required
+def rerun(job_id: int) -> Response:
+    try:
+        new_id = history.rerun(session(), current_access(), slurm(), job_id)
+    except DomainError as exc:
+        if exc.status in {403, 404}:
+            raise
+        session().rollback()
+        flash(exc.message, "error")
+        return redirect(url_for(".detail", job_id=job_id))
+    flash(f"Job {job_id} submitted again as job {new_id}.", "info")
+    return redirect(url_for(".detail", job_id=new_id))
 
 
 @bp.route("/jobs/<id:job_id>/cancel", methods=["POST"])

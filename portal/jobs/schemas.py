@@ -98,3 +98,48 @@ def job_data(view: JobView) -> dict[str, Any]:
         "tres_alloc": dict(j.tres_alloc.counts),
         "exit_code": j.exit_code,
     }
+
+
+class HistoryQuerySchema(Schema):
+    project_id = ident(query=True)
+    mine = fields.Boolean(metadata={"description": "only the caller's own submissions"})
+
+
+class JobRecordSchema(Schema):
+    id = fields.Integer()
+    job_id = fields.Integer()
+    user_id = fields.Integer()
+    project_id = fields.Integer()
+    kind = fields.String(metadata={"description": "form or spec"})
+    name = fields.String()
+    rerun_of = fields.Integer(allow_none=True)
+    submitted_at = fields.DateTime()
+    request = fields.Dict(metadata={"description": "the form fields or the job spec sent"})
+
+
+class MetricsQuerySchema(Schema):
+    window = fields.Integer(
+        load_default=3600,
+        validate=validate.Range(min=60, max=7 * 24 * 3600),
+        metadata={"description": "seconds back from now"},
+    )
+
+
+class SampleSchema(Schema):
+    ts = fields.Float(metadata={"description": "Unix time"})
+    util = fields.Float(metadata={"description": "device utilisation, percent"})
+
+
+class MetricsSchema(Schema):
+    job_id = fields.Integer()
+    window = fields.Integer()
+    samples = fields.List(fields.Nested(SampleSchema))
+
+
+class JupyterSchema(Schema):
+    ready = fields.Boolean(metadata={"description": "false until the server has started"})
+    url = fields.String(allow_none=True)
+    host = fields.String(allow_none=True)
+    port = fields.Integer(allow_none=True)
+    token = fields.String(allow_none=True)
+    app = fields.String(allow_none=True)

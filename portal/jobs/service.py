@@ -21,6 +21,7 @@ from portal.errors import (
     SlurmUnavailable,
     ValidationFailed,
 )
+from portal.jobs.models import FORM, SPEC, JobRecord
 from portal.jobs.specs import spec_job
 from portal.slurm import SlurmPort
 from portal.tenancy.models import Project
@@ -112,16 +113,38 @@ def job_properties(project: Project, user: str, data: Mapping[str, Any]) -> dict
     return props
 
 
-def submit(session: Session, access: Access, port: SlurmPort, data: Mapping[str, Any]) -> int:
+def submit(
+    session: Session,
+    access: Access,
+    port: SlurmPort,
+    data: Mapping[str, Any],
+    *,
+    rerun_of: int | None = None,
+) -> int:
     """A job from the form fields."""
     project = get_project(session, access, data["project_id"], Perm.JOBS_SUBMIT)
     _check_request(project, data)
     props = job_properties(project, access.username, data)
-    return _submit(session, access, port, project, script=data["script"], props=props)
+    request = {k: v for k, v in data.items() if k != "project_id"}
+    return _submit(
+        session,
+        access,
+        port,
+        project,
+        script=data["script"],
+        props=props,
+        history=JobRecord(kind=FORM, request=request, rerun_of=rerun_of),
+    )
 
 
 def submit_spec(
-    session: Session, access: Access, port: SlurmPort, project_id: int, spec: Mapping[str, Any]
+    session: Session,
+    access: Access,
+    port: SlurmPort,
+    project_id: int,
+    spec: Mapping[str, Any],
+    *,
+    rerun_of: int | None = None,
 ) -> int:
     """A job from a declarative spec, charged to the project whatever the spec names."""
     project = get_project(session, access, project_id, Perm.JOBS_SUBMIT)
@@ -142,7 +165,15 @@ def submit_spec(
     props["account"] = project.name
     props.setdefault("current_working_directory", workdir)
     props["environment"] = {"PATH": "/usr/local/bin:/usr/bin:/bin"}
-    return _submit(session, access, port, project, script=script, props=props)
+    return _submit(
+        session,
+        access,
+        port,
+        project,
+        script=script,
+        props=props,
+        history=JobRecord(kind=SPEC, request=dict(spec), rerun_of=rerun_of),
+    )
 
 
 def _submit(
@@ -153,12 +184,19 @@ def _submit(
     *,
     script: str,
     props: Mapping[str, Any],
+    history: JobRecord,
 ) -> int:
+    """Submit as the caller; the job's history row and audit event commit together."""
     try:
         job_id = port.submit_as(access.username, script, props)
     except SlurmError as exc:
         raise _slurm_call("submit", exc) from exc
+    history.job_id, history.name = job_id, str(props.get("name", ""))[:64]
+    history.user_id, history.project_id = access.user_id, project.id
+    session.add(history)
     shown = {k: v for k, v in props.items() if k != "environment"}
+    if history.rerun_of is not None:
+        shown["rerun_of"] = history.rerun_of
     record(
         session, access.user, "job.submit", "job", job_id, after=shown, domain_id=project.domain_id
     )

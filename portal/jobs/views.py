@@ -2,20 +2,28 @@
 
 from __future__ import annotations
 
+import time
+from dataclasses import asdict
 from typing import Any
 
 from flask_smorest import Blueprint
 
-from portal.jobs import service
+from portal.jobs import history, monitor, service
+from portal.jobs.models import JobRecord
 from portal.jobs.schemas import (
+    HistoryQuerySchema,
     JobQuerySchema,
+    JobRecordSchema,
     JobSchema,
     JobSubmitSchema,
     JobSubmittedSchema,
+    JupyterSchema,
+    MetricsQuerySchema,
+    MetricsSchema,
     SpecSubmitSchema,
     job_data,
 )
-from portal.pagination import PageParams, page_of_list
+from portal.pagination import PageParams, page_of_list, page_of_query
 from portal.slurm import slurm
 from portal.web import AuthedView, current_access, session
 
@@ -61,3 +69,49 @@ class JobById(AuthedView):
     def delete(self, job_id: int) -> dict[str, Any]:
         """Cancel the job."""
         return job_data(service.cancel(session(), current_access(), slurm(), job_id))
+
+
+@blp.route("/history")
+class History(AuthedView):
+    @blp.arguments(HistoryQuerySchema, location="query")
+    @blp.response(200, JobRecordSchema(many=True))
+    @blp.paginate()
+    def get(self, args: dict[str, Any], pagination_parameters: PageParams) -> list[JobRecord]:
+        """Submissions made through the portal: one's own, and a project's with jobs.read_all."""
+        stmt = history.history_query(current_access(), args)
+        return page_of_query(session(), stmt, pagination_parameters)
+
+
+@blp.route("/<id:job_id>/rerun")
+class Rerun(AuthedView):
+    @blp.response(201, JobSubmittedSchema)
+    def post(self, job_id: int) -> dict[str, int]:
+        """Submit one's own job again, as it was asked for, as a new job."""
+        return {"job_id": history.rerun(session(), current_access(), slurm(), job_id)}
+
+
+@blp.route("/<id:job_id>/metrics")
+class Metrics(AuthedView):
+    @blp.arguments(MetricsQuerySchema, location="query")
+    @blp.response(200, MetricsSchema)
+    def get(self, args: dict[str, Any], job_id: int) -> dict[str, Any]:
+        """Device utilisation samples of the job over the last ``window`` seconds."""
+        m = monitor.job_metrics(
+            session(), current_access(), slurm(), job_id, window_s=args["window"], clock=time.time
+        )
+        return {
+            "job_id": job_id,
+            "window": m.window_s,
+            "samples": [{"ts": s.ts, "util": s.util} for s in m.samples],
+        }
+
+
+@blp.route("/<id:job_id>/jupyter")
+class Jupyter(AuthedView):
+    @blp.response(200, JupyterSchema)
+    def get(self, job_id: int) -> dict[str, Any]:
+        """The notebook server of one's own Jupyter job (its URL holds the token)."""
+        conn = monitor.jupyter(session(), current_access(), slurm(), job_id)
+        if conn is None:
+            return {"ready": False}
+        return {"ready": True, **asdict(conn)}

@@ -29,7 +29,9 @@ class FakeSlurm:
         self.reject: str | None = None
 
     # test helpers
-    def add_job(self, user: str, account: str, state: JobState = JobState.RUNNING) -> int:
+    def add_job(
+        self, user: str, account: str, state: JobState = JobState.RUNNING, **fields: Any
+    ) -> int:
         self._next += 1
         self._jobs[self._next] = Job(
             job_id=self._next,
@@ -39,8 +41,12 @@ class FakeSlurm:
             partition="gpu",
             qos="normal",
             state=state,
+            **fields,
         )
         return self._next
+
+    def set_state(self, job_id: int, state: JobState) -> None:
+        self._jobs[job_id] = dataclasses.replace(self._jobs[job_id], state=state)
 
     # SlurmPort
     def jobs(self) -> list[Job]:
@@ -84,6 +90,8 @@ class FakeSlurm:
             reason="Priority",
             tres_req=Tres(tres),
             time_limit_min=props.get("time_limit"),
+            comment=props.get("comment", ""),
+            stdout_path=props.get("standard_output", ""),
         )
         return self._next
 

@@ -15,6 +15,7 @@ import pytest
 from sqlalchemy import func, select
 
 from portal.extensions import Base, db
+from portal.jobs.models import JobRecord
 from tests.unit.portal.conftest import Env
 
 USERS = ("admin", "erin", "tina", "carol", "alice", "sam", "victor", "gina", "nobody")
@@ -178,6 +179,16 @@ CASES = [
     C("GET", "/jobs/{alice_job}", {"admin", "erin", "alice", "gina"}),
     C("DELETE", "/jobs/{alice_job}", {"admin", "erin", "alice"}, forbidden={"gina"}),
     C("GET", "/jobs/{carol_job}", {"admin", "tina", "carol"}),
+    C("GET", "/jobs/{alice_job}/metrics", {"admin", "erin", "alice", "gina"}),
+    C("GET", "/jobs/{carol_job}/metrics", {"admin", "tina", "carol"}),
+    C("GET", "/jobs/{alice_job}/jupyter", {"alice"}, forbidden={"admin", "erin", "gina"}),
+    C(
+        "POST",
+        "/jobs/{alice_job}/rerun",
+        {"alice"},
+        201,
+        forbidden={"admin", "erin", "gina"},
+    ),
     C("DELETE", "/jobs/{carol_job}", {"admin", "tina", "carol"}),
     C(
         "POST",
@@ -214,9 +225,27 @@ def _names(env: Env) -> dict[str, Any]:
         **w.roles,
         "group": w.groups["nlp-readers"],
         **{f"{u}_id": uid for u, uid in w.users.items()},
-        "alice_job": env.slurm.add_job("alice", "nlp"),
+        "alice_job": _portal_job(env, "alice", "nlp"),
         "carol_job": env.slurm.add_job("carol", "cs101"),
     }
+
+
+def _portal_job(env: Env, user: str, project: str) -> int:
+    """A Jupyter job with a history row, as if submitted through the portal."""
+    job_id = env.slurm.add_job(user, project, comment="aipool:name=nb,jupyter=1")
+    with env.app.app_context():
+        db.session.add(
+            JobRecord(
+                job_id=job_id,
+                user_id=env.world.users[user],
+                project_id=env.world.projects[project],
+                kind="form",
+                name="nb",
+                request={"name": "nb", "time_limit": 5, "script": "#!/bin/bash\ntrue\n"},
+            )
+        )
+        db.session.commit()
+    return job_id
 
 
 def _fill(value: Any, names: dict[str, Any]) -> Any:

@@ -1,0 +1,76 @@
+"""What a job tells about itself: utilisation samples from the node agent, Jupyter's address.
+
+Samples are the lines the node agent (``aipool policy agent``) appends for the idle reaper,
+read with the daemon's own :class:`SampleReader` from ``SAMPLES_DIR``. The Jupyter connection
+file is the one a spec's Jupyter job writes next to its output (``jobspec``), shown only to
+the job's owner: its token opens the notebook server.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from flask import current_app
+from sqlalchemy.orm import Session
+
+from jobspec.options import parse_comment
+from jobspec.status import JupyterConnection, connection_path, read_connection
+from portal.authz import Access
+from portal.errors import Conflict, Forbidden
+from portal.jobs.service import JobView, get_job
+from portal.slurm import SlurmPort
+from slurm_plugins.policy.agent import SampleReader
+from slurm_plugins.policy.snapshot import Sample
+
+#: Longest window of samples a caller may ask for (the agent keeps an hour by default).
+MAX_WINDOW_S = 7 * 24 * 3600
+
+
+@dataclass(frozen=True, slots=True)
+class Metrics:
+    view: JobView
+    window_s: int
+    samples: tuple[Sample, ...]
+
+
+def job_metrics(
+    session: Session,
+    access: Access,
+    port: SlurmPort,
+    job_id: int,
+    *,
+    window_s: int,
+    clock: Callable[[], float],
+) -> Metrics:
+    """GPU/NPU utilisation samples of a job the caller may see, over the last ``window_s``."""
+    view = get_job(session, access, port, job_id)
+    directory = current_app.config["SAMPLES_DIR"]
+    samples: tuple[Sample, ...] = ()
+    if directory:
+        reader = SampleReader(Path(directory), max_age_s=window_s)
+        samples = reader.read(clock(), jobs=[job_id]).get(job_id, ())
+    return Metrics(view, window_s, samples)
+
+
+def is_jupyter(view: JobView) -> bool:
+    return parse_comment(view.job.comment).get("jupyter") == "1"
+
+
+def jupyter(
+    session: Session, access: Access, port: SlurmPort, job_id: int
+) -> JupyterConnection | None:
+    """The notebook server's address and token for the job's owner; ``None`` until the job
+    has started it. Others who may see the job are refused: the token is the owner's key."""
+    view = get_job(session, access, port, job_id)
+    if view.job.user != access.username:
+        raise Forbidden("only the job's owner sees its Jupyter token")
+    if not is_jupyter(view):
+        raise Conflict(f"job {job_id} is not a Jupyter job")
+    if not view.job.stdout_path or not view.job.state.is_active:
+        return None
+    conn = read_connection(connection_path(Path(view.job.stdout_path).parent, job_id))
+    if conn is None or conn.job_id != job_id or not conn.url.startswith(("http://", "https://")):
+        return None
+    return conn
