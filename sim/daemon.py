@@ -78,6 +78,8 @@ class Daemon:
                 job.required = expand_hostlist(change.req_nodes)
             if change.exc_nodes is not None:
                 job.excluded = expand_hostlist(change.exc_nodes)
+            if change.qos is not None and job.state == "PENDING":
+                job.qos_now = change.qos
         for hold in result.holds:
             if hold.job_id in sim.pending:
                 sim.pending[hold.job_id].held = True
@@ -96,7 +98,16 @@ class Daemon:
     def _info(self, job: SimJob, sim: QueueSim, now: float) -> JobInfo:
         """The job as the collector would report it, rebuilt only when it changed."""
         waiting = job.eligible > now
-        key = (job.state, job.held, job.required, job.excluded, job.restarts, job.start, waiting)
+        key = (
+            job.state,
+            job.held,
+            job.required,
+            job.excluded,
+            job.restarts,
+            job.start,
+            waiting,
+            job.qos_now,
+        )
         cached = self._infos.get(job.job_id)
         if cached is None or cached[0] != key:
             cached = (key, job_info(job, sim, waiting=waiting))
@@ -149,7 +160,7 @@ def job_info(job: SimJob, sim: QueueSim, *, waiting: bool = False) -> JobInfo:
         user=job.user,
         account=job.account,
         partition=PARTITION,
-        qos=job.qos,
+        qos=job.qos_now or job.qos,
         state=job.state,
         submit=job.submit,
         name=job.name,

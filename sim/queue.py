@@ -50,6 +50,9 @@ class SimJob:
     runtime: float
     #: Reporting class (a QoS, or the Kueue scenario's small / medium / large).
     klass: str = ""
+    #: The QOS the daemon moved it to (capacity's borrowing QOS), if any; ``qos`` stays the
+    #: job's own. Slurm's QOS preemption is not modelled: reclaim is the daemon's requeue.
+    qos_now: str = ""
     state: str = "PENDING"
     held: bool = False
     site_factor: int = 0

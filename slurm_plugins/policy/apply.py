@@ -2,8 +2,8 @@
 
 One call per kind of change (``scontrol hold ids``, one ``scontrol -Q`` with every job
 update on stdin, ``scontrol release ids``, …); a plan without changes makes none. The order
-is chosen for safety: holds first (nothing we hold may start meanwhile), then node lists and
-SiteFactors, then releases (a released job already has its new lists), then signals,
+is chosen for safety: holds first (nothing we hold may start meanwhile), then node lists,
+QOS and SiteFactors, then releases (a released job already has its new lists and QOS), then signals,
 requeues and cancels, then node weights.
 
 Crash safety: before any call, the state is saved with the union of old and new holds
@@ -102,7 +102,11 @@ def apply(
     if plan.job_changes:
         updates = [
             JobUpdate(
-                c.job_id, site_factor=c.site_factor, req_nodes=c.req_nodes, exc_nodes=c.exc_nodes
+                c.job_id,
+                site_factor=c.site_factor,
+                req_nodes=c.req_nodes,
+                exc_nodes=c.exc_nodes,
+                qos=c.qos,
             )
             for c in plan.job_changes
         ]

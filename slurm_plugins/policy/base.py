@@ -42,6 +42,8 @@ class Verdict:
     exclude: frozenset[str] = frozenset()
     #: Pin the pending job to these nodes (written as its ReqNodeList).
     pin: tuple[str, ...] = ()
+    #: Run the pending job in this QOS (capacity: borrowed work in the preemptible one).
+    qos: str | None = None
 
 
 ABSTAIN = Verdict()
@@ -102,8 +104,10 @@ def register(cls: type[Policy]) -> type[Policy]:
     return cls
 
 
-#: Labels of jobs submitted held for the daemon to release (a user hold on them is ours).
-DAEMON_RELEASED = ("gang", "anti_affinity")
+#: Labels of jobs submitted held for the daemon to release (a user hold on them is ours):
+#: gang and anti-affinity members, and ``admit`` for any job that must not start before the
+#: daemon has judged it (Kueue's suspended workloads: its QOS and node list are set first).
+DAEMON_RELEASED = ("gang", "anti_affinity", "admit")
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,6 +175,10 @@ class Context:
             hops += 1
         self._tenant_cache[account] = found
         return found
+
+    def qos_class(self, job: JobInfo) -> str:
+        """The job's own QOS (its priority class), even while the daemon has moved it."""
+        return self.state.base_qos.get(job.job_id, job.qos)
 
     @cached_property
     def tenant_usage(self) -> Mapping[str, Amounts]:

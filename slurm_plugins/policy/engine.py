@@ -172,6 +172,7 @@ def _admit(
         by_tier: dict[int, list[Verdict]] = {}
         exclude: frozenset[str] = frozenset()
         pin: tuple[str, ...] = ()
+        qos: str | None = None
         for tier, _, _, p in admitters:
             v = p.admit(job, ctx, cycle)
             if v is None:
@@ -180,9 +181,10 @@ def _admit(
                 exclude |= v.exclude
                 cycle.exclude[job.job_id] = exclude
             pin = v.pin or pin
+            qos = v.qos or qos
             if v.vote is not None:
                 by_tier.setdefault(tier, []).append(v)
-        verdict = _decide(by_tier, exclude, pin)
+        verdict = replace(_decide(by_tier, exclude, pin), qos=qos)
         out[job.job_id] = verdict
         admitted = verdict.vote is not Vote.HOLD
         cycle.admitted[job.job_id] = admitted
@@ -216,7 +218,7 @@ def _together(
         for m in members:
             v = verdicts[m.job_id]
             if v.vote is not Vote.HOLD:
-                verdicts[m.job_id] = Verdict(Vote.HOLD, why, v.exclude, v.pin)
+                verdicts[m.job_id] = Verdict(Vote.HOLD, why, v.exclude, v.pin, v.qos)
                 if m.job_id in cycle.view.placed:
                     cycle.view.unreserve(m)
     return verdicts
@@ -291,9 +293,10 @@ def _job_diff(
         want_sf, stale = site[jid]
         sf = want_sf if scorers and stale else None
         exc, req = _steer(job, v, state)
-        if sf is not None or exc is not None or req is not None:
+        qos = _qos(job, v, state)
+        if sf is not None or exc is not None or req is not None or qos is not None:
             why = _score_reason(score, parts, scorers, want_sf) if sf is not None else ""
-            changes.append(JobChange(jid, sf, req, exc, why or v.reason))
+            changes.append(JobChange(jid, sf, req, exc, why or v.reason, qos))
             if why:
                 reasons.setdefault(jid, []).append(why)
         ours = jid in state.holds
@@ -316,6 +319,13 @@ def _steer(job: JobInfo, v: Verdict, state: DaemonState) -> tuple[str | None, st
     exc = want_exc if want_exc != hostlist(job.excluded_nodes) else None
     req = want_req if want_req != hostlist(job.required_nodes) else None
     return exc, req
+
+
+def _qos(job: JobInfo, v: Verdict, state: DaemonState) -> str | None:
+    """The QOS to write (None: already right): the one a policy asked for, else the job's
+    own one back when the daemon had moved it."""
+    want = v.qos or state.base_qos.get(job.job_id)
+    return want if want is not None and want != job.qos else None
 
 
 def _score_reason(

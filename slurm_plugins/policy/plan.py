@@ -25,6 +25,7 @@ class JobChange:
     req_nodes: str | None = None
     exc_nodes: str | None = None
     reason: str = ""
+    qos: str | None = None
 
 
 class Action(StrEnum):

@@ -175,7 +175,8 @@ class DaemonState:
 
     ``holds`` are holds *we* placed (never a user's); ``site_factors`` what we last set
     (Slurm 22.05 does not print it); ``base_req``/``base_exc`` the node lists a job had
-    before we steered it, so steering can be undone.
+    before we steered it, so steering can be undone; ``base_qos`` a job's own QOS while the
+    daemon runs it in another one (capacity's borrowing QOS).
     """
 
     holds: Mapping[int, Mark] = field(default_factory=dict)
@@ -189,6 +190,8 @@ class DaemonState:
     base_weights: Mapping[str, int] = field(default_factory=dict)
     #: Jobs requeued to defragment -> the node they should run on next.
     targets: Mapping[int, str] = field(default_factory=dict)
+    #: Jobs the daemon moved to another QOS -> the QOS they were submitted with.
+    base_qos: Mapping[int, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

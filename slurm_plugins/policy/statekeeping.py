@@ -1,7 +1,7 @@
 """The daemon's bookkeeping after a plan: pure, derived from the old state and the decisions.
 
 What it keeps is what Slurm cannot tell us back: which holds are ours, the SiteFactor we
-set, a job's node lists before we steered them, and when we signalled, requeued, warned or
+set, a job's node lists and QOS before we steered them, and when we signalled, requeued, warned or
 released a job. Entries of jobs that left the queue are dropped.
 """
 
@@ -73,6 +73,16 @@ def next_state(
     for w in node_weights:
         if w.node in nodes:
             weights.setdefault(w.node, nodes[w.node].weight)
+    # A job's own QOS is kept while it is in the queue and not (yet) back in it; a move
+    # that failed leaves a record equal to the job's QOS, dropped once nothing wants a move.
+    base_qos = {
+        i: q
+        for i, q in s.base_qos.items()
+        if i in jobs and (jobs[i].qos != q or (i in verdicts and verdicts[i].qos is not None))
+    }
+    for c in changes:
+        if c.qos is not None:
+            base_qos.setdefault(c.job_id, jobs[c.job_id].qos)
     targets = {i: t for i, t in s.targets.items() if i in pending}
     targets.update({a.job_id: a.target for a in actions if a.target is not None})
     return DaemonState(
@@ -86,4 +96,5 @@ def next_state(
         released=rel,
         base_weights=weights,
         targets=targets,
+        base_qos=base_qos,
     )

@@ -15,6 +15,13 @@ running jobs of tenants that are over their own nominal quota are requeued — l
 first, newest first, only as many as the job needs to fit (``reclaim: any``), or only lower
 QOS ones (``lower_priority``), or none (``never``). Jobs are processed in queue order and
 each admitted job counts against its tenant at once, as Kueue's admission cycle does.
+
+A job admitted as borrowing is moved to the preemptible ``borrow_qos`` (``low``) before it
+starts, so that Slurm itself preempts (requeues) it the moment other work needs the room;
+a pending job back within its tenant's quota returns to its own QOS (kept in the daemon's
+state; policies that rank by class read that one). Slurm 22.05 changes the QOS of pending
+jobs only: a job that started before the daemon saw it keeps its QOS and is reclaimed by
+the daemon's requeue above.
 """
 
 from __future__ import annotations
@@ -47,6 +54,12 @@ class CapacityArgs(Schema):
     )
     #: Jobs that may reclaim per cycle (each may requeue several borrowed jobs).
     max_reclaims = fields.Integer(load_default=16, validate=validate.Range(min=0))
+    #: QOS that borrowed work runs in: one that the owners' QOS preempt (null: keep QOS).
+    borrow_qos = fields.String(
+        load_default="low",
+        allow_none=True,
+        validate=validate.Regexp(r"^[A-Za-z0-9_.-]+$", error="not a QOS name: {input!r}"),
+    )
 
 
 def _fmt(x: float) -> str:
@@ -134,6 +147,7 @@ class Capacity(Policy):
         hold_over_limit: bool = True,
         qos_rank: Mapping[str, int] | None = None,
         max_reclaims: int = 16,
+        borrow_qos: str | None = "low",
         **args: Any,
     ) -> None:
         super().__init__(**args)
@@ -142,6 +156,7 @@ class Capacity(Policy):
         self.hold_over_limit = hold_over_limit
         self.rank = dict(DEFAULT_RANK if qos_rank is None else qos_rank)
         self.max_reclaims = max_reclaims
+        self.borrow_qos = borrow_qos
 
     def demand(self, job: JobInfo) -> dict[str, float]:
         return {r: v for r in self.resources if (v := job.amounts.get(r)) > 0}
@@ -206,7 +221,10 @@ class Capacity(Policy):
                 if led.used(t, r) + n > led.nominal(t, r) + EPS
             )
             led.add(t, q)
-            return admit(f"capacity: tenant {t.name} over guarantee by {over}, borrowing")
+            why = f"capacity: tenant {t.name} over guarantee by {over}, borrowing"
+            if self.borrow_qos is None:
+                return admit(why)
+            return admit(f"{why} in QOS {self.borrow_qos}", qos=self.borrow_qos)
         return hold(f"capacity: {why}") if self.hold_over_limit else None
 
     def victims(self, ctx: Context, cycle: Cycle) -> Iterable[JobAction]:
@@ -238,6 +256,10 @@ class Capacity(Policy):
                 )
         return out
 
+    def _rank(self, job: JobInfo, ctx: Context) -> int:
+        """Rank of the job's own priority class (not of the QOS it borrows in)."""
+        return self.rank.get(ctx.qos_class(job), 1)
+
     def _borrowed(self, ctx: Context, led: Ledger) -> dict[str, list[JobInfo]]:
         """Requeueable running jobs of borrowing tenants, per node, cheapest victim first."""
         out: dict[str, list[JobInfo]] = {}
@@ -250,7 +272,7 @@ class Capacity(Policy):
             for n in r.nodes:
                 out.setdefault(n, []).append(r)
         for jobs in out.values():
-            jobs.sort(key=lambda r: (self.rank.get(r.qos, 1), -(r.start or 0), -r.job_id))
+            jobs.sort(key=lambda r: (self._rank(r, ctx), -(r.start or 0), -r.job_id))
         return out
 
     def _reclaim_for(
@@ -270,7 +292,7 @@ class Capacity(Policy):
         The nodes needing the fewest, lowest-ranked, smallest and newest victims win.
         """
         q = self.demand(job)
-        mine = self.rank.get(job.qos, 1)
+        mine = self._rank(job, ctx)
         view = cycle.view
         options: list[tuple[tuple[float, ...], str, list[JobInfo]]] = []
         for node in view.hosts(job, exclude=cycle.exclude.get(job.job_id, frozenset())):
@@ -281,7 +303,7 @@ class Capacity(Policy):
                 ct = ctx.tenant(c)
                 if ct is None or ct.name == t.name or led.cohort(ct) != led.cohort(t):
                     continue
-                if self.reclaim == "lower_priority" and self.rank.get(c.qos, 1) >= mine:
+                if self.reclaim == "lower_priority" and self._rank(c, ctx) >= mine:
                     continue
                 if len(c.nodes) > 1 and any(c.job_id == v.job_id for v in victims):
                     continue
@@ -297,7 +319,7 @@ class Capacity(Policy):
             if fits:
                 cost = (
                     len(victims),
-                    sum(self.rank.get(v.qos, 1) for v in victims),
+                    sum(self._rank(v, ctx) for v in victims),
                     sum(sum(self.demand(v).values()) for v in victims),
                     -max(v.start or 0 for v in victims),
                 )

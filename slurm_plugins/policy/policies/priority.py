@@ -54,17 +54,19 @@ class Priority(Policy):
         self.step = aging_step
         self.max_boost = max_boost
 
-    def base(self, job: JobInfo) -> float:
-        return self.classes.get(job.qos, self.default)
+    def base(self, job: JobInfo, ctx: Context) -> float:
+        """The value of the job's own class (capacity may run it in another QOS)."""
+        return self.classes.get(ctx.qos_class(job), self.default)
 
     def boost(self, job: JobInfo, ctx: Context) -> float:
         waited = max(ctx.now - job.submit, 0.0)
         return min(self.max_boost, (waited // self.period) * self.step)
 
     def score(self, job: JobInfo, ctx: Context) -> float:
-        return min(1.0, self.base(job) + self.boost(job, ctx))
+        return min(1.0, self.base(job, ctx) + self.boost(job, ctx))
 
     def explain(self, job: JobInfo, ctx: Context) -> str:
         b = self.boost(job, ctx)
         aged = f" + aging {b:.3f}" if b else ""
-        return f"priority {self.score(job, ctx):.3f} (class {job.qos} {self.base(job):.2f}{aged})"
+        cls, base = ctx.qos_class(job), self.base(job, ctx)
+        return f"priority {self.score(job, ctx):.3f} (class {cls} {base:.2f}{aged})"

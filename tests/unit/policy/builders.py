@@ -201,6 +201,8 @@ def apply_state(s: Snapshot, p: Plan, **changes: Any) -> Snapshot:
                 j = replace(j, excluded_nodes=tuple(filter(None, c.exc_nodes.split(","))))
             if c.req_nodes is not None:
                 j = replace(j, required_nodes=tuple(filter(None, c.req_nodes.split(","))))
+            if c.qos is not None and j.pending:  # Slurm moves pending jobs only
+                j = replace(j, qos=c.qos)
         if j.job_id in held:
             j = replace(j, held=True, reason="JobHeldAdmin")
         if j.job_id in rel:
