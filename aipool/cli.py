@@ -35,10 +35,20 @@ def _lab() -> Lab:
 
 
 @lab.command()
-def up() -> None:
+@click.option(
+    "--clusters", type=click.IntRange(1, 3), help="Clusters sharing one slurmdbd (default 1)."
+)
+@click.option(
+    "--controllers", type=click.IntRange(1, 3), help="slurmctld: primary plus backups (default 1)."
+)
+def up(clusters: int | None, controllers: int | None) -> None:
     """Start (or complete) the lab cluster; idempotent."""
     try:
-        report = _lab().up(progress=lambda m: click.echo(f"  {m}", err=True))
+        report = _lab().up(
+            progress=lambda m: click.echo(f"  {m}", err=True),
+            clusters=clusters,
+            controllers=controllers,
+        )
     except LabError as exc:
         raise click.ClickException(str(exc)) from exc
     for what, at in report.steps:

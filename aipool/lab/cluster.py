@@ -12,6 +12,7 @@ import logging
 import secrets
 import shutil
 import subprocess
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -21,10 +22,11 @@ from typing import Any
 import httpx
 
 from aipool.lab import daemons, host, preflight
-from aipool.lab.config import LabConfig
+from aipool.lab.config import MAX_CLUSTERS, LabConfig
 from aipool.lab.daemons import LabError
+from aipool.lab.nsexec import nsexec_argv
 from aipool.lab.render import hostname_is_loopback, render_lab
-from aipool.lab.tenants import load_tenants
+from aipool.lab.tenants import Tenants, load_tenants
 from gres.inventory import Inventory, load_inventory
 from slurm_plugins.admission import HOOK_FILE, TABLE_FILE
 from slurm_plugins.admission.render import replace_atomically
@@ -62,7 +64,26 @@ class Report:
 class Lab:
     def __init__(self, cfg: LabConfig | None = None) -> None:
         self.cfg = cfg or LabConfig.from_env()
+        shape = self.ledger()
+        if shape.get("controllers", 1) != self.cfg.controllers:
+            # a lab keeps the shape it was brought up with until it is taken down
+            self.cfg = self.cfg.with_controllers(int(shape["controllers"]))
         self.client = SlurmClient(env=self.cfg.env(), timeout=20)
+
+    # ------------------------------------------------------------------ shape
+    @property
+    def cluster_count(self) -> int:
+        """How many clusters this lab runs (``up --clusters``), 1 unless asked."""
+        return int(self.ledger().get("clusters", 1))
+
+    def members(self, count: int | None = None) -> list[LabConfig]:
+        """The further clusters (2, 3, ...) that share this lab's slurmdbd."""
+        n = self.cluster_count if count is None else count
+        return [self.cfg.member(i) for i in range(2, n + 1)]
+
+    def cluster_configs(self) -> list[LabConfig]:
+        """Every cluster of the lab, this one first."""
+        return [self.cfg, *self.members()]
 
     # ------------------------------------------------------------------ ledger
     def ledger(self) -> dict[str, Any]:
@@ -111,9 +132,17 @@ class Lab:
     def inventory(self) -> Inventory:
         return load_inventory(self.cfg.inventory).with_device_dir(str(self.cfg.dev))
 
-    def up(self, progress: Callable[[str], None] = lambda _: None) -> Report:
+    def up(
+        self,
+        progress: Callable[[str], None] = lambda _: None,
+        *,
+        clusters: int | None = None,
+        controllers: int | None = None,
+    ) -> Report:
+        """Start (or complete) the lab; ``clusters`` > 1 adds clusters sharing its slurmdbd,
+        ``controllers`` > 1 runs backup controllers. Both default to the running lab's shape."""
         preflight.check()
-        cfg, report = self.cfg, Report()
+        report = Report()
         stale = self.ledger()
         if stale["daemons"] and not any(self._running(stale, n) for n in stale["daemons"]):
             # a lab whose daemons all died with the machine or session: its saved job state
@@ -121,10 +150,14 @@ class Lab:
             log.warning("found a lab whose daemons are all gone: wiping its state first")
             self.down(wipe=True)
             report.step("stale lab wiped")
+            stale = self.ledger()
+        self._set_shape(stale, clusters, controllers)
+        cfg = self.cfg
         inv = self.inventory()
         tenants = load_tenants(cfg.tenants)
         self._prepare_dirs(inv)
         ledger = self.ledger()
+        ledger["controllers"] = cfg.controllers
         changed = self._write_configs(inv)
         created = host.ensure_unix_users(tenants.unix_users)
         ledger["users_created"] = sorted(set(ledger.get("users_created", [])) | set(created))
@@ -145,28 +178,10 @@ class Lab:
         progress("accounting up")
 
         was_running = self._running(ledger, "slurmctld")
-        pid = self.start(ledger, report, "slurmctld", ["slurmctld", "-D"], expect="slurmctld")
-        daemons.wait_for(
-            "slurmctld", self.client.ping, timeout=30, pid=pid, log=cfg.log / "slurmctld.log"
-        )
-        report.step("slurmctld")
-        for node in inv.nodes:
-            self.start(
-                ledger,
-                report,
-                f"slurmd-{node.name}",
-                ["slurmd", "-D", "-N", node.name],
-                expect="slurmd",
-            )
-        names = {n.name for n in inv.nodes}
-        daemons.wait_for(
-            "slurmd nodes idle",
-            lambda: self._nodes_up(names),
-            timeout=60,
-            log=cfg.log / "slurmctld.log",
-            interval=0.1,
-        )
-        report.step(f"slurmd x{len(names)}")
+        self._controllers(ledger, report)
+        report.step("slurmctld" if cfg.controllers == 1 else f"slurmctld x{cfg.controllers}")
+        self._slurmds(ledger, report, cfg, inv)
+        report.step(f"slurmd x{len(inv.nodes)}")
         if was_running and {"slurm.conf", "gres.conf"} & set(changed):
             # a running cluster picks up a new slurm.conf on reconfigure; new nodes or GRES
             # need a restart (`aipool lab down --keep-state` then `up`)
@@ -196,9 +211,176 @@ class Lab:
             "slurmrestd", self._rest_answers, timeout=20, pid=pid, log=cfg.log / "slurmrestd.out"
         )
         report.step("slurmrestd")
+        for member in self.members(ledger.get("clusters", 1)):
+            self._member_up(ledger, report, member, tenants)
+            progress(f"cluster {member.cluster} up")
         ledger["up"] = True
         self._save(ledger)
         return report
+
+    def _set_shape(
+        self, ledger: dict[str, Any], clusters: int | None, controllers: int | None
+    ) -> None:
+        """Record how many clusters and controllers this lab has; a running lab keeps its
+        controllers, and gains (never silently loses) clusters."""
+        running = any(self._running(ledger, n) for n in ledger["daemons"])
+        have_clusters = int(ledger.get("clusters", 1))
+        if clusters is not None:
+            if not 1 <= clusters <= MAX_CLUSTERS:
+                raise LabError(f"--clusters must be 1..{MAX_CLUSTERS}, not {clusters}")
+            if running and clusters < have_clusters:
+                raise LabError(
+                    f"the lab runs {have_clusters} clusters: `aipool lab down` it before "
+                    f"bringing it up with {clusters}"
+                )
+            ledger["clusters"] = clusters
+        if controllers is not None:
+            try:
+                wanted = self.cfg.with_controllers(controllers)
+            except ValueError as exc:
+                raise LabError(str(exc)) from exc
+            if running and controllers != int(ledger.get("controllers", 1)):
+                raise LabError(
+                    f"the lab runs {ledger.get('controllers', 1)} controller(s): "
+                    f"`aipool lab down` it before bringing it up with {controllers}"
+                )
+            self.cfg = wanted
+            self.client = SlurmClient(env=self.cfg.env(), timeout=20)
+        ledger["controllers"] = self.cfg.controllers
+        self._save_shape(ledger)
+
+    def _save_shape(self, ledger: dict[str, Any]) -> None:
+        self.cfg.root.mkdir(parents=True, exist_ok=True)
+        current = self.ledger()
+        current["clusters"] = ledger.get("clusters", 1)
+        current["controllers"] = ledger["controllers"]
+        self._save(current)
+        ledger.update(current)
+
+    # ------------------------------------------------------------------ controllers
+    def controller_name(self, index: int) -> str:
+        """Ledger name of controller ``index`` (1 = primary)."""
+        return "slurmctld" if index == 1 else f"slurmctld-{index}"
+
+    def _controllers(self, ledger: dict[str, Any], report: Report) -> None:
+        for index in range(1, self.cfg.controllers + 1):
+            self.start_controller(index, ledger=ledger, report=report)
+        if self.cfg.controllers == 1:
+            pid = int(ledger["daemons"]["slurmctld"]["pid"])
+            ctld_log = self.cfg.log / "slurmctld.log"
+            daemons.wait_for("slurmctld", self.client.ping, timeout=30, pid=pid, log=ctld_log)
+            return
+        daemons.wait_for(
+            "slurmctld primary and backups",
+            self._all_controllers_up,
+            timeout=30,
+            log=self.cfg.log / "slurmctld.log",
+        )
+
+    def _all_controllers_up(self) -> bool:
+        try:
+            ctlds = self.client.controllers()
+        except SlurmError:
+            return False
+        return len(ctlds) == self.cfg.controllers and all(c.up for c in ctlds)
+
+    def start_controller(
+        self,
+        index: int,
+        *,
+        ledger: dict[str, Any] | None = None,
+        report: Report | None = None,
+    ) -> int:
+        """Start controller ``index`` (1 = primary) unless it runs; returns its PID.
+
+        With backups, each runs in its own UTS and mount namespaces (:mod:`aipool.lab.nsexec`)
+        so that it sees its own host name and binds to its own loopback address.
+        """
+        cfg = self.cfg
+        if not 1 <= index <= cfg.controllers:
+            raise LabError(f"this lab has controllers 1..{cfg.controllers}, not {index}")
+        ledger = self.ledger() if ledger is None else ledger
+        report = Report() if report is None else report
+        name = self.controller_name(index)
+        if cfg.controllers == 1:
+            return self.start(ledger, report, name, ["slurmctld", "-D"], expect="slurmctld")
+        host_name, _ = cfg.controller_hosts[index - 1]
+        hosts_file = cfg.etc / f"hosts-ctl{index}"
+        run_dir = cfg.run / f"ctld-{index}"
+        run_dir.mkdir(parents=True, exist_ok=True)
+        cfg.ctld_run.mkdir(parents=True, exist_ok=True)
+        lines = ["127.0.0.1 localhost"]
+        lines += [f"{addr} {n}" for n, addr in cfg.controller_hosts]
+        hosts_file.write_text("\n".join(lines) + "\n")
+        hosts_file.chmod(0o644)
+        log_file = cfg.log / ("slurmctld.log" if index == 1 else f"slurmctld-{index}.log")
+        argv = nsexec_argv(
+            sys.executable,
+            host_name,
+            [(str(hosts_file), "/etc/hosts"), (str(run_dir), str(cfg.ctld_run))],
+            ["slurmctld", "-D", "-L", str(log_file)],
+        )
+        return self.start(ledger, report, name, argv, expect="slurmctld")
+
+    def stop_controller(self, index: int) -> bool:
+        """Stop controller ``index`` (as a crash or maintenance would); False if not running.
+
+        It stays in the ledger, so ``start_controller`` brings it back and ``is_up`` is False
+        meanwhile."""
+        ledger = self.ledger()
+        entry = ledger["daemons"].get(self.controller_name(index))
+        if not entry or not daemons.alive(entry["pid"], entry["expect"]):
+            return False
+        daemons.stop([(entry["pid"], entry["expect"])])
+        return True
+
+    # ------------------------------------------------------------------ nodes, members
+    def _slurmds(
+        self, ledger: dict[str, Any], report: Report, cfg: LabConfig, inv: Inventory
+    ) -> None:
+        prefix = "" if cfg is self.cfg else f"{cfg.cluster}/"
+        for node in inv.nodes:
+            self.start(
+                ledger,
+                report,
+                f"{prefix}slurmd-{node.name}",
+                ["slurmd", "-D", "-N", node.name],
+                expect="slurmd",
+                env=cfg.env(),
+            )
+        client = self.client if cfg is self.cfg else SlurmClient(env=cfg.env(), timeout=20)
+        names = {n.name for n in inv.nodes}
+        daemons.wait_for(
+            f"{cfg.cluster}: slurmd nodes idle",
+            lambda: _nodes_up(client, names),
+            timeout=60,
+            log=cfg.log / "slurmctld.log",
+            interval=0.1,
+        )
+
+    def _member_up(
+        self, ledger: dict[str, Any], report: Report, member: LabConfig, tenants: Tenants
+    ) -> None:
+        """A further cluster: own configs, slurmctld and slurmd; this lab's slurmdbd."""
+        inv = load_inventory(member.inventory).with_device_dir(str(member.dev))
+        for d in (member.etc, member.state, member.spool, member.log, member.run, member.dev):
+            d.mkdir(parents=True, exist_ok=True)
+        member.jobs.mkdir(exist_ok=True)
+        member.jobs.chmod(0o1777)
+        host.make_fake_devices(inv)
+        if not member.jwt_key.exists():
+            host.write_private(member.jwt_key, secrets.token_bytes(32))
+        self._write_files(member, inv)
+        self.client.add_cluster(member.cluster)
+        client = SlurmClient(env=member.env(), timeout=20)
+        name = f"{member.cluster}/slurmctld"
+        pid = self.start(
+            ledger, report, name, ["slurmctld", "-D"], expect="slurmctld", env=member.env()
+        )
+        daemons.wait_for(name, client.ping, timeout=30, pid=pid, log=member.log / "slurmctld.log")
+        self._slurmds(ledger, report, member, inv)
+        client.ensure_tenants(tenants.qos, tenants.accounts, tenants.users, cluster=member.cluster)
+        report.step(f"cluster {member.cluster}")
 
     def _prepare_dirs(self, inv: Inventory) -> None:
         cfg = self.cfg
@@ -219,6 +401,11 @@ class Lab:
             host.write_private(pw_file, secrets.token_hex(16))
         if not cfg.jwt_key.exists():
             host.write_private(cfg.jwt_key, secrets.token_bytes(32))
+        return self._write_files(cfg, inv)
+
+    def _write_files(self, cfg: LabConfig, inv: Inventory) -> list[str]:
+        """Render ``cfg``'s config files (any cluster of the lab) and write what changed."""
+        pw_file = self.cfg.etc / "db_password"
         loopback = hostname_is_loopback()
         if not loopback:
             log.warning("host name does not resolve to 127.*: Slurm daemons bind to 0.0.0.0")
@@ -282,14 +469,7 @@ class Lab:
         return True
 
     def _nodes_up(self, names: set[str]) -> bool:
-        try:
-            nodes = self.client.nodes()
-        except SlurmError:
-            return False
-        up = {
-            n.name for n in nodes if n.available and n.state.value in {"IDLE", "MIXED", "ALLOCATED"}
-        }
-        return names <= up
+        return _nodes_up(self.client, names)
 
     def _rest_answers(self) -> bool:
         try:
@@ -314,6 +494,8 @@ class Lab:
         return {
             "root": str(self.cfg.root),
             "cluster": self.cfg.cluster,
+            "clusters": [c.cluster for c in self.cluster_configs()],
+            "controllers": [name for name, _ in self.cfg.controller_hosts],
             "up": self.is_up(),
             "daemons": procs,
         }
@@ -331,9 +513,13 @@ class Lab:
 
         # AIPool's own services first: nothing may act on the cluster while it drains
         stop([n for n in entries if not _is_slurm_side(n)])
-        if self._running(ledger, "slurmctld"):
-            self._drain_jobs()
-        stop([n for n in entries if n.startswith("slurmd-")] + ["slurmctld", "slurmrestd"])
+        if any(self._running(ledger, n) for n in entries if _base(n) == "slurmctld"):
+            self._drain_jobs()  # one controller (primary or backup) answering is enough
+        for member in self.members():
+            if self._running(ledger, f"{member.cluster}/slurmctld"):
+                self._drain_jobs(SlurmClient(env=member.env(), timeout=20))
+        # every cluster's slurmd and controllers at once (each takes ~2 s after SIGTERM)
+        stop([n for n in entries if _base(n).startswith(("slurmd-", "slurmctld"))] + ["slurmrestd"])
         stop(["slurmdbd"])
         stop(["mariadbd", "munged"])
         ledger["daemons"] = {}
@@ -350,6 +536,7 @@ class Lab:
                 self.cfg.dev,
                 self.cfg.root / "portal",
                 self.cfg.root / "policy",
+                self.cfg.clusters_dir,
             ):
                 shutil.rmtree(d, ignore_errors=True)
             self.cfg.ledger.unlink(missing_ok=True)
@@ -367,14 +554,13 @@ class Lab:
         self._save(ledger)
         return present
 
-    def _drain_jobs(self) -> None:
+    def _drain_jobs(self, client: SlurmClient | None = None) -> None:
         """Cancel every job and wait until the controller has none (else steps are orphaned)."""
+        client = client or self.client
         try:
-            jobs = self.client.jobs()
-            self.client.cancel(sorted({j.job_id for j in jobs}))
-            daemons.wait_for(
-                "jobs cancelled", lambda: not self.client.jobs(), timeout=30, interval=0.2
-            )
+            jobs = client.jobs()
+            client.cancel(sorted({j.job_id for j in jobs}))
+            daemons.wait_for("jobs cancelled", lambda: not client.jobs(), timeout=30, interval=0.2)
         except (SlurmError, LabError):
             pass  # a broken controller must not keep us from stopping the daemons
 
@@ -388,4 +574,18 @@ _SLURM_SIDE = ("munged", "mariadbd", "slurmdbd", "slurmctld", "slurmrestd", "slu
 
 
 def _is_slurm_side(name: str) -> bool:
-    return name.startswith(_SLURM_SIDE)
+    return _base(name).startswith(_SLURM_SIDE)
+
+
+def _base(name: str) -> str:
+    """A ledger name without its cluster prefix (``aipool2/slurmd-bgpu1`` -> ``slurmd-bgpu1``)."""
+    return name.rsplit("/", 1)[-1]
+
+
+def _nodes_up(client: SlurmClient, names: set[str]) -> bool:
+    try:
+        nodes = client.nodes()
+    except SlurmError:
+        return False
+    up = {n.name for n in nodes if n.available and n.state.value in {"IDLE", "MIXED", "ALLOCATED"}}
+    return names <= up

@@ -16,6 +16,14 @@ DEFAULT_ROOT = Path("/tmp/aipool-lab")
 PACKAGE_DIR = Path(__file__).resolve().parent
 DEFAULT_INVENTORY = Path(gres.__file__).resolve().parent / "examples" / "lab.yaml"
 DEFAULT_TENANTS = PACKAGE_DIR / "tenants.yaml"
+MEMBER_INVENTORY = PACKAGE_DIR / "cluster2.yaml"
+# Every further cluster of a multi-cluster lab moves its ports by this much (so two clusters of
+# a lab at offset N stay inside N..N+99, clear of a lab at offset N+100).
+CLUSTER_PORT_SHIFT = 30
+MAX_CLUSTERS = 3
+MAX_CONTROLLERS = 3
+# Backup controllers listen on their own loopback addresses: 127.0.2.1, 127.0.2.2, ...
+CONTROLLER_NET = "127.0.2"
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +54,10 @@ class LabConfig:
     db_user: str = "slurm"
     rest_user: str = "slurm"
     address: str = "127.0.0.1"
+    # >1: primary plus backup slurmctld (SlurmctldHost lines), each in its own UTS namespace
+    controllers: int = 1
+    # seconds without the primary before a backup takes over (Slurm's default is 120)
+    ctld_timeout: int = 5
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> LabConfig:
@@ -60,7 +72,45 @@ class LabConfig:
             cfg = replace(cfg, inventory=Path(inv))
         if offset := env.get("AIPOOL_LAB_PORT_OFFSET"):
             cfg = replace(cfg, ports=cfg.ports.shifted(_int(offset, "AIPOOL_LAB_PORT_OFFSET")))
+        if ctl := env.get("AIPOOL_LAB_CONTROLLERS"):
+            cfg = cfg.with_controllers(_int(ctl, "AIPOOL_LAB_CONTROLLERS"))
         return cfg
+
+    def with_controllers(self, count: int) -> LabConfig:
+        """This lab with ``count`` slurmctld (1 = no backup)."""
+        if not 1 <= count <= MAX_CONTROLLERS:
+            raise ValueError(f"controllers must be 1..{MAX_CONTROLLERS}, not {count}")
+        return replace(self, controllers=count)
+
+    def member(self, index: int) -> LabConfig:
+        """Cluster number ``index`` (2, 3, ...) of a multi-cluster lab.
+
+        It has its own name, directory, nodes and slurmctld/slurmd/slurmrestd ports, and
+        shares this cluster's slurmdbd (and so its MariaDB): one accounting database for all.
+        """
+        if not 2 <= index <= MAX_CLUSTERS:
+            raise ValueError(f"cluster index must be 2..{MAX_CLUSTERS}, not {index}")
+        shift = CLUSTER_PORT_SHIFT * (index - 1)
+        moved = self.ports.shifted(shift)
+        ports = replace(moved, slurmdbd=self.ports.slurmdbd, mariadb=self.ports.mariadb)
+        return replace(
+            self,
+            root=self.root / "clusters" / f"{self.cluster}{index}",
+            cluster=f"{self.cluster}{index}",
+            ports=ports,
+            inventory=MEMBER_INVENTORY,
+            controllers=1,
+        )
+
+    @property
+    def controller_hosts(self) -> list[tuple[str, str]]:
+        """``(name, address)`` of every slurmctld, primary first (``SlurmctldHost`` lines)."""
+        if self.controllers == 1:
+            return [("localhost", self.address)]
+        return [
+            (f"{self.cluster}-ctl{i}", f"{CONTROLLER_NET}.{i}")
+            for i in range(1, self.controllers + 1)
+        ]
 
     # Paths -----------------------------------------------------------------------------
     @property
@@ -99,6 +149,16 @@ class LabConfig:
     def jobs(self) -> Path:
         """World-writable (sticky) directory where demo users' jobs write their output."""
         return self.root / "jobs"
+
+    @property
+    def clusters_dir(self) -> Path:
+        """Where the further clusters of a multi-cluster lab live."""
+        return self.root / "clusters"
+
+    @property
+    def ctld_run(self) -> Path:
+        """A controller's own run directory (bind-mounted per controller when there are backups)."""
+        return self.run / "ctld" if self.controllers > 1 else self.run
 
     @property
     def mysql(self) -> Path:

@@ -20,7 +20,15 @@ from slurm_plugins.client.errors import (
     SlurmError,
     SubmitRejected,
 )
-from slurm_plugins.client.models import AcctJob, Association, Job, Node, Partition, Qos
+from slurm_plugins.client.models import (
+    AcctJob,
+    Association,
+    Controller,
+    Job,
+    Node,
+    Partition,
+    Qos,
+)
 from slurm_plugins.client.runner import Completed, Runner, SubprocessRunner
 from slurm_plugins.client.specs import AccountSpec, QosSpec, UserSpec
 from slurm_plugins.client.wire import classify, first_job_id, quote_value
@@ -87,6 +95,14 @@ class SlurmClient:
         self.cluster = cluster
         self._release: tuple[int, int] | None = None
 
+    def on(self, cluster: str) -> SlurmClient:
+        """The same client for another cluster of a multi-cluster setup (``-M cluster``)."""
+        other = SlurmClient(
+            self.runner, dry_run=self.dry_run, timeout=self.timeout, cluster=cluster
+        )
+        other._release = self._release
+        return other
+
     # ------------------------------------------------------------------ plumbing
     def _run(
         self,
@@ -133,6 +149,19 @@ class SlurmClient:
         """True when a controller answers."""
         done = self._run(["scontrol", "ping"], check=False, timeout=10)
         return " is UP" in done.stdout
+
+    def controllers(self) -> list[Controller]:
+        """Every ``SlurmctldHost`` (primary first) and whether it answers ``scontrol ping``.
+
+        Clients read the list from slurm.conf and fail over to the next one by themselves;
+        this shows which one is serving."""
+        done = self._run(["scontrol", "ping"], check=False, timeout=10)
+        found = parse.controllers_text(done.stdout)
+        if not found:
+            if done.returncode:
+                raise classify(done)
+            raise SlurmError(f"scontrol ping listed no controller: {done.stdout!r}", argv=done.argv)
+        return found
 
     def version(self) -> str:
         done = self._run(["sinfo", "--version"])
@@ -300,6 +329,13 @@ class SlurmClient:
             self._write(["scontrol", *self._m(), "-Q"], input="\n".join(lines) + "\n")
         return len(lines)
 
+    def takeover(self, index: int = 1) -> None:
+        """Hand control to backup controller ``index`` now (``scontrol takeover``), e.g. before
+        stopping the primary for maintenance; the old primary goes to standby."""
+        if index < 1:
+            raise ValueError(f"a backup controller index is 1 or more, not {index}")
+        self._write(["scontrol", "takeover", str(index)])
+
     def reconfigure(self) -> None:
         """Make slurmctld (and every slurmd) re-read slurm.conf."""
         self._write(["scontrol", "reconfigure"])
@@ -355,10 +391,17 @@ class SlurmClient:
         qos: Sequence[QosSpec] = (),
         accounts: Sequence[AccountSpec] = (),
         users: Sequence[UserSpec] = (),
+        *,
+        cluster: str | None = None,
     ) -> list[str]:
         """All three at once: one read of each kind and one sacctmgr process for the changes
-        (QOS first, then accounts parents first, then users)."""
+        (QOS first, then accounts parents first, then users).
+
+        ``cluster`` compares only that cluster's associations (slurmdbd serving several
+        clusters lists them all); the writes go to the cluster of ``SLURM_CONF``."""
         assocs = self.associations()
+        if cluster is not None:
+            assocs = [a for a in assocs if a.cluster == cluster]
         return self._sacctmgr(
             accounts_mod.qos_commands(self.qos(), qos)
             + accounts_mod.account_commands(assocs, accounts)

@@ -363,3 +363,17 @@ class Qos:
     max_tres_per_user: Tres = field(default_factory=Tres)
     flags: tuple[str, ...] = ()
     description: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Controller:
+    """One ``SlurmctldHost`` as ``scontrol ping`` sees it (a backup in standby is UP too)."""
+
+    index: int  # 0 = primary, 1 = first backup, ...
+    role: str  # "primary", "backup1", ...
+    host: str
+    up: bool
+
+    @property
+    def primary(self) -> bool:
+        return self.index == 0

@@ -43,6 +43,7 @@ from slurm_plugins.client.parse.text import (
     ASSOC_FIELDS,
     QOS_FIELDS,
     associations_parsable,
+    controllers_text,
     partitions_text,
     qos_parsable,
 )
@@ -58,6 +59,7 @@ __all__ = [
     "association",
     "associations",
     "associations_parsable",
+    "controllers_text",
     "exit_code",
     "gres_request",
     "ids",

@@ -3,9 +3,12 @@ nor for sacctmgr, so these read the stable one-line and ``--parsable2`` forms.""
 
 from __future__ import annotations
 
+import re
+
 from slurm_plugins.client.errors import ParseError
 from slurm_plugins.client.models import (
     Association,
+    Controller,
     Partition,
     Qos,
     Tres,
@@ -125,3 +128,13 @@ def _minutes(value: str) -> int | None:
         parts.insert(0, 0)
     h, m, sec = parts[-3:]
     return (int(days) if days else 0) * 1440 + h * 60 + m + (1 if sec else 0)
+
+
+_PING = re.compile(r"^Slurmctld\((?P<role>[a-z]+\d*)\) at (?P<host>\S+) is (?P<state>[A-Z]+)")
+
+
+def controllers_text(out: str) -> list[Controller]:
+    """``scontrol ping``: one line per ``SlurmctldHost``, primary first, e.g.
+    ``Slurmctld(backup1) at ctl2 is UP``; the banner lines after a DOWN are skipped."""
+    found = [m for line in out.splitlines() if (m := _PING.match(line.strip()))]
+    return [Controller(i, m["role"], m["host"], m["state"] == "UP") for i, m in enumerate(found)]
