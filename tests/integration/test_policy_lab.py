@@ -14,7 +14,6 @@ import pytest
 from aipool.lab.cluster import Lab
 from slurm_plugins.client import SlurmClient
 from slurm_plugins.client.models import JobState
-from slurm_plugins.policy.plan import Action
 from tests.integration.conftest import wait_until
 from tests.integration.test_policy_support import Harness, harness
 
@@ -83,30 +82,53 @@ def test_fair_light_tenant_overtakes_heavy_user(h: Harness) -> None:
     assert h.state(bob) is PENDING  # submitted first, but vision used far more
 
 
-def test_capacity_reclaims_borrowed_work_when_the_owner_submits(h: Harness) -> None:
+def test_capacity_borrowed_work_is_preemptible_reclaimed_and_comes_back(h: Harness) -> None:
     tenants = {
         "nlp": {"cohort": "research", "nominal": {"npu": 4}},
         "vision": {"cohort": "research", "nominal": {"npu": 4}},
     }
     d = h.daemon([{"name": "capacity"}, {"name": "priority"}], tenants=tenants)
     npu1 = ("-p", "npu", "-w", "npu1", "--gres=npu:910b:4")
-    own = h.submit("vision-own", *npu1, user="bob")
+    # vision's work waits for the daemon's verdict (submitted held, label `admit`)
+    own = h.submit("vision-own", *npu1, user="bob", hold=True, labels="admit=capacity")
     h.drive(d, lambda: h.state(own) is RUNNING, 60)
-    borrowed = h.submit("vision-borrowed", *npu1, user="bob")
+    borrowed = h.submit("vision-borrowed", *npu1, user="bob", hold=True, labels="admit=capacity")
     h.drive(d, lambda: h.state(borrowed) is RUNNING, 60)
+    assert qos_of(h, own) == "normal"  # within its guarantee: its own QOS
+    assert qos_of(h, borrowed) == "low"  # borrowing: moved to the preemptible QOS first
     assert any(
-        "tenant vision over guarantee by 4 npu, borrowing" in r
+        "tenant vision over guarantee by 4 npu, borrowing in QOS low" in r
         for x in h.reports
         for r in x.plan.reasons.get(borrowed, ())
     )
-    owner = h.submit("nlp-owner", *npu1, user="alice")
-    h.drive(d, lambda: h.state(owner) is RUNNING, 90)
-    requeued = [a for r in h.reports for a in r.plan.actions if a.action is Action.REQUEUE]
-    assert [a.job_id for a in requeued] == [borrowed]
-    assert "capacity: reclaimed for tenant nlp's guarantee" in requeued[0].reason
-    assert h.state(own) is RUNNING  # within its guarantee: never touched
-    # the reclaimed job waits, held by capacity, while the cohort has no quota left
+    # nlp submits within its guarantee: slurmctld preempts (requeues) the borrowed job by
+    # itself, before the daemon's next cycle
+    owner = h.submit("nlp-owner", *npu1, user="alice", seconds=12)
+    wait_until(lambda: h.state(owner) is RUNNING, 60)
+    back = h.job(borrowed)
+    assert back is not None
+    assert back.state is PENDING
+    assert back.restart_count >= 1
+    own_job = h.job(own)
+    assert own_job is not None
+    assert own_job.state is RUNNING  # within its guarantee: never touched
+    assert own_job.restart_count == 0
+    # the reclaimed job waits, held by capacity, while the cohort has no quota left ...
     h.drive(d, lambda: held(h, borrowed), 30)
+    assert any(
+        "capacity: cohort research has 0 npu of quota left" in r
+        for r in h.reports[-1].plan.reasons.get(borrowed, ())
+    )
+    # ... and comes back once the owner's job is done, still preemptible
+    h.drive(d, lambda: h.state(borrowed) is RUNNING, 90)
+    assert qos_of(h, borrowed) == "low"
+    assert h.state(own) is RUNNING
+
+
+def qos_of(h: Harness, job_id: int) -> str:
+    j = h.job(job_id)
+    assert j is not None
+    return j.qos
 
 
 def test_gang_of_three_starts_together_or_not_at_all(h: Harness) -> None:
