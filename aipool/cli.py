@@ -129,6 +129,7 @@ def demo(wait: bool) -> None:
 
 def _mount() -> None:
     """The packages' own command groups, under one ``aipool``."""
+    from accounting.cli import accounting
     from gres.cli import cli as gres_cli
     from jobspec.cli import COMMANDS as job_commands
     from portal.cli import portal
@@ -144,6 +145,7 @@ def _mount() -> None:
     for command in policy_commands:
         policy_cli.add_command(command)
     main.add_command(policy_cli, name="policy")
+    main.add_command(accounting)
 
 
 _mount()

@@ -72,6 +72,7 @@ def build(doc: dict[str, Any]) -> tuple[Snapshot, Any]:
         signalled={int(k): Mark(NOW + v) for k, v in st.get("signalled", {}).items()},
         released={int(k): Mark(NOW + v) for k, v in st.get("released", {}).items()},
         holds={int(k): Mark(NOW) for k in st.get("holds", [])},
+        base_qos={int(k): v for k, v in st.get("base_qos", {}).items()},
     )
     s = snap(
         [build_job(j) for j in doc["jobs"]],
@@ -94,7 +95,7 @@ def check(p: Plan, expect: dict[str, Any]) -> None:
     if "actions" in expect:
         got = {a.job_id: a.action.value for a in p.actions}
         assert got == {int(k): v for k, v in expect["actions"].items()}
-    for key, attr in (("exc", "exc_nodes"), ("req", "req_nodes")):
+    for key, attr in (("exc", "exc_nodes"), ("req", "req_nodes"), ("qos", "qos")):
         if key in expect:
             got = {c.job_id: getattr(c, attr) for c in p.job_changes if getattr(c, attr)}
             assert got == {int(k): v for k, v in expect[key].items()}

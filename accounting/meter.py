@@ -1,0 +1,186 @@
+"""Metering (pure): what a job used, in cards, CPUs and memory, and to whom it is attributed.
+
+A whole GPU or NPU counts as one card; a shard counts as its fraction of the card it sits on
+(``1/shards_per_gpu``, 1/32 in the lab, so 8 shards for 2 h are 0.5 card-hours); a vNPU counts as
+its template's share of the physical NPU (``910b_vir05`` = 1/4 of a ``910b``). GPUs and NPUs are
+metered separately, each with its model.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from fractions import Fraction
+
+from gres.model import TEMPLATES
+from slurm_plugins.client.models import AcctJob, Association, Node, Tres
+
+#: micro-cards in one card
+UCARDS = 1_000_000
+DEFAULT_SHARDS_PER_GPU = 32
+_VNPU_SUFFIX = {t.suffix: t.fraction for t in TEMPLATES.values()}
+_FIRST_HOST = re.compile(r"^(?P<prefix>[^,\[]*)(?:\[(?P<first>[^\]\-,]+))?")
+
+
+@dataclass(frozen=True, slots=True)
+class NodeCards:
+    """What a node's shards are a fraction of: its GPU model and shards per card."""
+
+    gpu_type: str = ""
+    shards_per_gpu: int = DEFAULT_SHARDS_PER_GPU
+
+
+@dataclass(frozen=True, slots=True)
+class Topology:
+    """Cluster facts the metering needs, read once per import."""
+
+    nodes: Mapping[str, NodeCards] = field(default_factory=dict)
+    #: account -> its domain (the account's top ancestor below ``root``)
+    domains: Mapping[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def from_slurm(cls, nodes: Iterable[Node], assocs: Iterable[Association]) -> Topology:
+        cards = {}
+        for n in nodes:
+            gpus = [g for g in n.gres if g.name == "gpu"]
+            shards = sum(g.count for g in n.gres if g.name == "shard")
+            count = sum(g.count for g in gpus)
+            per = shards // count if count and shards else DEFAULT_SHARDS_PER_GPU
+            cards[n.name] = NodeCards(gpus[0].type or "" if gpus else "", per)
+        parents = {a.account: a.parent for a in assocs if not a.user and a.parent}
+        return cls(cards, {acct: _top(acct, parents) for acct in parents})
+
+    def domain_of(self, account: str) -> str:
+        return self.domains.get(account, account)
+
+    def node(self, nodelist: str) -> NodeCards:
+        return self.nodes.get(first_host(nodelist), NodeCards())
+
+
+def _top(account: str, parents: Mapping[str, str]) -> str:
+    seen = {account}
+    while parents.get(account, "root") != "root":
+        account = parents[account]
+        if account in seen:  # a cycle would be Slurm's bug; stop rather than loop
+            break
+        seen.add(account)
+    return account
+
+
+def first_host(nodelist: str) -> str:
+    """First host of a Slurm host list: ``gpu[01-03],cpu1`` -> ``gpu01``."""
+    m = _FIRST_HOST.match(nodelist.strip())
+    if not m:
+        return ""
+    return m["prefix"] + (m["first"] or "")
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """One metered job: attribution, times and the cards, CPUs and memory it held."""
+
+    cluster: str
+    job_id: int
+    step: str
+    user: str
+    account: str
+    domain: str
+    partition: str
+    qos: str
+    state: str
+    submit_time: datetime | None
+    start_time: datetime
+    end_time: datetime
+    elapsed_s: int
+    wait_s: int
+    gpu_type: str
+    gpu_ucards: int
+    npu_type: str
+    npu_ucards: int
+    cpus: int
+    mem_mib: int
+    finished: bool
+
+    @property
+    def gpu_ucs(self) -> int:
+        return self.gpu_ucards * self.elapsed_s
+
+    @property
+    def npu_ucs(self) -> int:
+        return self.npu_ucards * self.elapsed_s
+
+    @property
+    def cpu_s(self) -> int:
+        return self.cpus * self.elapsed_s
+
+    @property
+    def mem_mib_s(self) -> int:
+        return self.mem_mib * self.elapsed_s
+
+
+def gpu_cards(tres: Tres, node: NodeCards) -> tuple[str, Fraction]:
+    """GPU model and cards held: whole GPUs plus shards as fractions of the node's cards."""
+    typed = tres.typed("gpu")
+    model = max(typed, key=lambda t: (typed[t], t)) if typed else node.gpu_type
+    cards = Fraction(tres.gpus) + Fraction(tres.shards, node.shards_per_gpu or 1)
+    return (model if cards else ""), cards
+
+
+def npu_cards(tres: Tres) -> tuple[str, Fraction]:
+    """NPU model and cards held; a vNPU (``910b_vir05``) counts as its share of the chip."""
+    cards = Fraction(0)
+    by_model: dict[str, Fraction] = {}
+    typed_count = 0
+    for typ, count in tres.typed("npu").items():
+        model, _, suffix = typ.rpartition("_")
+        share = _VNPU_SUFFIX.get(suffix) if model else None
+        if share is None:
+            model, share = typ, Fraction(1)
+        by_model[model] = by_model.get(model, Fraction(0)) + share * count
+        typed_count += count
+    cards = sum(by_model.values(), Fraction(0)) + max(tres.npus - typed_count, 0)
+    model = max(by_model, key=lambda m: (by_model[m], m)) if by_model else ""
+    return (model if cards else ""), cards
+
+
+def meter(job: AcctJob, topo: Topology, now: datetime | None = None) -> Usage | None:
+    """The usage of one ``sacct`` record; ``None`` for a job that never started."""
+    if job.start_time is None:
+        return None
+    start = job.start_time.astimezone(UTC)
+    elapsed = max(job.elapsed_s, 0)
+    if job.state.is_finished and job.end_time is not None:
+        end = job.end_time.astimezone(UTC)
+    else:
+        end = start + timedelta(seconds=elapsed)
+    if now is not None and not job.state.is_finished:
+        end = min(max(end, start), now)
+    submit = job.submit_time.astimezone(UTC) if job.submit_time else None
+    wait = max(int((start - submit).total_seconds()), 0) if submit else 0
+    gpu_type, gpus = gpu_cards(job.tres_alloc, topo.node(job.nodes))
+    npu_type, npus = npu_cards(job.tres_alloc)
+    return Usage(
+        cluster=job.cluster,
+        job_id=job.job_id,
+        step="",
+        user=job.user,
+        account=job.account,
+        domain=topo.domain_of(job.account),
+        partition=job.partition,
+        qos=job.qos,
+        state=job.state.value,
+        submit_time=submit,
+        start_time=start,
+        end_time=end,
+        elapsed_s=elapsed,
+        wait_s=wait,
+        gpu_type=gpu_type,
+        gpu_ucards=round(gpus * UCARDS),
+        npu_type=npu_type,
+        npu_ucards=round(npus * UCARDS),
+        cpus=job.tres_alloc["cpu"],
+        mem_mib=job.tres_alloc["mem"],
+        finished=job.state.is_finished,
+    )

@@ -1,0 +1,240 @@
+"""Usage reports over any whole-hour period, read from the rollups only.
+
+A period is covered by the coarsest rollups that fit: whole months, then whole days, then
+hours at the edges. Amounts come back as :class:`~decimal.Decimal` card-hours, CPU-hours and
+GiB-hours, rounded to 4 places.
+"""
+
+from __future__ import annotations
+
+import calendar
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+from enum import StrEnum
+
+from sqlalchemy import Connection, and_, func, or_, select
+
+from accounting.models import UCS_PER_CARD_HOUR, Rollup
+from slurm_plugins.client.models import Node
+
+PLACES = Decimal("0.0001")
+
+
+class Dim(StrEnum):
+    """What a report groups by."""
+
+    DOMAIN = "domain"
+    PROJECT = "project"
+    USER = "user"
+    GPU_TYPE = "gpu_type"
+    NPU_TYPE = "npu_type"
+    POOL = "pool"
+    CLUSTER = "cluster"
+
+
+_COLUMN = {
+    Dim.DOMAIN: Rollup.domain,
+    Dim.PROJECT: Rollup.account,
+    Dim.USER: Rollup.user,
+    Dim.GPU_TYPE: Rollup.gpu_type,
+    Dim.NPU_TYPE: Rollup.npu_type,
+    Dim.POOL: Rollup.partition,
+    Dim.CLUSTER: Rollup.cluster,
+}
+
+
+class ReportError(ValueError):
+    """A report request that cannot be answered, with what is wrong."""
+
+
+@dataclass(frozen=True, slots=True)
+class Line:
+    key: str
+    jobs: int
+    gpu_card_hours: Decimal
+    npu_card_hours: Decimal
+    cpu_hours: Decimal
+    mem_gib_hours: Decimal
+    avg_wait_min: Decimal
+
+    @property
+    def card_hours(self) -> Decimal:
+        return self.gpu_card_hours + self.npu_card_hours
+
+
+@dataclass(frozen=True, slots=True)
+class Utilisation:
+    pool: str
+    gpu_cards: int
+    npu_cards: int
+    gpu_card_hours: Decimal
+    npu_card_hours: Decimal
+    #: allocated card-hours ÷ available card-hours (GPUs and NPUs together)
+    ratio: Decimal
+
+
+@dataclass(frozen=True, slots=True)
+class Report:
+    start: datetime
+    end: datetime
+    by: Dim
+    lines: tuple[Line, ...]
+    total: Line
+    utilisation: tuple[Utilisation, ...] = ()
+    top_users: tuple[Line, ...] = field(default=())
+
+    @property
+    def hours(self) -> int:
+        return int((self.end - self.start).total_seconds()) // 3600
+
+
+def month_start(t: datetime) -> datetime:
+    return datetime(t.year, t.month, 1, tzinfo=UTC)
+
+
+def next_month(t: datetime) -> datetime:
+    days = calendar.monthrange(t.year, t.month)[1]
+    return month_start(t) + timedelta(days=days)
+
+
+def parse_month(text: str) -> tuple[datetime, datetime]:
+    """``2026-11`` -> [Nov 1, Dec 1) in UTC."""
+    try:
+        start = datetime.strptime(text, "%Y-%m").replace(tzinfo=UTC)
+    except ValueError as exc:
+        raise ReportError(f"month {text!r} is not YYYY-MM") from exc
+    return start, next_month(start)
+
+
+def check_period(start: datetime, end: datetime) -> None:
+    if start.tzinfo is None or end.tzinfo is None:
+        raise ReportError("start and end need a time zone")
+    if end <= start:
+        raise ReportError(f"end {end.isoformat()} is not after start {start.isoformat()}")
+    for t in (start, end):
+        if t.minute or t.second or t.microsecond:
+            raise ReportError(f"{t.isoformat()} is not a whole hour")
+
+
+def cover(start: datetime, end: datetime) -> list[tuple[str, datetime, datetime]]:
+    """The rollup ranges ``(period, from, to)`` that add up to exactly [start, end)."""
+    check_period(start, end)
+    start, end = start.astimezone(UTC), end.astimezone(UTC)
+    out: list[tuple[str, datetime, datetime]] = []
+    day = timedelta(days=1)
+    first_day = start if start.hour == 0 else (start + day).replace(hour=0)
+    last_day = end.replace(hour=0)
+    if first_day >= last_day:
+        return [("hour", start, end)]
+    if start < first_day:
+        out.append(("hour", start, first_day))
+    first_month = first_day if first_day.day == 1 else next_month(first_day)
+    last_month = month_start(last_day)
+    if first_month < last_month:
+        if first_day < first_month:
+            out.append(("day", first_day, first_month))
+        out.append(("month", first_month, last_month))
+        if last_month < last_day:
+            out.append(("day", last_month, last_day))
+    else:
+        out.append(("day", first_day, last_day))
+    if last_day < end:
+        out.append(("hour", last_day, end))
+    return out
+
+
+def _hours(ucs: int, per: int) -> Decimal:
+    return (Decimal(ucs) / Decimal(per)).quantize(PLACES)
+
+
+def _line(key: str, sums: tuple[int, ...]) -> Line:
+    jobs, wait, gpu, npu, cpu, mem = sums
+    return Line(
+        key=key,
+        jobs=jobs,
+        gpu_card_hours=_hours(gpu, UCS_PER_CARD_HOUR),
+        npu_card_hours=_hours(npu, UCS_PER_CARD_HOUR),
+        cpu_hours=_hours(cpu, 3600),
+        mem_gib_hours=_hours(mem, 3600 * 1024),
+        avg_wait_min=(Decimal(wait) / Decimal(60 * jobs)).quantize(PLACES) if jobs else Decimal(0),
+    )
+
+
+_SUMS = (
+    func.sum(Rollup.jobs),
+    func.sum(Rollup.wait_s),
+    func.sum(Rollup.gpu_ucs),
+    func.sum(Rollup.npu_ucs),
+    func.sum(Rollup.cpu_s),
+    func.sum(Rollup.mem_mib_s),
+)
+
+
+def _grouped(
+    conn: Connection,
+    start: datetime,
+    end: datetime,
+    dim: Dim,
+    where: Mapping[Dim, Iterable[str]],
+) -> list[Line]:
+    ranges = [
+        and_(Rollup.period == p, Rollup.start >= lo, Rollup.start < hi)
+        for p, lo, hi in cover(start, end)
+    ]
+    col = _COLUMN[dim]
+    q = select(col, *_SUMS).where(or_(*ranges)).group_by(col)
+    for d, values in where.items():
+        q = q.where(_COLUMN[d].in_(list(values)))
+    lines = [_line(str(k), tuple(int(x or 0) for x in rest)) for k, *rest in conn.execute(q)]
+    return sorted(lines, key=lambda ln: (-ln.card_hours, -ln.cpu_hours, ln.key))
+
+
+def capacity(nodes: Iterable[Node]) -> dict[str, tuple[int, int]]:
+    """Cards per pool (partition): ``{"gpu": (8, 0), "npu": (0, 12)}``."""
+    out: dict[str, tuple[int, int]] = {}
+    for n in nodes:
+        for p in n.partitions:
+            g, c = out.get(p, (0, 0))
+            out[p] = (g + n.gres_total("gpu"), c + n.gres_total("npu"))
+    return out
+
+
+def build(
+    conn: Connection,
+    start: datetime,
+    end: datetime,
+    by: Dim,
+    *,
+    where: Mapping[Dim, Iterable[str]] | None = None,
+    pools: Mapping[str, tuple[int, int]] | None = None,
+    top: int = 10,
+) -> Report:
+    """Usage by ``by`` over [start, end), with totals, pool utilisation and top users."""
+    where = where or {}
+    lines = _grouped(conn, start, end, by, where)
+    jobs = sum(ln.jobs for ln in lines)
+    waited = sum((ln.avg_wait_min * ln.jobs for ln in lines), Decimal(0))
+    total = Line(
+        "total",
+        jobs,
+        sum((ln.gpu_card_hours for ln in lines), Decimal(0)),
+        sum((ln.npu_card_hours for ln in lines), Decimal(0)),
+        sum((ln.cpu_hours for ln in lines), Decimal(0)),
+        sum((ln.mem_gib_hours for ln in lines), Decimal(0)),
+        (waited / jobs).quantize(PLACES) if jobs else Decimal(0),
+    )
+    hours = Decimal(int((end - start).total_seconds()) // 3600)
+    util = []
+    if pools:
+        used = {ln.key: ln for ln in _grouped(conn, start, end, Dim.POOL, where)}
+        for pool, (gpus, npus) in sorted(pools.items()):
+            ln = used.get(pool)
+            gpu_h = ln.gpu_card_hours if ln else Decimal(0)
+            npu_h = ln.npu_card_hours if ln else Decimal(0)
+            avail = hours * (gpus + npus)
+            ratio = ((gpu_h + npu_h) / avail).quantize(PLACES) if avail else Decimal(0)
+            util.append(Utilisation(pool, gpus, npus, gpu_h, npu_h, ratio))
+    users = lines if by is Dim.USER else _grouped(conn, start, end, Dim.USER, where)
+    return Report(start, end, by, tuple(lines), total, tuple(util), tuple(users[:top]))
