@@ -32,7 +32,8 @@ def test_ping_lists_every_controller_primary_first() -> None:
         (1, "backup1", "aipool-ctl2", True),
         (2, "backup2", "aipool-ctl3", True),
     ]
-    assert ctlds[0].primary and not ctlds[1].primary
+    assert ctlds[0].primary
+    assert not ctlds[1].primary
 
 
 def test_controllers_reads_ping_even_when_it_exits_non_zero() -> None:
@@ -64,7 +65,9 @@ def test_on_adds_the_cluster_to_reads_and_submit() -> None:
     )
     base = SlurmClient(runner, timeout=5)
     other = base.on("aipool2")
-    assert other.cluster == "aipool2" and other.timeout == 5 and base.cluster is None
+    assert other.cluster == "aipool2"
+    assert other.timeout == 5
+    assert base.cluster is None
     assert other.jobs() == []
     assert other.submit("#!/bin/sh\n", ["--partition=gpu"]) == 7
     assert runner.calls[0][0][:3] == ("squeue", "-M", "aipool2")
@@ -86,5 +89,6 @@ def test_ensure_tenants_compares_only_the_named_clusters_associations() -> None:
     client = SlurmClient(runner)
     assert client.ensure_tenants(users=[spec], cluster="aipool2") == []
     sent = client.ensure_tenants(users=[spec], cluster="aipool3")
-    assert len(sent) == 1 and sent[0].startswith("add user alice")
+    assert len(sent) == 1
+    assert sent[0].startswith("add user alice")
     assert runner.calls[-1][0] == ("sacctmgr", "-i")
