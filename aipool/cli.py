@@ -135,6 +135,7 @@ def _mount() -> None:
     from portal.cli import portal
     from sim.cli import cli as sim_cli
     from slurm_plugins.admission.cli import cli as policy_cli
+    from slurm_plugins.health.cli import cli as health_cli
     from slurm_plugins.policy.cli import COMMANDS as policy_commands
 
     main.add_command(gres_cli, name="gres")
@@ -145,6 +146,7 @@ def _mount() -> None:
     for command in policy_commands:
         policy_cli.add_command(command)
     main.add_command(policy_cli, name="policy")
+    main.add_command(health_cli, name="health")
     main.add_command(accounting)
 
 

@@ -237,3 +237,102 @@ def probe_host(
         gpus=probe_gpus(nvml, device_dir=device_dir),
         npus=probe_npus(npu_smi, device_dir=device_dir, timeout=timeout),
     )
+
+
+# --- health ----------------------------------------------------------------------------------
+
+#: XIDs that mean the card or its link is broken, not that a program crashed (NVIDIA's XID
+#: catalogue: double-bit ECC, row-remap failure, NVLink, fallen off the bus, uncontained
+#: ECC, GSP errors). Other XIDs (13, 31, 43, …) are an application's own faults.
+FATAL_XIDS = frozenset({48, 61, 62, 63, 64, 74, 79, 92, 94, 95, 119, 120, 121, 140})
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceHealth:
+    """One accelerator as its driver sees it: ``errors`` make the node unfit for work,
+    ``warnings`` are worth telling but not draining for."""
+
+    kind: str  # "gpu" or "npu"
+    index: int  # minor number (/dev/nvidia<N>) or device id (/dev/davinci<N>)
+    errors: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+
+def xid_problem(xid: int) -> tuple[str, bool]:
+    """``(text, fatal)`` for an XID event of a card."""
+    return f"xid {xid}", xid in FATAL_XIDS
+
+
+def gpu_health(nvml: Any = None) -> tuple[DeviceHealth, ...]:
+    """Errors of each GPU NVML lists: a card it cannot open (lost, fallen off the bus),
+    uncorrected ECC errors since the driver loaded, retired pages or remapped rows waiting
+    for a reset, a failed row remap. Checks a card does not support are skipped; no NVML or
+    no driver means no GPUs (the caller compares with how many the node should have)."""
+    nvml = _pynvml if nvml is None else nvml
+    if nvml is None:
+        return ()
+    try:
+        nvml.nvmlInit()
+    except (nvml.NVMLError, OSError):
+        return ()
+    try:
+        return tuple(_gpu_health(nvml, i) for i in range(nvml.nvmlDeviceGetCount()))
+    finally:
+        with contextlib.suppress(nvml.NVMLError):
+            nvml.nvmlShutdown()
+
+
+def _gpu_health(nvml: Any, i: int) -> DeviceHealth:
+    try:
+        handle = nvml.nvmlDeviceGetHandleByIndex(i)
+        index = int(nvml.nvmlDeviceGetMinorNumber(handle))
+    except nvml.NVMLError as exc:
+        return DeviceHealth("gpu", i, errors=(f"cannot be opened: {exc}",))
+    errors: list[str] = []
+    warnings: list[str] = []
+
+    def read(call: str, *args: Any) -> Any:
+        try:
+            return getattr(nvml, call)(handle, *args)
+        except nvml.NVMLError as exc:
+            if "not supported" not in str(exc).lower():
+                warnings.append(f"{call}: {exc}")
+            return None
+
+    uncorrected = read(
+        "nvmlDeviceGetTotalEccErrors",
+        getattr(nvml, "NVML_MEMORY_ERROR_TYPE_UNCORRECTED", 1),
+        getattr(nvml, "NVML_VOLATILE_ECC", 0),
+    )
+    if uncorrected:
+        errors.append(f"{int(uncorrected)} uncorrected ECC error(s)")
+    if read("nvmlDeviceGetRetiredPagesPendingStatus") == getattr(nvml, "NVML_FEATURE_ENABLED", 1):
+        errors.append("retired pages pending a reset")
+    rows = read("nvmlDeviceGetRemappedRows")
+    if rows is not None:
+        _corrected, _uncorrected, pending, failed = rows
+        if failed:
+            errors.append("row remapping failed")
+        elif pending:
+            errors.append("remapped rows pending a reset")
+    return DeviceHealth("gpu", index, tuple(errors), tuple(warnings))
+
+
+def npu_health(text: str) -> tuple[DeviceHealth, ...]:
+    """The Health column of ``npu-smi info`` per chip: ``OK`` is healthy, ``Warning`` a
+    warning, anything else (``Alarm``, ``Critical``, ``UNKNOWN``…) an error."""
+    out: dict[int, DeviceHealth] = {}
+    for chip in parse_npu_smi_info(text):
+        word = chip.health.strip()
+        if word.upper() == "OK":
+            health = DeviceHealth("npu", chip.device_id)
+        elif word.lower() == "warning":
+            health = DeviceHealth("npu", chip.device_id, warnings=(f"npu-smi health {word}",))
+        else:
+            health = DeviceHealth("npu", chip.device_id, errors=(f"npu-smi health {word}",))
+        out.setdefault(chip.device_id, health)
+    return tuple(out[i] for i in sorted(out))

@@ -9,6 +9,14 @@ Sources: NVML (``pynvml``) where there are GPUs, ``npu-smi`` on Ascend nodes, an
 file-fed source for the lab (``<dir>/<job id>`` holding a percentage). Jobs are mapped to
 devices through ``/proc/<pid>/environ`` (``SLURM_JOB_ID`` with ``CUDA_VISIBLE_DEVICES`` or
 ``ASCEND_RT_VISIBLE_DEVICES``), so a job holding a card it does not use still reports 0 %.
+
+The agent also reports its node's health for ``aipool health``
+(:mod:`slurm_plugins.health`): every accelerator's errors (NVML: ECC, pending page
+retirement or row remaps, XID events, a card that cannot be opened; ``npu-smi``: the Health
+column), the clock's synchronisation (``chronyc tracking``, else ``timedatectl``), network
+and disk counters (psutil) — one ``<node>.health.json`` replaced atomically beside the
+samples, whose format stays as it was. In the lab the devices come from the inventory and
+a fault-injection file (:mod:`slurm_plugins.health.faults`).
 """
 
 from __future__ import annotations
@@ -22,6 +30,13 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
+from slurm_plugins.health.node import (
+    HealthReporter,
+    InventoryHealth,
+    NpuSmiHealth,
+    NvmlHealth,
+)
+from slurm_plugins.health.report import write_report
 from slurm_plugins.policy.snapshot import Sample
 
 log = logging.getLogger("aipool.policy.agent")
@@ -213,3 +228,26 @@ class SampleReader:
                 if ts >= now - self.max_age and (wanted is None or job in wanted):
                     out.setdefault(job, []).append(Sample(ts, util))
         return {j: tuple(sorted(s, key=lambda x: x.ts)) for j, s in out.items()}
+
+
+# --- node health ------------------------------------------------------------------------------
+
+
+def health_reporter(
+    source_spec: str, node: str, *, inventory: Path | None = None, faults: Path | None = None
+) -> HealthReporter:
+    """The node's health reporter; its devices are probed like its samples are: from the
+    inventory and fault file (the lab) when given, NVML for ``nvml``, ``npu-smi`` for
+    ``npu-smi``; with ``file:DIR`` and no inventory only the clock and counters."""
+    if inventory is not None:
+        return HealthReporter(node, InventoryHealth(inventory, node, faults))
+    if source_spec == "nvml":
+        return HealthReporter(node, NvmlHealth())
+    if source_spec == "npu-smi":
+        return HealthReporter(node, NpuSmiHealth())
+    return HealthReporter(node, None)
+
+
+def report_health(out_dir: Path, reporter: HealthReporter) -> Path:
+    """Replace ``<out_dir>/<node>.health.json`` with a fresh report."""
+    return write_report(out_dir, reporter.report())

@@ -224,18 +224,36 @@ def release_holds(config_path: Path, dry_run: bool) -> None:
 )
 @click.option("--interval", type=float, default=30.0, show_default=True)
 @click.option("--once", is_flag=True)
-def agent(source: str, out: Path, node: str, interval: float, once: bool) -> None:
-    """Node agent: write per-job utilisation samples for the idle reaper."""
+@click.option("--health/--no-health", default=True, help="Also write <node>.health.json.")
+@click.option("--inventory", type=click.Path(dir_okay=False, path_type=Path), help="Lab devices.")
+@click.option("--faults", type=click.Path(dir_okay=False, path_type=Path), help="Lab faults.")
+def agent(
+    *,
+    source: str,
+    out: Path,
+    node: str,
+    interval: float,
+    once: bool,
+    health: bool,
+    inventory: Path | None,
+    faults: Path | None,
+) -> None:
+    """Node agent: per-job utilisation samples for the idle reaper, node health reports."""
+    from slurm_plugins.policy.agent import health_reporter, report_health, write_samples
     from slurm_plugins.policy.agent import source as make_source
-    from slurm_plugins.policy.agent import write_samples
 
     try:
         src = make_source(source)
-    except (ValueError, ImportError) as exc:
+        reporter = (
+            health_reporter(source, node, inventory=inventory, faults=faults) if health else None
+        )
+    except (ValueError, ImportError) as exc:  # InventoryError is a ValueError
         _fail([str(exc)], 2)
     while True:
         samples = src.sample()
         write_samples(out, node, samples, time.time())
+        if reporter is not None:
+            report_health(out, reporter)
         if once:
             click.echo(f"{node}: {len(samples)} job sample(s) written to {out}")
             return

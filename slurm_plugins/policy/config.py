@@ -14,6 +14,7 @@ from typing import Any
 import yaml
 from marshmallow import RAISE, Schema, ValidationError, fields, validate
 
+from slurm_plugins.health.config import HealthConfig, HealthSchema, health_config
 from slurm_plugins.policy.base import REGISTRY, Select
 from slurm_plugins.policy.engine import EngineConfig, PolicyConfig
 from slurm_plugins.policy.fields import Duration, resource_map
@@ -45,6 +46,8 @@ class DaemonConfig:
     notify_file: Path | None = None
     samples_dir: Path | None = None
     samples_max_age_s: float = 3600
+    #: Node health checks (``aipool health run``); None: not enabled.
+    health: HealthConfig | None = None
 
 
 class _Strict(Schema):
@@ -116,6 +119,7 @@ class ConfigSchema(_Strict):
         keys=fields.String(), values=fields.Nested(TenantSchema), load_default=dict
     )
     policies = fields.List(fields.Nested(PolicySchema), validate=validate.Length(min=1))
+    health = fields.Nested(HealthSchema, load_default=None, allow_none=True)
 
 
 def _policy(i: int, raw: Mapping[str, Any], errors: list[str]) -> PolicyConfig | None:
@@ -193,6 +197,7 @@ def parse_config(data: Any, *, base: Path | None = None) -> DaemonConfig:
         notify_file=path(raw["notify"]["file"]),
         samples_dir=path(raw["samples"]["dir"]),
         samples_max_age_s=raw["samples"]["max_age"],
+        health=health_config(raw["health"], samples_dir=path(raw["samples"]["dir"]), path=path),
     )
 
 

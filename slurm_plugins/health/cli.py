@@ -1,0 +1,115 @@
+"""``aipool health``: check nodes once (``check``) or keep checking (``run``).
+
+Both read the ``health:`` section of the policy daemon's configuration (docs/health.md);
+``check --dry-run`` shows verdicts and what would change without changing anything. A
+configuration without that section, or one that does not validate, exits with 2.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, NoReturn
+
+import click
+
+from slurm_plugins.policy import codec
+from slurm_plugins.policy.config import LAB_CONFIG, ConfigError, DaemonConfig, load_config
+
+if TYPE_CHECKING:
+    from slurm_plugins.health.checker import Checker
+
+log = logging.getLogger("aipool.health")
+
+
+def _fail(messages: tuple[str, ...] | list[str], code: int) -> NoReturn:
+    for m in messages:
+        click.echo(f"error: {m}", err=True)
+    raise click.exceptions.Exit(code)
+
+
+def _checker(config_path: Path, dry_run: bool) -> Checker:
+    from slurm_plugins.client import SlurmClient
+    from slurm_plugins.health.checker import Checker
+    from slurm_plugins.health.node import probe_clock
+    from slurm_plugins.policy.daemon import notifier_for
+
+    try:
+        config: DaemonConfig = load_config(config_path)
+    except ConfigError as exc:
+        _fail(exc.messages, 2)
+    if config.health is None:
+        _fail([f"{config_path}: no health: section (see docs/health.md)"], 2)
+    client = SlurmClient(env=dict(config.env) or None, dry_run=dry_run, timeout=60)
+    return Checker(
+        config.health,
+        client,
+        notifier_for(config),
+        state_dir=config.state_dir,
+        admins=config.engine.admins,
+        controller_clock=probe_clock,
+    )
+
+
+config_option = click.option(
+    "--config",
+    "config_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=LAB_CONFIG,
+    show_default="the lab configuration",
+    help="Policy daemon configuration (YAML) with a health: section.",
+)
+
+
+@click.command()
+@config_option
+@click.option("--dry-run", is_flag=True, help="Show verdicts and changes; change nothing.")
+@click.option("--json", "as_json", is_flag=True, help="The plan as JSON.")
+def check(config_path: Path, dry_run: bool, as_json: bool) -> None:
+    """Check every node once: drain failing nodes, return recovered ones, alert."""
+    from slurm_plugins.client import SlurmError
+    from slurm_plugins.health.checker import CheckerLocked
+
+    checker = _checker(config_path, dry_run)
+    try:
+        with checker.store.locked():
+            report = checker.check()
+    except (SlurmError, CheckerLocked) as exc:
+        _fail([str(exc)], 1)
+    if as_json:
+        data = {**codec.dump(report.plan), "failed": report.failed}
+        click.echo(json.dumps(data, indent=1, sort_keys=True))
+    else:
+        click.echo("\n".join(report.lines()) or "no nodes")
+
+
+@click.command()
+@config_option
+def run(config_path: Path) -> None:
+    """Check every health.interval until stopped (one checker per state directory)."""
+    from slurm_plugins.client import SlurmError
+    from slurm_plugins.health.checker import CheckerLocked
+
+    checker = _checker(config_path, dry_run=False)
+    try:
+        with checker.store.locked():
+            while True:
+                try:
+                    for line in checker.check().lines():
+                        log.info("%s", line)
+                except SlurmError as exc:  # slurmctld restarting: the next check retries
+                    log.error("health check failed: %s", exc)
+                time.sleep(checker.config.interval_s)
+    except CheckerLocked as exc:
+        _fail([str(exc)], 1)
+
+
+@click.group(name="health")
+def cli() -> None:
+    """Node health: drain failing nodes, return them when healthy, alert the admins."""
+
+
+cli.add_command(check)
+cli.add_command(run)

@@ -1,0 +1,141 @@
+"""What a node agent reports about its node: accelerators, clock, network and disk counters.
+
+The agent (``aipool policy agent``) writes one report per node, replacing it atomically, as
+``<dir>/<node>.health.json`` beside its utilisation samples (``<node>.jsonl``, which this
+file format leaves alone). The health checker reads every report with the file's
+modification time: the time the shared file system stamped, so a report's age does not
+depend on the node's own clock, and ``ts - mtime`` shows how far that clock is off.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from gres.probe import DeviceHealth
+from slurm_plugins.policy import codec
+
+REPORT_VERSION = 1
+SUFFIX = ".health.json"
+
+
+@dataclass(frozen=True, slots=True)
+class Clock:
+    """The node's time synchronisation as its time daemon sees it."""
+
+    source: str = "none"  # chrony, timedatectl, fault (lab injection) or none
+    synchronised: bool | None = None
+    #: Node clock minus its time source, seconds (chrony's "System time"); None if unknown.
+    offset_s: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class NetCounters:
+    """Cumulative counters of one network interface (psutil ``net_io_counters``)."""
+
+    bytes_sent: int = 0
+    bytes_recv: int = 0
+    packets_sent: int = 0
+    packets_recv: int = 0
+    errin: int = 0
+    errout: int = 0
+    dropin: int = 0
+    dropout: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class DiskCounters:
+    """Cumulative counters of one block device (psutil ``disk_io_counters``)."""
+
+    read_bytes: int = 0
+    write_bytes: int = 0
+    read_count: int = 0
+    write_count: int = 0
+    busy_ms: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class FsUsage:
+    total: int = 0
+    used: int = 0
+    free: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class NodeReport:
+    node: str
+    #: The node's own clock when the report was taken (epoch seconds).
+    ts: float
+    #: Kinds of device the agent looked for ("gpu", "npu"): an empty list then means none.
+    probed: tuple[str, ...] = ()
+    devices: tuple[DeviceHealth, ...] = ()
+    #: Devices the node should have per kind (from its inventory), where the agent knows.
+    expected: Mapping[str, int] = field(default_factory=dict)
+    #: Probes that failed outright (a driver that answers half-way, a tool that hangs).
+    probe_errors: tuple[str, ...] = ()
+    clock: Clock = field(default_factory=Clock)
+    net: Mapping[str, NetCounters] = field(default_factory=dict)
+    disk: Mapping[str, DiskCounters] = field(default_factory=dict)
+    fs: Mapping[str, FsUsage] = field(default_factory=dict)
+    version: int = REPORT_VERSION
+
+    def to_json(self) -> str:
+        return json.dumps(codec.dump(self), sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> NodeReport:
+        """Raises ``ValueError`` naming what is wrong."""
+        data = json.loads(text)
+        if not isinstance(data, dict) or data.get("version") != REPORT_VERSION:
+            raise ValueError(f"not a version {REPORT_VERSION} node report")
+        return codec.load(cls, data)
+
+
+@dataclass(frozen=True, slots=True)
+class Seen:
+    """One node's report as the checker found it: the report (None if unreadable), when
+    the file was last written by the file system's clock, and why it could not be read."""
+
+    report: NodeReport | None
+    mtime: float
+    error: str = ""
+
+
+def report_path(directory: Path, node: str) -> Path:
+    return Path(directory) / f"{node}{SUFFIX}"
+
+
+def write_report(directory: Path, report: NodeReport) -> Path:
+    """Replace the node's report atomically: readers see the old or the new, never half."""
+    path = report_path(directory, report.node)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(report.to_json())
+    os.replace(tmp, path)
+    return path
+
+
+def read_reports(directory: Path) -> dict[str, Seen]:
+    """Every node's report in ``directory``, keyed by node name."""
+    out: dict[str, Seen] = {}
+    d = Path(directory)
+    for f in sorted(d.glob(f"*{SUFFIX}")) if d.is_dir() else ():
+        node = f.name[: -len(SUFFIX)]
+        try:
+            mtime = f.stat().st_mtime
+            text = f.read_text()
+        except OSError:
+            continue  # replaced or removed while we looked: the next check reads it
+        try:
+            report = NodeReport.from_json(text)
+        except ValueError as exc:
+            out[node] = Seen(None, mtime, f"unreadable report {f.name}: {exc}")
+            continue
+        if report.node != node:
+            out[node] = Seen(None, mtime, f"{f.name} reports node {report.node!r}")
+            continue
+        out[node] = Seen(report, mtime)
+    return out

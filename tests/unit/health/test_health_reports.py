@@ -1,0 +1,162 @@
+"""Reports on disk, the clock parsers on recorded chronyc output, the checker's state file,
+the configuration section and the commands' input checks."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from gres.probe import DeviceHealth
+from slurm_plugins.health.checker import HealthStore
+from slurm_plugins.health.clock import parse_chronyc_tracking, parse_timedatectl
+from slurm_plugins.health.node import HealthReporter, probe_clock
+from slurm_plugins.health.plan import HealthState, NodeRecord
+from slurm_plugins.health.report import Clock, NodeReport, read_reports, write_report
+from slurm_plugins.policy.config import ConfigError, parse_config
+
+DATA = Path(__file__).resolve().parents[2] / "data" / "health"
+LAB = Path(__file__).resolve().parents[3] / "gres" / "examples" / "lab.yaml"
+
+
+def test_report_round_trip_and_read_back(tmp_path: Path) -> None:
+    report = NodeReport(
+        "gpu1",
+        ts=1000.5,
+        probed=("gpu",),
+        devices=(DeviceHealth("gpu", 0), DeviceHealth("gpu", 1, ("xid 79",))),
+        expected={"gpu": 2},
+        clock=Clock("chrony", True, -0.002),
+    )
+    path = write_report(tmp_path, report)
+    assert path.name == "gpu1.health.json"
+    (tmp_path / "gpu1.jsonl").write_text('{"ts": 1, "job": 5, "util": 3.0, "node": "gpu1"}\n')
+    (tmp_path / "gpu2.health.json").write_text("{not json")
+    (tmp_path / "gpu3.health.json").write_text(report.to_json())  # a report under another name
+    (tmp_path / "gpu4.health.json").write_text(json.dumps({"version": 1, "node": "gpu4"}))
+    seen = read_reports(tmp_path)
+    assert sorted(seen) == ["gpu1", "gpu2", "gpu3", "gpu4"]
+    assert seen["gpu1"].report == report
+    assert seen["gpu1"].mtime == pytest.approx(os.stat(path).st_mtime)
+    assert seen["gpu2"].report is None
+    assert "unreadable report gpu2.health.json" in seen["gpu2"].error
+    assert seen["gpu3"].error == "gpu3.health.json reports node 'gpu1'"
+    assert "missing field 'ts'" in seen["gpu4"].error
+    assert not list(tmp_path.glob(".*.tmp"))  # nothing half-written left behind
+
+
+def test_reporter_counters_come_from_psutil() -> None:
+    report = HealthReporter("cpu1", None, clock_probe=Clock).report()
+    assert report.probed == ()
+    assert report.net  # at least the loopback interface
+    assert all(c.bytes_sent >= 0 and c.errin >= 0 for c in report.net.values())
+    assert all(u.total >= u.used for u in report.fs.values())
+    assert NodeReport.from_json(report.to_json()) == report
+
+
+@pytest.mark.parametrize(
+    ("name", "clock"),
+    [
+        ("chronyc-tracking-synced.txt", Clock("chrony", True, -0.000006523)),
+        ("chronyc-tracking-fast.txt", Clock("chrony", True, 2.417003521)),
+        ("chronyc-tracking-unsynced.txt", Clock("chrony", False, 0.0)),
+    ],
+)
+def test_chronyc_tracking(name: str, clock: Clock) -> None:
+    assert parse_chronyc_tracking((DATA / name).read_text()) == clock
+
+
+def test_clock_parsers_refuse_what_they_do_not_know() -> None:
+    with pytest.raises(ValueError, match="neither"):
+        parse_chronyc_tracking("506 Cannot talk to daemon\n")
+    assert parse_timedatectl("yes\n") == Clock("timedatectl", True, None)
+    assert parse_timedatectl("no") == Clock("timedatectl", False, None)
+    with pytest.raises(ValueError, match="not yes or no"):
+        parse_timedatectl("Failed to connect to bus")
+
+
+def test_probe_clock_falls_back_from_chrony_to_timedatectl_to_unknown() -> None:
+    calls: list[list[str]] = []
+
+    def run(answers: dict[str, tuple[int, str]]):  # type: ignore[no-untyped-def]
+        def runner(argv: list[str]) -> subprocess.CompletedProcess[str] | None:
+            calls.append(argv)
+            if argv[0] not in answers:
+                return None  # not installed
+            rc, out = answers[argv[0]]
+            return subprocess.CompletedProcess(argv, rc, out, "")
+
+        return runner
+
+    fast = (DATA / "chronyc-tracking-fast.txt").read_text()
+    assert probe_clock(run({"chronyc": (0, fast)})).offset_s == pytest.approx(2.417003521)
+    assert calls == [["chronyc", "tracking"]]
+    got = probe_clock(run({"chronyc": (1, ""), "timedatectl": (0, "no\n")}))
+    assert got == Clock("timedatectl", False, None)
+    assert calls[-1] == ["timedatectl", "show", "-p", "NTPSynchronized", "--value"]
+    assert probe_clock(run({})) == Clock()
+
+
+def test_state_store_is_atomic_and_survives_damage(tmp_path: Path) -> None:
+    store = HealthStore(tmp_path)
+    assert store.load() == HealthState()
+    state = HealthState({"gpu1": NodeRecord(1, "device_error", 5.0)})
+    store.save(state)
+    assert store.load() == state
+    assert [p.name for p in tmp_path.iterdir()] == ["health.json"]
+    store.path.write_text('{"nodes": {"gpu1": {"streak": "x"}}}')
+    assert store.load() == HealthState()
+
+
+def test_health_section_of_the_daemon_config(tmp_path: Path) -> None:
+    base = {"policies": [{"name": "fifo"}], "samples": {"dir": "/shared/samples"}}
+    assert parse_config(base).health is None
+    cfg = parse_config({**base, "health": {"max_clock_skew": "500ms" if False else 0.5}})
+    assert cfg.health is not None
+    assert cfg.health.reports == Path("/shared/samples")
+    assert cfg.health.max_clock_skew_s == 0.5
+    with pytest.raises(ConfigError) as err:
+        parse_config({**base, "health": {"recover_after": 0, "interval": "soon", "x": 1}})
+    text = "\n".join(err.value.messages)
+    assert "health.recover_after:" in text
+    assert "health.interval: not a duration: 'soon'" in text
+    assert "health.x: Unknown field." in text
+
+
+def test_check_command_needs_a_health_section(tmp_path: Path) -> None:
+    from slurm_plugins.health.cli import cli
+
+    conf = tmp_path / "daemon.yaml"
+    conf.write_text("policies: [{name: fifo}]\n")
+    res = CliRunner().invoke(cli, ["check", "--config", str(conf)])
+    assert res.exit_code == 2
+    assert "no health: section" in res.output
+    conf.write_text("policies: [{name: fifo}]\nhealth: {drain: maybe}\n")
+    res = CliRunner().invoke(cli, ["check", "--config", str(conf)])
+    assert res.exit_code == 2
+    assert "health.drain: Not a valid boolean." in res.output
+
+
+def test_agent_command_writes_samples_and_a_health_report(tmp_path: Path) -> None:
+    from slurm_plugins.policy.cli import agent
+
+    faults = tmp_path / "faults.yaml"
+    faults.write_text("nodes: {gpu2: {devices: [{kind: gpu, index: 2, errors: [xid 74]}]}}\n")
+    (tmp_path / "util").mkdir()
+    args = ["--source", f"file:{tmp_path / 'util'}", "--out", str(tmp_path / "out"), "--node"]
+    lab = ["--inventory", str(LAB), "--faults", str(faults), "--once"]
+    res = CliRunner().invoke(agent, [*args, "gpu2", *lab])
+    assert res.exit_code == 0, res.output
+    report = read_reports(tmp_path / "out")["gpu2"].report
+    assert report is not None
+    assert [d.errors for d in report.devices] == [(), (), ("xid 74",), ()]
+    res = CliRunner().invoke(agent, [*args, "gpu3", "--no-health", "--once"])
+    assert res.exit_code == 0
+    assert not (tmp_path / "out" / "gpu3.health.json").exists()
+    res = CliRunner().invoke(agent, [*args, "gpu9", *lab])
+    assert res.exit_code == 2
+    assert "node 'gpu9' is not in the inventory" in res.output
