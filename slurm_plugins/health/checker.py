@@ -170,7 +170,8 @@ class Checker:
     ) -> None:
         try:
             self.client.update_node(node, state=state, reason=reason)
-            log.warning("node %s: %s %s", node, state, reason or "")
+            if not self.client.dry_run:
+                log.warning("node %s: %s %s", node, state, reason or "")
         except SlurmError as exc:
             log.error("node %s: %s failed: %s", node, state, exc)
             failed[node] = str(exc)
