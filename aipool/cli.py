@@ -135,6 +135,7 @@ def _mount() -> None:
     from portal.cli import portal
     from sim.cli import cli as sim_cli
     from slurm_plugins.admission.cli import cli as policy_cli
+    from slurm_plugins.federation.cli import clusters as clusters_cli
     from slurm_plugins.health.cli import cli as health_cli
     from slurm_plugins.policy.cli import COMMANDS as policy_commands
 
@@ -143,6 +144,7 @@ def _mount() -> None:
         main.add_command(command)
     main.add_command(portal)
     main.add_command(sim_cli, name="sim")
+    main.add_command(clusters_cli, name="clusters")
     for command in policy_commands:
         policy_cli.add_command(command)
     main.add_command(policy_cli, name="policy")

@@ -119,6 +119,12 @@ def _collect(
     help="Override a field, e.g. --set resources.gpus=0.5 (repeatable).",
 )
 @click.option("--no-check-paths", is_flag=True, help="Do not check that directories exist here.")
+@click.option(
+    "--cluster",
+    "target",
+    metavar="NAME|auto",
+    help="Submit to this cluster (sbatch -M), or let AIPool pick one with room (auto).",
+)
 @click.pass_context
 def submit(
     ctx: click.Context,
@@ -130,8 +136,13 @@ def submit(
     rerun: int | None,
     sets: tuple[str, ...],
     no_check_paths: bool,
+    target: str | None,
 ) -> None:
-    """Submit job specs (YAML or JSON); specs in one call may depend on each other by name."""
+    """Submit job specs (YAML or JSON); specs in one call may depend on each other by name.
+
+    With --cluster auto, all specs of the call go to the cluster AIPool picks for the first
+    (free capacity of its kind, the project's allowed clusters, its data's location; policy
+    file in AIPOOL_FEDERATION_POLICY)."""
     settings = _settings(ctx)
     try:
         specs = _collect(settings, spec_files, template, rerun, _overrides(sets))
@@ -147,36 +158,78 @@ def submit(
                 click.echo(rendered.command_line())
                 click.echo(rendered.script)
             return
+        client, history_cluster = _client(ctx), settings.cluster
+        if target:
+            client = _target_client(client, target, specs[0])
+            history_cluster = client.cluster or settings.cluster
         done = submit_specs(
             specs,
-            _client(ctx),
+            client,
             cfg=settings.cluster_config,
             as_user=as_user,
             history=settings.history,
-            cluster=settings.cluster,
+            cluster=history_cluster,
         )
-    except (JobSpecError, SlurmError) as exc:
+    except (JobSpecError, SlurmError, ValueError) as exc:
         raise _fail(exc) from None
     for s in done:
         click.echo(f"{s.job_id}\t{s.name}")
 
 
+def _target_client(client: SlurmClient, target: str, spec: Spec) -> SlurmClient:
+    """``--cluster NAME`` binds the client to that cluster; ``auto`` lets the first level pick."""
+    from slurm_plugins.federation import request_for
+    from slurm_plugins.federation.choose import choose, policy_from_env
+    from slurm_plugins.federation.model import Kind
+
+    if target != "auto":
+        known = client.clusters()
+        if target not in known:
+            raise ValueError(f"--cluster: unknown cluster {target!r} (known: {', '.join(known)})")
+        return client.on(target)
+    res = spec.resources
+    data = next((m.name for m in spec.mounts if m.kind.value == "data"), None)
+    req = request_for(
+        gpus=float(res.gpus),
+        gpu_type=res.gpu_type,
+        npus=res.npus,
+        npu_type=res.npu_type,
+        cpus=res.cpus,
+        nodes=res.nodes,
+        account=spec.project,
+        data=data,
+    )
+    decision, chosen = choose(client, req, policy_from_env())
+    now = "starts now" if decision.starts_now else "queued"
+    kind = "cpu" if req.kind is Kind.CPU else req.kind.value
+    click.echo(f"cluster {decision.cluster} ({kind}, {now}): {decision.explain()}", err=True)
+    return chosen
+
+
 @click.command("jobs")
 @click.option("--all", "show_all", is_flag=True, help="Also jobs not submitted from a spec.")
+@click.option(
+    "--cluster", "target", metavar="NAME|all", help="Jobs of this cluster, or of every cluster."
+)
 @click.pass_context
-def jobs(ctx: click.Context, show_all: bool) -> None:
+def jobs(ctx: click.Context, show_all: bool, target: str | None) -> None:
     """Queued and running jobs."""
+    client = _client(ctx)
     try:
-        listed = _client(ctx).jobs()
+        names = client.clusters() if target == "all" else [target] if target else []
+        listed = [j for n in names for j in client.on(n).jobs()] if names else client.jobs()
     except SlurmError as exc:
         raise _fail(exc) from None
-    click.echo(f"{'JOBID':>8}  {'NAME':<24} {'STATE':<11} {'NODES':<16} REASON")
+    where = f"{'CLUSTER':<10} " if names else ""
+    click.echo(f"{'JOBID':>8}  {where}{'NAME':<24} {'STATE':<11} {'NODES':<16} REASON")
     for j in listed:
         if not show_all and not parse_comment(j.comment):
             continue
         reason = j.reason if j.reason not in ("None", "") else ""
+        cluster = f"{j.cluster[:10]:<10} " if names else ""
         click.echo(
-            f"{j.job_id:>8}  {j.name[:24]:<24} {j.state.value:<11} {j.nodes[:16]:<16} {reason}"
+            f"{j.job_id:>8}  {cluster}{j.name[:24]:<24} {j.state.value:<11} {j.nodes[:16]:<16}"
+            f" {reason}"
         )
 
 

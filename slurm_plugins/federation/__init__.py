@@ -12,6 +12,7 @@ from slurm_plugins.federation.model import (
     NoClusterFits,
     NodeFree,
     Request,
+    request_for,
 )
 from slurm_plugins.federation.pick import pick_cluster
 from slurm_plugins.federation.policy import FederationPolicy, PolicyError, load_policy
@@ -26,4 +27,5 @@ __all__ = [
     "Request",
     "load_policy",
     "pick_cluster",
+    "request_for",
 ]

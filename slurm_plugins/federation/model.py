@@ -121,3 +121,27 @@ class NoClusterFits(ValueError):
         self.reasons = dict(reasons)
         detail = "; ".join(f"{k}: {v}" for k, v in self.reasons.items()) or "no clusters known"
         super().__init__(f"no cluster can run {req.describe()}: {detail}")
+
+
+def request_for(
+    *,
+    gpus: float = 0,
+    gpu_type: str | None = None,
+    npus: int = 0,
+    npu_type: str | None = None,
+    cpus: int | None = None,
+    nodes: int = 1,
+    account: str | None = None,
+    data: str | None = None,
+    shards_per_gpu: int = 32,
+) -> Request:
+    """The request of a job asking, per node, for ``gpus`` cards (a fraction below 1 means
+    shards of one card), or ``npus`` NPUs, or only CPUs."""
+    if 0 < gpus < 1:
+        shards = round(gpus * shards_per_gpu)
+        return Request(Kind.SHARD, max(1, shards), gpu_type, cpus or 1, nodes, account, data)
+    if gpus:
+        return Request(Kind.GPU, int(gpus), gpu_type, cpus or 1, nodes, account, data)
+    if npus:
+        return Request(Kind.NPU, npus, npu_type, cpus or 1, nodes, account, data)
+    return Request(Kind.CPU, 0, None, cpus or 1, nodes, account, data)
