@@ -14,7 +14,7 @@ from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from enum import StrEnum
 
-from sqlalchemy import Connection, and_, func, or_, select
+from sqlalchemy import ColumnElement, Connection, and_, func, or_, select
 
 from accounting.models import UCS_PER_CARD_HOUR, Rollup
 from slurm_plugins.client.models import Node
@@ -177,7 +177,9 @@ def _grouped(
     start: datetime,
     end: datetime,
     dim: Dim,
+    *,
     where: Mapping[Dim, Iterable[str]],
+    scope: ColumnElement[bool] | None = None,
 ) -> list[Line]:
     ranges = [
         and_(Rollup.period == p, Rollup.start >= lo, Rollup.start < hi)
@@ -187,6 +189,8 @@ def _grouped(
     q = select(col, *_SUMS).where(or_(*ranges)).group_by(col)
     for d, values in where.items():
         q = q.where(_COLUMN[d].in_(list(values)))
+    if scope is not None:
+        q = q.where(scope)
     lines = [_line(str(k), tuple(int(x or 0) for x in rest)) for k, *rest in conn.execute(q)]
     return sorted(lines, key=lambda ln: (-ln.card_hours, -ln.cpu_hours, ln.key))
 
@@ -210,10 +214,15 @@ def build(
     where: Mapping[Dim, Iterable[str]] | None = None,
     pools: Mapping[str, tuple[int, int]] | None = None,
     top: int = 10,
+    scope: ColumnElement[bool] | None = None,
 ) -> Report:
-    """Usage by ``by`` over [start, end), with totals, pool utilisation and top users."""
+    """Usage by ``by`` over [start, end), with totals, pool utilisation and top users.
+
+    ``where`` keeps only the listed values of some dimensions; ``scope`` is a further condition
+    on :class:`Rollup` rows (the portal's tenant scoping).
+    """
     where = where or {}
-    lines = _grouped(conn, start, end, by, where)
+    lines = _grouped(conn, start, end, by, where=where, scope=scope)
     jobs = sum(ln.jobs for ln in lines)
     waited = sum((ln.avg_wait_min * ln.jobs for ln in lines), Decimal(0))
     total = Line(
@@ -228,7 +237,7 @@ def build(
     hours = Decimal(int((end - start).total_seconds()) // 3600)
     util = []
     if pools:
-        used = {ln.key: ln for ln in _grouped(conn, start, end, Dim.POOL, where)}
+        used = {ln.key: ln for ln in _grouped(conn, start, end, Dim.POOL, where=where, scope=scope)}
         for pool, (gpus, npus) in sorted(pools.items()):
             ln = used.get(pool)
             gpu_h = ln.gpu_card_hours if ln else Decimal(0)
@@ -236,5 +245,7 @@ def build(
             avail = hours * (gpus + npus)
             ratio = ((gpu_h + npu_h) / avail).quantize(PLACES) if avail else Decimal(0)
             util.append(Utilisation(pool, gpus, npus, gpu_h, npu_h, ratio))
-    users = lines if by is Dim.USER else _grouped(conn, start, end, Dim.USER, where)
+    users = (
+        lines if by is Dim.USER else _grouped(conn, start, end, Dim.USER, where=where, scope=scope)
+    )
     return Report(start, end, by, tuple(lines), total, tuple(util), tuple(users[:top]))

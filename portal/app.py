@@ -56,8 +56,10 @@ def _register(app: Flask) -> None:
     from portal.roles.views import blp as roles
     from portal.tenancy.group_views import blp as groups
     from portal.tenancy.views import domains, projects
+    from portal.usage.views import register as register_usage
 
     for blp in (auth, users, roles, domains, projects, groups, quotas, jobs, nodes, audit):
         api.register_blueprint(blp)
     register_pages(app)
     register_datasets(app)
+    register_usage(app)

@@ -8,7 +8,7 @@ PACKAGES=(
   mariadb-server mariadb-client
   lua5.1 lua-posix
   openmpi-bin
-  postgresql chromium
+  postgresql chromium poppler-utils
   python3-venv util-linux passwd
 )
 

@@ -1,4 +1,5 @@
-"""An accounting database: SQLite with the accounting tables, per test."""
+"""An accounting database: SQLite with the accounting tables, per test; and the portal's
+fixtures for the usage API and pages."""
 
 from __future__ import annotations
 
@@ -10,6 +11,12 @@ from sqlalchemy import Engine, create_engine
 
 from accounting.models import TABLES
 from portal.extensions import Base
+from tests.unit.portal.conftest import (  # noqa: F401  (the portal's fixtures, for its usage pages)
+    _cheap_password_hashing,
+    env,
+    seeded_db,
+    shared_app,
+)
 
 
 @pytest.fixture

@@ -1,0 +1,1 @@
+"""Usage of compute (card-hours, CPU-hours) for the caller's tenants, from :mod:`accounting`."""
