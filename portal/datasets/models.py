@@ -25,6 +25,7 @@ class Source(StrEnum):
     PATH = "path"
     S3 = "s3"
     LABELS = "labels"
+    WORKSPACE = "workspace"  # what jobs wrote into the rw mount
 
 
 class Dataset(Base):

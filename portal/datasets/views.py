@@ -1,19 +1,217 @@
-"""API: datasets and their versions."""
+"""API: datasets, versions, files, archives, S3 export and job mounts."""
 
 from __future__ import annotations
 
-from flask import Flask
-from flask_smorest import Blueprint
+import tempfile
+from pathlib import Path
+from typing import Any
 
-from portal.datasets import models  # noqa: F401  (the tables, for the migrations' metadata)
+from flask import Flask, Response, current_app, send_file, url_for
+from flask_smorest import Blueprint
+from flask_smorest.fields import Upload
+from marshmallow import Schema, fields
+
+from portal.datasets import service
+from portal.datasets.models import Dataset, DatasetVersion
+from portal.datasets.preview import inline_type, preview
+from portal.datasets.schemas import (
+    DatasetQuerySchema,
+    DatasetSchema,
+    DatasetUpdateSchema,
+    ExportResultSchema,
+    ExportSchema,
+    FileSchema,
+    FilesQuerySchema,
+    MountArgsSchema,
+    MountSchema,
+    NewVersionSchema,
+    PreviewSchema,
+    UploadFormSchema,
+    VersionSchema,
+)
+from portal.datasets.storage import Entry, iter_files, write_archive
+from portal.errors import NotFound
 from portal.extensions import api
+from portal.pagination import PageParams, page_of_list, page_of_query
+from portal.web import AuthedView, current_access, session
 
 blp = Blueprint("datasets", __name__, url_prefix="/api/v1/datasets", description="Datasets")
 
 
+def settings() -> service.Settings:
+    return service.Settings.of(current_app.config, current_app.instance_path)
+
+
+class UploadFilesSchema(Schema):
+    files = fields.List(Upload())
+
+
+@blp.route("")
+class Datasets(AuthedView):
+    @blp.arguments(DatasetQuerySchema, location="query")
+    @blp.response(200, DatasetSchema(many=True))
+    @blp.paginate()
+    def get(self, args: dict[str, Any], pagination_parameters: PageParams) -> list[Dataset]:
+        """Datasets the caller can read."""
+        stmt = service.datasets_query(current_access(), args.get("project_id"))
+        return page_of_query(session(), stmt, pagination_parameters)
+
+    @blp.arguments(DatasetSchema)
+    @blp.response(201, DatasetSchema)
+    def post(self, args: dict[str, Any]) -> Dataset:
+        """Create a dataset in a project (``jobs.submit`` there)."""
+        return service.create_dataset(session(), current_access(), args)
+
+
+@blp.route("/<id:dataset_id>")
+class DatasetById(AuthedView):
+    @blp.response(200, DatasetSchema)
+    def get(self, dataset_id: int) -> Dataset:
+        return service.get_dataset(session(), current_access(), dataset_id)
+
+    @blp.arguments(DatasetUpdateSchema)
+    @blp.response(200, DatasetSchema)
+    def patch(self, args: dict[str, Any], dataset_id: int) -> Dataset:
+        return service.update_dataset(session(), current_access(), dataset_id, args)
+
+    @blp.response(204)
+    def delete(self, dataset_id: int) -> None:
+        """Delete a dataset and all its versions' files."""
+        service.delete_dataset(session(), current_access(), settings(), dataset_id)
+
+
+@blp.route("/<id:dataset_id>/versions")
+class Versions(AuthedView):
+    @blp.response(200, VersionSchema(many=True))
+    @blp.paginate()
+    def get(self, dataset_id: int, pagination_parameters: PageParams) -> list[DatasetVersion]:
+        service.get_dataset(session(), current_access(), dataset_id)
+        return page_of_query(session(), service.versions_query(dataset_id), pagination_parameters)
+
+    @blp.arguments(NewVersionSchema)
+    @blp.response(201, VersionSchema)
+    def post(self, args: dict[str, Any], dataset_id: int) -> DatasetVersion:
+        """A new version from a cluster path, an S3 prefix or the dataset's workspace."""
+        return service.add_version(session(), current_access(), settings(), dataset_id, args)
+
+
+@blp.route("/<id:dataset_id>/upload")
+class UploadVersion(AuthedView):
+    @blp.arguments(UploadFormSchema, location="form")
+    @blp.arguments(UploadFilesSchema, location="files")
+    @blp.response(201, VersionSchema)
+    def post(self, form: dict[str, Any], files: dict[str, Any], dataset_id: int) -> DatasetVersion:
+        """A new version from uploaded files; zip and tar archives are unpacked."""
+        uploads = [(f.filename or "", f.stream) for f in files.get("files", [])]
+        fill = service.upload(uploads, extract=form["extract"], sha256=form.get("sha256"))
+        return service.upload_version(
+            session(), current_access(), settings(), dataset_id, fill=fill,
+            note=form.get("note", ""),
+        )  # fmt: skip
+
+
+@blp.route("/<id:dataset_id>/versions/<id:version>")
+class VersionByNumber(AuthedView):
+    @blp.response(200, VersionSchema)
+    def get(self, dataset_id: int, version: int) -> DatasetVersion:
+        return service.get_version(session(), current_access(), dataset_id, version)
+
+
+def _entry(dataset_id: int, version: int, path: str) -> tuple[DatasetVersion, Entry]:
+    row = service.get_version(session(), current_access(), dataset_id, version)
+    entry = service.manifest_of(settings(), row).find(path)
+    if entry is None:
+        raise NotFound(f"no file {path!r} in version {version}")
+    return row, entry
+
+
+@blp.route("/<id:dataset_id>/versions/<id:version>/files")
+class Files(AuthedView):
+    @blp.arguments(FilesQuerySchema, location="query")
+    @blp.response(200, FileSchema(many=True))
+    @blp.paginate()
+    def get(
+        self, args: dict[str, Any], dataset_id: int, version: int, pagination_parameters: PageParams
+    ) -> list[Entry]:
+        row = service.get_version(session(), current_access(), dataset_id, version)
+        entries = list(iter_files(service.manifest_of(settings(), row), args["under"]))
+        return page_of_list(entries, pagination_parameters)
+
+
+@blp.route("/<id:dataset_id>/versions/<id:version>/files/<path:path>")
+class RawFile(AuthedView):
+    @blp.response(200, {"type": "string", "format": "binary"}, content_type="*/*")
+    def get(self, dataset_id: int, version: int, path: str) -> Response:
+        """A file's bytes: images and text inline, anything else as a download."""
+        row, entry = _entry(dataset_id, version, path)
+        inline = inline_type(entry.path)
+        response = send_file(
+            Path(row.path) / entry.path,
+            mimetype=inline or "application/octet-stream",
+            as_attachment=inline is None,
+            download_name=Path(entry.path).name,
+        )
+        response.headers["X-Content-Type-Options"] = "nosniff"
+        response.headers["Content-Security-Policy"] = "sandbox; default-src 'none'"
+        return response
+
+
+@blp.route("/<id:dataset_id>/versions/<id:version>/preview/<path:path>")
+class Preview(AuthedView):
+    @blp.response(200, PreviewSchema)
+    def get(self, dataset_id: int, version: int, path: str) -> dict[str, Any]:
+        row, entry = _entry(dataset_id, version, path)
+        url = url_for("datasets.RawFile", dataset_id=dataset_id, version=version, path=path)
+        return preview(Path(row.path), entry, url)
+
+
+@blp.route("/<id:dataset_id>/versions/<id:version>/archive")
+class Archive(AuthedView):
+    @blp.response(200, {"type": "string", "format": "binary"}, content_type="application/gzip")
+    def get(self, dataset_id: int, version: int) -> Response:
+        """The version's files as a gzipped tar, under ``<name>-v<version>/``."""
+        row = service.get_version(session(), current_access(), dataset_id, version)
+        prefix = f"{row.dataset.name}-v{row.version}"
+        spool = tempfile.TemporaryFile()  # noqa: SIM115 - closed with the response
+        write_archive(Path(row.path), service.manifest_of(settings(), row), prefix, spool)
+        spool.seek(0)
+        response = send_file(
+            spool, mimetype="application/gzip", as_attachment=True,
+            download_name=f"{prefix}.tar.gz",
+        )  # fmt: skip
+        response.call_on_close(spool.close)
+        return response
+
+
+@blp.route("/<id:dataset_id>/versions/<id:version>/export")
+class Export(AuthedView):
+    @blp.arguments(ExportSchema)
+    @blp.response(200, ExportResultSchema)
+    def post(self, args: dict[str, Any], dataset_id: int, version: int) -> dict[str, Any]:
+        """Copy the version's files to an S3 bucket under ``prefix``."""
+        keys = service.export_s3(
+            session(), current_access(), settings(), dataset_id, number=version, args=args
+        )
+        return {"keys": keys}
+
+
+@blp.route("/<id:dataset_id>/mounts")
+class Mounts(AuthedView):
+    @blp.arguments(MountArgsSchema)
+    @blp.response(200, MountSchema)
+    def post(self, args: dict[str, Any], dataset_id: int) -> dict[str, str]:
+        """A job spec ``mounts`` entry: a version ``ro`` (default the latest), or the
+        dataset's workspace ``rw`` (to be saved as a version with ``source: workspace``)."""
+        return service.mount(session(), current_access(), settings(), dataset_id, args)
+
+
 def register(app: Flask) -> None:
     """The dataset and labelling APIs and pages (one call from the app factory)."""
+    from portal.datasets.pages import bp as dataset_pages
+    from portal.labelling.pages import bp as labelling_pages
     from portal.labelling.views import blp as labelling
 
     api.register_blueprint(blp)
     api.register_blueprint(labelling)
+    app.register_blueprint(dataset_pages)
+    app.register_blueprint(labelling_pages)

@@ -1,0 +1,134 @@
+from __future__ import annotations
+
+from typing import Any
+
+from marshmallow import Schema, ValidationError, fields, validate, validates_schema
+
+from portal.datasets.models import Source, Visibility
+from portal.schemas import ident, name, text
+
+_VISIBILITY = validate.OneOf([v.value for v in Visibility])
+_SHA256 = validate.Regexp(r"^[0-9a-fA-F]{64}$", error="64 hexadecimal digits")
+_SLUG = validate.Regexp(
+    r"^[A-Za-z0-9][A-Za-z0-9_.-]*$",
+    error="letters, digits, '_', '.' and '-'; a letter or digit first",
+)
+_BUCKET = validate.Regexp(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$", error="an S3 bucket name")
+_PREFIX = validate.Regexp(r"^[^\x00-\x1f\x7f\\]*$", error="control characters are not allowed")
+
+
+class DatasetSchema(Schema):
+    id = fields.Integer(dump_only=True)
+    project_id = ident(required=True)
+    name = name(64, validate=_SLUG)
+    description = text(255)
+    visibility = fields.String(validate=_VISIBILITY, load_default=Visibility.PRIVATE.value)
+    owner = fields.Function(lambda d: d.owner.username, dump_only=True)
+    project = fields.Function(lambda d: d.project.name, dump_only=True)
+    created_at = fields.DateTime(dump_only=True)
+    updated_at = fields.DateTime(dump_only=True)
+
+
+class DatasetUpdateSchema(Schema):
+    description = text(255)
+    visibility = fields.String(validate=_VISIBILITY)
+
+
+class DatasetQuerySchema(Schema):
+    project_id = ident(query=True)
+
+
+class VersionSchema(Schema):
+    id = fields.Integer(dump_only=True)
+    dataset_id = fields.Integer(dump_only=True)
+    version = fields.Integer(dump_only=True)
+    path = fields.String(dump_only=True)
+    checksum = fields.String(dump_only=True)
+    file_count = fields.Integer(dump_only=True)
+    size_bytes = fields.Integer(dump_only=True)
+    source = fields.String(dump_only=True)
+    origin = fields.String(dump_only=True)
+    note = fields.String(dump_only=True)
+    created_at = fields.DateTime(dump_only=True)
+
+
+class S3Fields(Schema):
+    store = name(64)
+    bucket = fields.String(required=True, validate=_BUCKET)
+    prefix = fields.String(load_default="", validate=[validate.Length(max=512), _PREFIX])
+    access_key = text(128)
+    secret_key = fields.String(validate=validate.Length(max=256), load_only=True)
+
+
+class NewVersionSchema(Schema):
+    """A version from a cluster ``path``, an ``s3`` prefix or the dataset's ``workspace``."""
+
+    source = fields.String(
+        required=True,
+        validate=validate.OneOf([Source.PATH.value, Source.S3.value, Source.WORKSPACE.value]),
+    )
+    note = text(255)
+    path = text(1024)
+    store = name(64, required=False)
+    bucket = fields.String(validate=_BUCKET)
+    prefix = fields.String(load_default="", validate=[validate.Length(max=512), _PREFIX])
+    access_key = text(128)
+    secret_key = fields.String(validate=validate.Length(max=256), load_only=True)
+
+    @validates_schema
+    def _needs(self, data: dict[str, Any], **_: Any) -> None:
+        if data["source"] == Source.PATH and not data.get("path"):
+            raise ValidationError("a path source needs path", "path")
+        if data["source"] == Source.S3:
+            missing = [k for k in ("store", "bucket") if not data.get(k)]
+            if missing:
+                raise ValidationError({k: ["an s3 source needs it"] for k in missing})
+
+
+class UploadFormSchema(Schema):
+    note = text(255)
+    sha256 = fields.String(validate=_SHA256, metadata={"description": "of the one uploaded file"})
+    extract = fields.Boolean(load_default=True, metadata={"description": "unpack archives"})
+
+
+class FileSchema(Schema):
+    path = fields.String()
+    size = fields.Integer()
+    sha256 = fields.String()
+
+
+class FilesQuerySchema(Schema):
+    under = fields.String(load_default="", validate=[validate.Length(max=1000), _PREFIX])
+
+
+class PreviewSchema(Schema):
+    path = fields.String()
+    kind = fields.String(metadata={"description": "image, text or binary"})
+    media_type = fields.String()
+    size = fields.Integer()
+    width = fields.Integer(allow_none=True)
+    height = fields.Integer(allow_none=True)
+    text = fields.String(allow_none=True)
+    truncated = fields.Boolean()
+    url = fields.String()
+
+
+class MountArgsSchema(Schema):
+    mode = fields.String(load_default="ro", validate=validate.OneOf(["ro", "rw"]))
+    version = fields.Integer(strict=True, validate=validate.Range(min=1, max=2**31 - 1))
+    name = fields.String(validate=validate.Regexp(r"^[A-Za-z][A-Za-z0-9_.-]{0,62}$"))
+
+
+class MountSchema(Schema):
+    name = fields.String()
+    path = fields.String()
+    mode = fields.String()
+    kind = fields.String()
+
+
+class ExportSchema(S3Fields):
+    pass
+
+
+class ExportResultSchema(Schema):
+    keys = fields.List(fields.String())

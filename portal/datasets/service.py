@@ -1,0 +1,459 @@
+"""Datasets and versions: per-object permissions, and versions made all at once or not at all.
+
+Who may do what (checked here, on the object):
+
+* read: the owner; everyone who can read the project when the dataset is ``project``; every
+  logged-in user when ``public``; platform admins.
+* write (edit, delete, new versions, read-write mounts): the owner; holders of
+  ``project.manage`` on the project (managers, domain admins) unless the dataset is
+  ``private``; platform admins.
+* create: ``jobs.submit`` on the project.
+
+A dataset the caller cannot read is reported as not found.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pwd
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+from sqlalchemy import ColumnElement, Select, and_, func, or_, select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from portal.audit.service import record
+from portal.authz import Access, Perm
+from portal.datasets import s3
+from portal.datasets.models import Dataset, DatasetVersion, Source, Visibility
+from portal.datasets.storage import (
+    Budget,
+    Limits,
+    Manifest,
+    Store,
+    copy_tree,
+    extract_archive,
+    is_archive,
+    safe_relpath,
+    scan,
+    write_stream,
+)
+from portal.errors import Conflict, Forbidden, NotFound, ValidationFailed
+from portal.models import utcnow
+from portal.tenancy.models import Project
+
+
+@dataclass(frozen=True)
+class Settings:
+    store: Store
+    quota_bytes: int  # per project, all versions of all its datasets
+    max_file_bytes: int
+    max_files: int
+    import_roots: tuple[str, ...]  # "{user}" is replaced by the caller's user name
+    s3_stores: Mapping[str, Mapping[str, Any]]
+
+    @classmethod
+    def of(cls, config: Mapping[str, Any], instance_path: str) -> Settings:
+        root = config["DATASET_STORAGE"] or os.path.join(instance_path, "datasets")
+        return cls(
+            store=Store(Path(root)),
+            quota_bytes=int(config["DATASET_QUOTA_BYTES"]),
+            max_file_bytes=int(config["DATASET_MAX_FILE_BYTES"]),
+            max_files=int(config["DATASET_MAX_FILES"]),
+            import_roots=tuple(config["DATASET_IMPORT_ROOTS"]),
+            s3_stores=dict(config["DATASET_S3_STORES"]),
+        )
+
+
+# ---------------------------------------------------------------------------- permissions
+def can(access: Access, ds: Dataset) -> tuple[bool, bool]:
+    """(read, write) of the caller on ``ds``."""
+    if access.platform_admin or ds.owner_id == access.user_id:
+        return True, True
+    on_project = access.on_project(ds.project)
+    write = ds.visibility != Visibility.PRIVATE and Perm.PROJECT_MANAGE in on_project
+    read = (
+        write
+        or ds.visibility == Visibility.PUBLIC
+        or (ds.visibility == Visibility.PROJECT and bool(on_project))
+    )
+    return read, write
+
+
+def visible(access: Access) -> ColumnElement[bool]:
+    """SQL condition on the datasets the caller can read."""
+    if access.platform_admin:
+        return Dataset.id.is_not(None)
+    projects = select(Project.id).where(access.project_filter())
+    return or_(
+        Dataset.owner_id == access.user_id,
+        Dataset.visibility == Visibility.PUBLIC.value,
+        and_(Dataset.visibility == Visibility.PROJECT.value, Dataset.project_id.in_(projects)),
+    )
+
+
+def datasets_query(access: Access, project_id: int | None = None) -> Select[Any]:
+    stmt = select(Dataset).where(visible(access)).order_by(Dataset.id)
+    return stmt if project_id is None else stmt.where(Dataset.project_id == project_id)
+
+
+def get_dataset(
+    session: Session, access: Access, dataset_id: int, *, write: bool = False
+) -> Dataset:
+    ds = session.get(Dataset, dataset_id)
+    if ds is None:
+        raise NotFound("dataset not found")
+    read, may_write = can(access, ds)
+    if not read:
+        raise NotFound("dataset not found")
+    if write and not may_write:
+        raise Forbidden(f"only the owner or the project's managers may change {ds.name}")
+    return ds
+
+
+def get_version(
+    session: Session, access: Access, dataset_id: int, version: int | None = None
+) -> DatasetVersion:
+    """Version ``version`` (the latest when ``None``) of a dataset the caller can read."""
+    ds = get_dataset(session, access, dataset_id)
+    stmt = select(DatasetVersion).where(DatasetVersion.dataset_id == ds.id)
+    if version is None:
+        row = session.scalar(stmt.order_by(DatasetVersion.version.desc()).limit(1))
+    else:
+        row = session.scalar(stmt.where(DatasetVersion.version == version))
+    if row is None:
+        raise NotFound("version not found" if version else f"{ds.name} has no version yet")
+    return row
+
+
+def version_by_id(session: Session, access: Access, version_id: int) -> DatasetVersion:
+    row = session.get(DatasetVersion, version_id)
+    if row is None:
+        raise NotFound("dataset version not found")
+    get_dataset(session, access, row.dataset_id)  # readable, or not found
+    return row
+
+
+def versions_query(dataset_id: int) -> Select[Any]:
+    return (
+        select(DatasetVersion)
+        .where(DatasetVersion.dataset_id == dataset_id)
+        .order_by(DatasetVersion.version.desc())
+    )
+
+
+# ---------------------------------------------------------------------------- datasets
+def create_dataset(session: Session, access: Access, data: Mapping[str, Any]) -> Dataset:
+    project = access.require_project(session.get(Project, data["project_id"]), Perm.JOBS_SUBMIT)
+    if session.scalar(
+        select(Dataset.id).where(Dataset.project_id == project.id, Dataset.name == data["name"])
+    ):
+        raise Conflict(f"dataset {data['name']!r} exists in {project.name}")
+    ds = Dataset(
+        project_id=project.id,
+        owner_id=access.user_id,
+        name=data["name"],
+        description=data.get("description", ""),
+        visibility=data.get("visibility", Visibility.PRIVATE.value),
+    )
+    session.add(ds)
+    session.flush()
+    record(
+        session, access.user, "dataset.create", "dataset", ds.id,
+        after=ds.audit_view(), domain_id=project.domain_id,
+    )  # fmt: skip
+    session.commit()
+    return ds
+
+
+def update_dataset(
+    session: Session, access: Access, dataset_id: int, data: Mapping[str, Any]
+) -> Dataset:
+    ds = get_dataset(session, access, dataset_id, write=True)
+    before = ds.audit_view()
+    for key in ("description", "visibility"):
+        if key in data:
+            setattr(ds, key, data[key])
+    ds.updated_at = utcnow()
+    record(
+        session, access.user, "dataset.update", "dataset", ds.id,
+        before=before, after=ds.audit_view(), domain_id=ds.project.domain_id,
+    )  # fmt: skip
+    session.commit()
+    return ds
+
+
+def delete_dataset(session: Session, access: Access, settings: Settings, dataset_id: int) -> None:
+    ds = get_dataset(session, access, dataset_id, write=True)
+    paths = [Path(v.path) for v in session.scalars(versions_query(ds.id))]
+    record(
+        session, access.user, "dataset.delete", "dataset", ds.id,
+        before=ds.audit_view(), domain_id=ds.project.domain_id,
+    )  # fmt: skip
+    session.delete(ds)
+    try:
+        session.commit()
+    except IntegrityError:
+        session.rollback()
+        raise Conflict(f"{ds.name} is still referenced (models or labelling tasks)") from None
+    for path in paths:
+        settings.store.remove(path)
+    settings.store.remove(settings.store.workspace(dataset_id))
+
+
+# ---------------------------------------------------------------------------- versions
+Fill = Callable[[Path, Budget], str]  # writes the files into the staging dir; returns origin
+
+
+def limits_for(session: Session, settings: Settings, project_id: int) -> Limits:
+    used = session.scalar(
+        select(func.coalesce(func.sum(DatasetVersion.size_bytes), 0))
+        .join(Dataset, Dataset.id == DatasetVersion.dataset_id)
+        .where(Dataset.project_id == project_id)
+    )
+    return Limits(
+        max_bytes=max(0, settings.quota_bytes - int(used or 0)),
+        max_file_bytes=settings.max_file_bytes,
+        max_files=settings.max_files,
+    )
+
+
+def new_version(
+    session: Session,
+    access: Access,
+    settings: Settings,
+    ds: Dataset,
+    *,
+    fill: Fill,
+    source: Source,
+    note: str = "",
+) -> DatasetVersion:
+    """Stage, check and commit a new version; on any error nothing of it remains."""
+    store = settings.store
+    staging = store.staging()
+    final: Path | None = None
+    try:
+        origin = fill(staging, Budget(limits_for(session, settings, ds.project_id)))
+        manifest = scan(staging)
+        number = 1 + (
+            session.scalar(
+                select(func.coalesce(func.max(DatasetVersion.version), 0)).where(
+                    DatasetVersion.dataset_id == ds.id
+                )
+            )
+            or 0
+        )
+        final = store.version_dir(ds.id, number)
+        if final.exists():
+            raise Conflict(f"{final} exists; another version is being made")
+        store.commit(staging, final, manifest)
+        row = DatasetVersion(
+            dataset_id=ds.id,
+            version=number,
+            path=str(final),
+            checksum=manifest.checksum,
+            file_count=len(manifest.entries),
+            size_bytes=manifest.size_bytes,
+            source=source.value,
+            origin=origin[:1024],
+            note=note,
+            created_by_id=access.user_id,
+        )
+        session.add(row)
+        ds.updated_at = utcnow()
+        session.flush()
+        record(
+            session, access.user, "dataset.version", "dataset", ds.id,
+            after=row.audit_view(), domain_id=ds.project.domain_id,
+        )  # fmt: skip
+        session.commit()
+    except BaseException as exc:
+        session.rollback()
+        store.remove(staging)
+        if final is not None and not isinstance(exc, Conflict):
+            store.remove(final)
+        if isinstance(exc, IntegrityError):
+            raise Conflict("another version was made at the same time; try again") from None
+        raise
+    return row
+
+
+def import_path(settings: Settings, access: Access, raw: str) -> Callable[[Path, Budget], str]:
+    """A fill from a directory of the cluster file system, under one of the import roots."""
+    path = Path(os.path.realpath(raw))
+    roots = [
+        Path(os.path.realpath(r.replace("{user}", access.username))) for r in settings.import_roots
+    ]
+    if not Path(raw).is_absolute():
+        raise ValidationFailed({"path": ["give an absolute path"]})
+    if not any(path == r or r in path.parents for r in roots):
+        allowed = ", ".join(str(r) for r in roots) or "none configured"
+        raise ValidationFailed({"path": [f"{raw} is not under an import root ({allowed})"]})
+    if not path.is_dir():
+        raise ValidationFailed({"path": [f"{raw} is not a directory"]})
+
+    def fill(staging: Path, budget: Budget) -> str:
+        copy_tree(path, staging, budget)
+        return str(path)
+
+    return fill
+
+
+def import_s3(settings: Settings, args: Mapping[str, Any]) -> Callable[[Path, Budget], str]:
+    client = s3.client(settings.s3_stores, args)
+    bucket, prefix = args["bucket"], args.get("prefix", "")
+
+    def fill(staging: Path, budget: Budget) -> str:
+        s3.download(client, bucket, prefix, staging, budget)
+        return f"s3://{args['store']}/{bucket}/{prefix}".rstrip("/")
+
+    return fill
+
+
+def import_workspace(settings: Settings, ds: Dataset) -> Callable[[Path, Budget], str]:
+    workspace = settings.store.workspace(ds.id)
+    if not workspace.is_dir():
+        raise ValidationFailed({"source": [f"{ds.name} has no workspace: mount it rw first"]})
+
+    def fill(staging: Path, budget: Budget) -> str:
+        copy_tree(workspace, staging, budget)
+        return "workspace"
+
+    return fill
+
+
+def add_version(
+    session: Session, access: Access, settings: Settings, dataset_id: int, args: Mapping[str, Any]
+) -> DatasetVersion:
+    """A version from a cluster path, an S3 prefix or the dataset's workspace."""
+    ds = get_dataset(session, access, dataset_id, write=True)
+    source = Source(args["source"])
+    if source == Source.PATH:
+        fill = import_path(settings, access, args.get("path", ""))
+    elif source == Source.S3:
+        fill = import_s3(settings, args)
+    else:
+        fill = import_workspace(settings, ds)
+    return new_version(
+        session, access, settings, ds, fill=fill, source=source, note=args.get("note", "")
+    )
+
+
+def manifest_of(settings: Settings, version: DatasetVersion) -> Manifest:
+    return settings.store.manifest(Path(version.path))
+
+
+def export_s3(
+    session: Session,
+    access: Access,
+    settings: Settings,
+    dataset_id: int,
+    *,
+    number: int,
+    args: Mapping[str, Any],
+) -> list[str]:
+    version = get_version(session, access, dataset_id, number)
+    client = s3.client(settings.s3_stores, args)
+    keys = s3.upload(
+        client, args["bucket"], args.get("prefix", ""), Path(version.path),
+        manifest_of(settings, version),
+    )  # fmt: skip
+    record(
+        session, access.user, "dataset.export", "dataset", dataset_id,
+        after={"version": number, "to": f"s3://{args['store']}/{args['bucket']}"},
+        domain_id=version.dataset.project.domain_id,
+    )  # fmt: skip
+    session.commit()
+    return keys
+
+
+# ---------------------------------------------------------------------------- mounts
+def mount_name(name: str) -> str:
+    clean = re.sub(r"[^A-Za-z0-9_.-]", "-", name)
+    return (clean if clean[:1].isalpha() else f"d-{clean}")[:63]
+
+
+def mount(
+    session: Session, access: Access, settings: Settings, dataset_id: int, args: Mapping[str, Any]
+) -> dict[str, str]:
+    """A job spec's mount entry: a version read-only, or the dataset's workspace read-write."""
+    name = args.get("name") or mount_name(get_dataset(session, access, dataset_id).name)
+    if args["mode"] == "ro":
+        version = get_version(session, access, dataset_id, args.get("version"))
+        return {"name": name, "path": version.path, "mode": "ro", "kind": "data"}
+    ds = get_dataset(session, access, dataset_id, write=True)
+    if args.get("version") is not None:
+        raise ValidationFailed({"version": ["versions are immutable: mount them ro"]})
+    workspace = settings.store.workspace(ds.id)
+    workspace.mkdir(parents=True, exist_ok=True)
+    _hand_to(workspace, access.username)
+    return {"name": name, "path": str(workspace), "mode": "rw", "kind": "data"}
+
+
+def _hand_to(path: Path, username: str) -> None:
+    """A portal running as root gives the workspace to the user whose jobs write into it."""
+    if os.geteuid() != 0:
+        return
+    try:
+        entry = pwd.getpwnam(username)
+    except KeyError:
+        return
+    os.chown(path, entry.pw_uid, entry.pw_gid)
+    path.chmod(0o750)
+
+
+def upload(
+    files: list[tuple[str, IO[bytes]]], *, extract: bool = True, sha256: str | None = None
+) -> Callable[[Path, Budget], str]:
+    """A fill from uploaded files; archives (zip, tar[.gz|.bz2|.xz]) are unpacked."""
+    if not files:
+        raise ValidationFailed({"files": ["upload at least one file"]})
+    if sha256 is not None and len(files) != 1:
+        raise ValidationFailed({"sha256": ["a checksum can be given for one uploaded file only"]})
+
+    def fill(staging: Path, budget: Budget) -> str:
+        for filename, stream in files:
+            if sha256 is not None:
+                _verify(filename, stream, sha256)
+            if extract and is_archive(filename):
+                extract_archive(stream, filename, staging, budget)
+            else:
+                rel = safe_relpath(filename)
+                budget.new_file(rel)
+                write_stream(stream, staging, rel, budget)
+        return ", ".join(name for name, _ in files)[:1024]
+
+    return fill
+
+
+def _verify(filename: str, stream: IO[bytes], expected: str) -> None:
+    digest = hashlib.sha256()
+    while chunk := stream.read(1 << 20):
+        digest.update(chunk)
+    stream.seek(0)
+    if digest.hexdigest() != expected.lower():
+        raise ValidationFailed(
+            {
+                "files": [
+                    f"{filename}: sha256 {digest.hexdigest()} differs from the given {expected}"
+                ]
+            }
+        )
+
+
+def upload_version(
+    session: Session,
+    access: Access,
+    settings: Settings,
+    dataset_id: int,
+    *,
+    fill: Callable[[Path, Budget], str],
+    note: str = "",
+) -> DatasetVersion:
+    ds = get_dataset(session, access, dataset_id, write=True)
+    return new_version(session, access, settings, ds, fill=fill, source=Source.UPLOAD, note=note)

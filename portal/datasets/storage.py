@@ -1,0 +1,302 @@
+"""Files of dataset versions: staged, checked, checksummed, made read-only, then moved in place.
+
+Everything a new version receives is written into a staging directory first, counted against
+the byte and file limits while it streams. Only a complete, checked staging directory is
+renamed to the version's path; on any error the staging directory is removed, so nothing
+half-written remains. Archive members and object keys become relative paths only after
+:func:`safe_relpath` accepted them; links and device files are refused.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import stat
+import tarfile
+import uuid
+import zipfile
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import IO, Any
+
+from portal.errors import QuotaExceeded, ValidationFailed
+
+CHUNK = 1 << 20
+ARCHIVE_SUFFIXES = (".zip", ".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tar.xz")
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_bytes: int  # what the version may add (the project's quota left)
+    max_file_bytes: int
+    max_files: int
+
+
+@dataclass(frozen=True)
+class Entry:
+    path: str  # relative, POSIX
+    size: int
+    sha256: str
+
+
+@dataclass(frozen=True)
+class Manifest:
+    entries: tuple[Entry, ...]
+    checksum: str
+
+    @property
+    def size_bytes(self) -> int:
+        return sum(e.size for e in self.entries)
+
+    def find(self, path: str) -> Entry | None:
+        for e in self.entries:
+            if e.path == path:
+                return e
+        return None
+
+
+class Budget:
+    """Counts the bytes and files written into one staging directory."""
+
+    def __init__(self, limits: Limits) -> None:
+        self.limits = limits
+        self.bytes = 0
+        self.files = 0
+
+    def new_file(self, name: str, declared: int | None = None) -> None:
+        self.files += 1
+        if self.files > self.limits.max_files:
+            raise QuotaExceeded(f"more than {self.limits.max_files} files in one version")
+        if declared is not None:
+            self._check_file(name, declared)
+            self._check_total(self.bytes + declared)
+
+    def add(self, name: str, file_bytes: int, n: int) -> None:
+        self.bytes += n
+        self._check_file(name, file_bytes)
+        self._check_total(self.bytes)
+
+    def _check_file(self, name: str, size: int) -> None:
+        if size > self.limits.max_file_bytes:
+            raise QuotaExceeded(
+                f"{name}: larger than the {self.limits.max_file_bytes} bytes a file may have"
+            )
+
+    def _check_total(self, total: int) -> None:
+        if total > self.limits.max_bytes:
+            raise QuotaExceeded(
+                f"the version would exceed the project's dataset quota "
+                f"({self.limits.max_bytes} bytes left)"
+            )
+
+
+def safe_relpath(name: str, field: str = "files") -> str:
+    """``name`` as a relative POSIX path inside the version, or a field error."""
+    if not name or "\x00" in name or any(ord(c) < 32 or ord(c) == 127 for c in name):
+        raise ValidationFailed({field: [f"{name!r}: empty name or control characters"]})
+    if "\\" in name:
+        raise ValidationFailed({field: [f"{name!r}: backslashes are not allowed in paths"]})
+    pure = PurePosixPath(name)
+    if pure.is_absolute():
+        raise ValidationFailed({field: [f"{name!r}: absolute paths are not allowed"]})
+    parts = [p for p in pure.parts if p not in ("", ".")]
+    if not parts or ".." in parts:
+        raise ValidationFailed({field: [f"{name!r}: paths with '..' are not allowed"]})
+    if len(name) > 1000:
+        raise ValidationFailed({field: [f"{name[:40]!r}…: path longer than 1000 characters"]})
+    return "/".join(parts)
+
+
+def write_stream(src: IO[bytes], dest: Path, rel: str, budget: Budget) -> None:
+    """Copy ``src`` to ``dest/rel``, counting every chunk against the budget."""
+    target = dest / rel
+    if target.exists():
+        raise ValidationFailed({"files": [f"{rel}: given twice"]})
+    target.parent.mkdir(parents=True, exist_ok=True)
+    written = 0
+    with target.open("xb") as out:
+        while chunk := src.read(CHUNK):
+            written += len(chunk)
+            budget.add(rel, written, len(chunk))
+            out.write(chunk)
+
+
+def is_archive(filename: str) -> bool:
+    return filename.lower().endswith(ARCHIVE_SUFFIXES)
+
+
+def extract_archive(src: IO[bytes], filename: str, dest: Path, budget: Budget) -> None:
+    """Unpack a zip or tar archive member by member; corrupt archives are field errors."""
+    try:
+        if filename.lower().endswith(".zip"):
+            _extract_zip(src, dest, budget)
+        else:
+            _extract_tar(src, dest, budget)
+    except (tarfile.TarError, zipfile.BadZipFile, EOFError, zlib.error, OSError) as exc:
+        if isinstance(exc, OSError) and not _is_format_error(exc):
+            raise
+        raise ValidationFailed(
+            {"files": [f"{filename}: not a readable archive (corrupt or truncated): {exc}"]}
+        ) from None
+
+
+def _is_format_error(exc: OSError) -> bool:
+    # gzip, bz2 and lzma report bad data as OSError subclasses without an errno
+    return exc.errno is None
+
+
+def _extract_tar(src: IO[bytes], dest: Path, budget: Budget) -> None:
+    with tarfile.open(fileobj=src, mode="r:*") as tar:
+        for member in tar:
+            if member.isdir() and _is_top(member.name):
+                continue  # "./", which tar -C dir . writes first
+            rel = safe_relpath(member.name)
+            if member.issym() or member.islnk():
+                raise ValidationFailed({"files": [f"{member.name}: links are not allowed"]})
+            if member.isdir():
+                continue
+            if not member.isfile():
+                raise ValidationFailed(
+                    {"files": [f"{member.name}: only regular files and directories"]}
+                )
+            budget.new_file(rel, member.size)
+            stream = tar.extractfile(member)
+            if stream is None:  # pragma: no cover - isfile() members always have data
+                continue
+            write_stream(stream, dest, rel, budget)
+
+
+def _is_top(name: str) -> bool:
+    return all(p in ("", ".") for p in PurePosixPath(name).parts)
+
+
+def _extract_zip(src: IO[bytes], dest: Path, budget: Budget) -> None:
+    with zipfile.ZipFile(src) as archive:
+        for info in archive.infolist():
+            rel = safe_relpath(info.filename)
+            mode = info.external_attr >> 16
+            if stat.S_ISLNK(mode):
+                raise ValidationFailed({"files": [f"{info.filename}: links are not allowed"]})
+            if info.is_dir():
+                continue
+            if stat.S_IFMT(mode) and not stat.S_ISREG(mode):
+                raise ValidationFailed(
+                    {"files": [f"{info.filename}: only regular files and directories"]}
+                )
+            budget.new_file(rel, info.file_size)
+            with archive.open(info) as stream:
+                write_stream(stream, dest, rel, budget)
+
+
+def copy_tree(src: Path, dest: Path, budget: Budget) -> None:
+    """Copy a directory of the cluster file system (no links, no special files)."""
+    for root, dirs, files in os.walk(src, followlinks=False):
+        base = Path(root)
+        for name in sorted(dirs + files):
+            path = base / name
+            rel = path.relative_to(src).as_posix()
+            info = path.lstat()
+            if stat.S_ISLNK(info.st_mode):
+                raise ValidationFailed({"path": [f"{rel}: links are not allowed"]})
+            if stat.S_ISDIR(info.st_mode):
+                continue
+            if not stat.S_ISREG(info.st_mode):
+                raise ValidationFailed({"path": [f"{rel}: only regular files and directories"]})
+            budget.new_file(rel, info.st_size)
+            with path.open("rb") as stream:
+                write_stream(stream, dest, safe_relpath(rel, "path"), budget)
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        while chunk := f.read(CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def checksum_of(entries: list[Entry]) -> str:
+    """One sha256 for a version: over its sorted ``path NUL sha256 LF`` lines."""
+    digest = hashlib.sha256()
+    for e in sorted(entries, key=lambda e: e.path):
+        digest.update(f"{e.path}\0{e.sha256}\n".encode())
+    return digest.hexdigest()
+
+
+def scan(directory: Path) -> Manifest:
+    entries = []
+    for path in sorted(p for p in directory.rglob("*") if p.is_file()):
+        rel = path.relative_to(directory).as_posix()
+        entries.append(Entry(rel, path.stat().st_size, sha256_file(path)))
+    if not entries:
+        raise ValidationFailed({"files": ["a version needs at least one file"]})
+    return Manifest(tuple(entries), checksum_of(entries))
+
+
+class Store:
+    """The storage root: ``<root>/<dataset id>/v<n>/`` plus ``v<n>.manifest.json``."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def staging(self) -> Path:
+        path = self.root / ".staging" / uuid.uuid4().hex
+        path.mkdir(parents=True)
+        return path
+
+    def version_dir(self, dataset_id: int, version: int) -> Path:
+        return self.root / str(dataset_id) / f"v{version}"
+
+    def workspace(self, dataset_id: int) -> Path:
+        return self.root / str(dataset_id) / "workspace"
+
+    def commit(self, staging: Path, final: Path, manifest: Manifest) -> None:
+        """Make the staged files read-only and move them to the version's path."""
+        for path in staging.rglob("*"):
+            path.chmod(0o555 if path.is_dir() else 0o444)
+        staging.chmod(0o555)
+        final.parent.mkdir(parents=True, exist_ok=True)
+        final.parent.chmod(0o755)
+        _manifest_path(final).write_text(json.dumps(_manifest_json(manifest)))
+        staging.rename(final)
+
+    def manifest(self, final: Path) -> Manifest:
+        data = json.loads(_manifest_path(final).read_text())
+        entries = tuple(Entry(e["path"], e["size"], e["sha256"]) for e in data["files"])
+        return Manifest(entries, data["checksum"])
+
+    def remove(self, path: Path) -> None:
+        """Remove a staging or version directory (read-only ones too) and its manifest."""
+        if path.exists():
+            for sub in [path, *path.rglob("*")]:
+                if sub.is_dir() and not sub.is_symlink():
+                    sub.chmod(0o755)
+            shutil.rmtree(path)
+        _manifest_path(path).unlink(missing_ok=True)
+
+
+def _manifest_path(final: Path) -> Path:
+    return final.with_name(final.name + ".manifest.json")
+
+
+def _manifest_json(manifest: Manifest) -> dict[str, Any]:
+    return {
+        "checksum": manifest.checksum,
+        "files": [{"path": e.path, "size": e.size, "sha256": e.sha256} for e in manifest.entries],
+    }
+
+
+def write_archive(directory: Path, manifest: Manifest, prefix: str, out: IO[bytes]) -> None:
+    """A gzipped tar of the version's files under ``prefix/``, in manifest order."""
+    with tarfile.open(fileobj=out, mode="w:gz") as tar:
+        for e in manifest.entries:
+            tar.add(directory / e.path, arcname=f"{prefix}/{e.path}", recursive=False)
+
+
+def iter_files(manifest: Manifest, under: str = "") -> Iterator[Entry]:
+    prefix = under.rstrip("/") + "/" if under else ""
+    return (e for e in manifest.entries if e.path.startswith(prefix))
