@@ -9,14 +9,14 @@ depend on the node's own clock, and ``ts - mtime`` shows how far that clock is o
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import msgspec
+
 from gres.probe import DeviceHealth
-from slurm_plugins.policy import codec
 
 REPORT_VERSION = 1
 SUFFIX = ".health.json"
@@ -82,16 +82,20 @@ class NodeReport:
     fs: Mapping[str, FsUsage] = field(default_factory=dict)
     version: int = REPORT_VERSION
 
-    def to_json(self) -> str:
-        return json.dumps(codec.dump(self), sort_keys=True)
+    def to_json(self) -> bytes:
+        return msgspec.json.encode(self)
 
     @classmethod
-    def from_json(cls, text: str) -> NodeReport:
-        """Raises ``ValueError`` naming what is wrong."""
-        data = json.loads(text)
-        if not isinstance(data, dict) or data.get("version") != REPORT_VERSION:
-            raise ValueError(f"not a version {REPORT_VERSION} node report")
-        return codec.load(cls, data)
+    def from_json(cls, text: str | bytes) -> NodeReport:
+        """Raises ``ValueError`` naming what is wrong and where (``at `$.devices[0].index```).
+        Fields a newer agent adds are ignored."""
+        try:
+            report = _DECODER.decode(text)
+        except msgspec.DecodeError as exc:  # ValidationError is one too
+            raise ValueError(str(exc)) from None
+        if report.version != REPORT_VERSION:
+            raise ValueError(f"report version {report.version}, not {REPORT_VERSION}")
+        return report
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,7 +117,7 @@ def write_report(directory: Path, report: NodeReport) -> Path:
     path = report_path(directory, report.node)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(report.to_json())
+    tmp.write_bytes(report.to_json())
     os.replace(tmp, path)
     return path
 
@@ -126,7 +130,7 @@ def read_reports(directory: Path) -> dict[str, Seen]:
         node = f.name[: -len(SUFFIX)]
         try:
             mtime = f.stat().st_mtime
-            text = f.read_text()
+            text = f.read_bytes()
         except OSError:
             continue  # replaced or removed while we looked: the next check reads it
         try:
@@ -139,3 +143,7 @@ def read_reports(directory: Path) -> dict[str, Seen]:
             continue
         out[node] = Seen(report, mtime)
     return out
+
+
+#: msgspec decodes straight into the frozen dataclasses, checking every type on the way.
+_DECODER = msgspec.json.Decoder(NodeReport)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -36,7 +37,7 @@ def test_report_round_trip_and_read_back(tmp_path: Path) -> None:
     assert path.name == "gpu1.health.json"
     (tmp_path / "gpu1.jsonl").write_text('{"ts": 1, "job": 5, "util": 3.0, "node": "gpu1"}\n')
     (tmp_path / "gpu2.health.json").write_text("{not json")
-    (tmp_path / "gpu3.health.json").write_text(report.to_json())  # a report under another name
+    (tmp_path / "gpu3.health.json").write_bytes(report.to_json())  # a report under another name
     (tmp_path / "gpu4.health.json").write_text(json.dumps({"version": 1, "node": "gpu4"}))
     seen = read_reports(tmp_path)
     assert sorted(seen) == ["gpu1", "gpu2", "gpu3", "gpu4"]
@@ -45,8 +46,26 @@ def test_report_round_trip_and_read_back(tmp_path: Path) -> None:
     assert seen["gpu2"].report is None
     assert "unreadable report gpu2.health.json" in seen["gpu2"].error
     assert seen["gpu3"].error == "gpu3.health.json reports node 'gpu1'"
-    assert "missing field 'ts'" in seen["gpu4"].error
+    assert "missing required field `ts`" in seen["gpu4"].error
     assert not list(tmp_path.glob(".*.tmp"))  # nothing half-written left behind
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('{"node": "n", "ts": 1, "version": 2}', "report version 2, not 1"),
+        ('{"node": "n", "ts": "soon"}', "Expected `float`, got `str` - at `$.ts`"),
+        (
+            '{"node": "n", "ts": 1, "devices": [{"kind": "gpu", "index": true}]}',
+            "Expected `int`, got `bool` - at `$.devices[0].index`",
+        ),
+        ('{"node": "n", "ts": 1, "clock": {"offset_s": [1]}}', "at `$.clock.offset_s`"),
+        ("[1, 2]", "Expected `object`, got `array`"),
+    ],
+)
+def test_bad_reports_say_what_and_where(text: str, message: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(message)):
+        NodeReport.from_json(text)
 
 
 def test_reporter_counters_come_from_psutil() -> None:
