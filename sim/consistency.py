@@ -1,24 +1,35 @@
 """Does the live system place jobs where the simulator says it will?
 
-For the lab check: :func:`predict` places a small slice of a trace, in submission order and
-without departures, on the lab's nodes as the live system does (the scorer picks the node,
-slurmctld the card, ties to the lowest node name), and :func:`agreement` compares that with
-what the lab did. Observed placements are a JSON list of ``{"name", "node", "cards"}`` (card
-indices from ``scontrol show job -d``'s ``GRES=...(IDX:...)``; ``cards`` may be omitted).
+For the lab check: :func:`scale_slice` cuts a small slice of a trace and scales it to the
+lab's GPU nodes; :func:`predict` places it, in submission order and without departures, on
+the lab's nodes as the live system does (the daemon pins shares of a card to the scorer's
+node, Slurm takes other work by node ``Weight``, slurmctld picks the card, ties to the
+lowest node name); :func:`agreement` compares that with what the lab did
+(:mod:`sim.labcheck` runs the slice on the lab). Observed placements are a JSON list of
+``{"name", "node", "cards"}`` (card indices from ``scontrol show job -d``'s
+``GRES=...(IDX:...)``; ``cards`` may be omitted).
 """
 
 from __future__ import annotations
 
+import csv
 import json
+import math
 import random
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from gres.placement import SCORERS, Workload
+import numpy as np
+
+from gres.placement import SCORERS, Request, Workload, cards_slurm
 from sim.cluster import SHARDS, Cluster, Grid
 from sim.placer import CardChoice, Placer
 from sim.trace import NodeSpec, Task
+from slurm_plugins.policy.policies.placement import fullness_weight
+
+SLICE_COLUMNS = ("name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli", "gpu_spec", "qos")
 
 
 def predict(
@@ -28,23 +39,123 @@ def predict(
     scorer: str = "aipool",
     grid: Grid = SHARDS,
     limit: int | None = None,
+    levels: int = 10,
 ) -> list[dict[str, Any]]:
-    """Where each task of the slice lands; ``node`` is None for one that fits nowhere."""
+    """Where each task of the slice lands, submitted one at a time with no departures, as
+    the live system places it; ``node`` is None for one that fits nowhere.
+
+    * a share of a card is pinned by the daemon's ``placement`` policy: the scorer's node,
+      scored against the GPU work the daemon sees (the tasks arrived so far), ties to the
+      lowest node name;
+    * other work is not pinned: slurmctld takes the node with the lowest ``Weight`` the
+      daemon gave it (fuller GPU nodes first, in ``levels`` steps), ties to the lowest name;
+    * slurmctld picks the cards (:func:`gres.placement.cards_slurm`).
+    """
     chosen = list(tasks[:limit] if limit else tasks)
     cluster = Cluster(nodes, grid)
-    workload = Workload.from_requests(grid.snap(t.request) for t in chosen)
     rng = random.Random(0)  # noqa: S311 - only random-fit draws from it
-    placer = Placer(cluster, SCORERS[scorer], workload, rng, CardChoice.SLURM)
+    arrived: list[Request] = []
     out: list[dict[str, Any]] = []
     for task in chosen:
         request = grid.snap(task.request)
-        choice = placer.choose(request)
-        if choice is None:
+        if request.gpu_count:
+            arrived.append(request)
+        if request.is_fractional:
+            workload = Workload.from_requests(arrived)
+            placer = Placer(cluster, SCORERS[scorer], workload, rng, CardChoice.SLURM)
+            choice = placer.choose(request)
+        else:
+            choice = by_weight(cluster, request, levels)
+        if choice is None:  # it fails (the lab cancels it): the daemon no longer sees it
+            if request.gpu_count:
+                arrived.pop()
             out.append({"name": task.name, "node": None, "cards": []})
             continue
         cluster.allocate(choice[0], request, choice[1])
         out.append({"name": task.name, "node": cluster.names[choice[0]], "cards": list(choice[1])})
     return out
+
+
+def by_weight(
+    cluster: Cluster, request: Request, levels: int = 10
+) -> tuple[int, tuple[int, ...]] | None:
+    """slurmctld's node for an unpinned job: lowest Weight that fits, then lowest name."""
+    candidates = cluster.candidates(request)
+    if candidates.size == 0:
+        return None
+    units = cluster.grid.units
+
+    def weight(i: int) -> int:
+        spec = cluster.specs[i]
+        if not spec.gpu_count:
+            return 1
+        free = int(np.clip(cluster.gpu_free[i, : spec.gpu_count], 0, units).sum())
+        return fullness_weight(1.0 - free / (spec.gpu_count * units), levels)
+
+    best = min(candidates.tolist(), key=lambda i: (weight(i), cluster.names[i]))
+    return best, cards_slurm(request, cluster.view(best))
+
+
+def typical_node(nodes: Sequence[NodeSpec]) -> NodeSpec:
+    """The commonest GPU node shape of a trace (the reference for scaling a slice)."""
+    shapes = Counter((n.cpu_milli, n.mem_mib, n.gpu_count) for n in nodes if n.gpu_count)
+    if not shapes:
+        raise ValueError("no GPU nodes to scale against")
+    (cpu, mem, gpus), _ = shapes.most_common(1)[0]
+    return next(n for n in nodes if (n.cpu_milli, n.mem_mib, n.gpu_count) == (cpu, mem, gpus))
+
+
+def scale_slice(
+    tasks: Sequence[Task],
+    lab: NodeSpec,
+    reference: NodeSpec,
+    *,
+    count: int,
+    start: int = 0,
+) -> list[Task]:
+    """The first ``count`` GPU tasks from ``start`` that fit a lab node's cards, with CPU and
+    memory scaled by the lab's share per card over the reference node's (CPUs rounded up
+    to whole ones, as Slurm allocates them); GPU model constraints are dropped (the lab has
+    one model). Multi-card tasks keep their card count."""
+    if not lab.gpu_count or not reference.gpu_count:
+        raise ValueError("both the lab node and the reference node need GPUs")
+    cpu_scale = (lab.cpu_milli / lab.gpu_count) / (reference.cpu_milli / reference.gpu_count)
+    mem_scale = (lab.mem_mib / lab.gpu_count) / (reference.mem_mib / reference.gpu_count)
+    out: list[Task] = []
+    for task in tasks[start:]:
+        if len(out) >= count:
+            break
+        r = task.request
+        if not 1 <= r.gpu_count <= lab.gpu_count:
+            continue
+        cpus = max(1, math.ceil(r.cpu_milli * cpu_scale / 1000))
+        mem = max(1, math.ceil(r.mem_mib * mem_scale))
+        scaled = Request(cpus * 1000, mem, r.gpu_milli, r.gpu_count)
+        out.append(Task(task.name, scaled, task.qos))
+    return out
+
+
+def write_tasks(tasks: Sequence[Task], path: Path) -> None:
+    """A task list in the trace's CSV format (the columns a slice needs)."""
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        w = csv.writer(handle, lineterminator="\n")
+        w.writerow(SLICE_COLUMNS)
+        for t in tasks:
+            r = t.request
+            spec = "|".join(r.gpu_models)
+            w.writerow([t.name, r.cpu_milli, r.mem_mib, r.gpu_count, r.gpu_milli, spec, t.qos])
+
+
+def sbatch_resources(task: Task, grid: Grid = SHARDS) -> list[str]:
+    """The sbatch options asking Slurm for what the simulator places (CPUs, memory, cards
+    on the grid: shards for a share of a card, whole cards otherwise)."""
+    r = grid.snap(task.request)
+    opts = [f"--cpus-per-task={max(1, math.ceil(r.cpu_milli / 1000))}", f"--mem={r.mem_mib}M"]
+    if r.is_fractional:
+        opts.append(f"--gres=shard:{grid.to_units(r.gpu_milli)}")
+    elif r.gpu_count:
+        opts.append(f"--gres=gpu:{r.gpu_count}")
+    return opts
 
 
 def agreement(

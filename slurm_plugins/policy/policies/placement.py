@@ -150,14 +150,19 @@ class Placement(Policy):
             if not n.gpus or (sel and not sel & set(n.partitions)):
                 continue
             used = sum(min(u, n.shards_per_gpu) for u in n.card_used) / (n.gpus * n.shards_per_gpu)
-            level = round((1.0 - used) * (self.levels - 1))
-            w = self.base_weight + level
+            w = fullness_weight(used, self.levels, self.base_weight)
             out.append(
                 NodeWeight(
                     n.name, w, f"placement: {used:.0%} of its cards in use, fuller nodes first"
                 )
             )
         return out
+
+
+def fullness_weight(used: float, levels: int = 10, base: int = 1) -> int:
+    """Node ``Weight`` for a GPU node with ``used`` (0..1) of its cards taken: fuller nodes
+    get lower weights, which slurmctld tries first; ``levels`` steps keep it from flapping."""
+    return base + round((1.0 - used) * (levels - 1))
 
 
 def _tightest(cands: Sequence[FreeNode], job: JobInfo, k: int) -> list[FreeNode]:
@@ -182,4 +187,4 @@ def replace_required(job: JobInfo) -> JobInfo:
     return replace(job, required_nodes=())
 
 
-__all__: Sequence[str] = ("Placement", "request_of", "view_of")
+__all__: Sequence[str] = ("Placement", "fullness_weight", "request_of", "view_of")
