@@ -123,8 +123,7 @@ class NextItem(AuthedView):
 
 
 def _detail(task_id: int, item: LabelItem) -> dict[str, Any]:
-    schema = ItemSchema()
-    out: dict[str, Any] = schema.dump(item)
+    out: dict[str, Any] = {name: getattr(item, name) for name in ItemSchema().fields}
     out["annotations"] = service.annotations_of(session(), item.id)
     out["image_url"] = url_for("labelling.ItemImage", task_id=task_id, item_id=item.id)
     return out
