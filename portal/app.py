@@ -53,6 +53,7 @@ def _register(app: Flask) -> None:
     from portal.nodes.views import blp as nodes
     from portal.pages import register_pages
     from portal.quotas.views import blp as quotas
+    from portal.registry.web import register as register_models
     from portal.roles.views import blp as roles
     from portal.tenancy.group_views import blp as groups
     from portal.tenancy.views import domains, projects
@@ -63,3 +64,4 @@ def _register(app: Flask) -> None:
     register_pages(app)
     register_datasets(app)
     register_usage(app)
+    register_models(app)

@@ -67,6 +67,7 @@ DEFAULTS: dict[str, Any] = {
     # model registry and inference services (docs/models.md)
     "MODEL_STORAGE": None,  # artifacts; None: <instance>/models
     "MODEL_MIRROR": None,  # offline mirror of hub weights for presets; None: <instance>/mirror
+    "MODEL_WORK": None,  # per-job directories of model jobs; None: <instance>/model-work
     "MODEL_IMPORT_ROOTS": [],  # directories Hugging Face / ModelScope layouts import from
     "MODEL_KEY": None,  # master key of the per-tenant artifact keys; None: from SECRET_KEY
     "MODEL_PYTHON": None,  # the Python that model jobs run; None: the portal's own

@@ -1,0 +1,139 @@
+"""The preset catalogue: definitions, model cards, and fine-tune / evaluate / serve job specs."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from portal.registry.cards import compose
+
+CATALOG = Path(__file__).with_name("catalog.yaml")
+RESULTS = Path(__file__).with_name("results")
+
+
+@dataclass(frozen=True)
+class Preset:
+    name: str
+    title: str
+    modality: str
+    task: str
+    framework: str
+    runtime: str | None
+    mirror: str | None
+    license: str
+    summary: str
+    input: dict[str, Any] = field(default_factory=dict)
+    output: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def runnable(self) -> bool:
+        return self.runtime is not None
+
+    def results(self) -> dict[str, Any] | None:
+        """The published evaluation of the preset (from its test tool), if any."""
+        import json
+
+        path = RESULTS / f"{self.name}.json"
+        return json.loads(path.read_text()) if path.is_file() else None
+
+    def card(self) -> str:
+        meta: dict[str, Any] = {
+            "license": self.license,
+            "pipeline_tag": self.task,
+            "library_name": self.framework,
+            "tags": [self.modality, "aipool-preset"],
+        }
+        if self.mirror:
+            meta["base_model"] = self.mirror
+        weights = (
+            f"Weights come from the offline mirror (`{self.mirror}` under the mirror directory); "
+            "nothing is downloaded when a job runs."
+            if self.mirror
+            else "Trained from data installed with scikit-learn; no weights to download."
+        )
+        body = [f"# {self.title}", "", self.summary, "", "## Weights", "", weights, ""]
+        results = self.results()
+        if results:
+            m = results["metrics"]
+            body += [
+                "## Evaluation (published)",
+                "",
+                "| accuracy | F1 (macro) | precision | recall | samples |",
+                "| --- | --- | --- | --- | --- |",
+                f"| {m['accuracy']:.4f} | {m['f1']:.4f} | {m['precision']:.4f} "
+                f"| {m['recall']:.4f} | {m['samples']} |",
+                "",
+                f"Measured by `python -m portal.presets.runtime selftest --preset {self.name}`.",
+                "",
+            ]
+        body += [
+            "## Use",
+            "",
+            "Import the preset into a project, then fine-tune, evaluate and deploy it from the "
+            "registry; the served API takes and returns the JSON described by the input and "
+            "output schemas.",
+        ]
+        return compose(meta, "\n".join(body))
+
+    def templates(self, python: str | None = None) -> dict[str, dict[str, Any]]:
+        """Job specs (see jobspec) for fine-tuning, evaluating and serving; ``{model}``,
+        ``{out}``, ``{mirror}`` and ``{conn}`` are filled by the portal when it submits."""
+        py = python or sys.executable
+        run = [py, "-m", "portal.presets.runtime"]
+        common = ["--preset", self.name, "--mirror", "{mirror}"]
+        gpu = self.framework in ("transformers", "diffusers") and not self.runnable
+        resources: dict[str, Any] = {"cpus": 2, "time": "30m"}
+        if gpu:
+            resources["gpus"] = 1
+        env = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "OMP_NUM_THREADS": "2"}
+        return {
+            "fine_tune": {
+                "name": f"ft-{self.name}",
+                "command": [*run, "train", *common, "--base", "{model}", "--out", "{out}"],
+                "resources": resources,
+                "env": env,
+            },
+            "evaluate": {
+                "name": f"eval-{self.name}",
+                "command": [*run, "evaluate", *common, "--model", "{model}", "--out", "{out}"],
+                "resources": {**resources, "time": "15m"},
+                "env": env,
+            },
+            "serve": {
+                "name": f"svc-{self.name}",
+                "command": [*run, "serve", *common, "--model", "{model}", "--conn", "{conn}"],
+                "resources": {**resources, "time": "1h"},
+                "env": env,
+            },
+        }
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "title": self.title,
+            "modality": self.modality,
+            "task": self.task,
+            "framework": self.framework,
+            "runnable": self.runnable,
+            "mirror": self.mirror,
+            "license": self.license,
+            "summary": self.summary,
+            "input_schema": self.input,
+            "output_schema": self.output,
+            "results": self.results(),
+        }
+
+
+@cache
+def presets() -> dict[str, Preset]:
+    raw = yaml.safe_load(CATALOG.read_text())
+    return {p["name"]: Preset(**p) for p in raw}
+
+
+def get(name: str) -> Preset | None:
+    return presets().get(name)

@@ -1,0 +1,135 @@
+"""What the preset jobs run: ``train``, ``evaluate``, ``serve``, and ``selftest`` (the test
+tool: fine-tune and evaluate in one process and print the metrics).
+
+    python -m portal.presets.runtime selftest --preset digits-classifier --out /tmp/x
+
+Runs on the compute node as the job's user; reads only the model directory, the offline
+mirror and data shipped with the installed packages.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import sys
+from pathlib import Path
+from typing import Any
+
+from portal.presets import metrics
+from portal.presets.catalog import get
+from portal.presets.kinds import KINDS, Kind
+
+
+def _kind(args: argparse.Namespace) -> Kind:
+    preset = get(args.preset)
+    if preset is None or preset.runtime is None:
+        raise SystemExit(
+            f"preset {args.preset!r} has no runtime in this installation "
+            f"(runnable: {', '.join(sorted(KINDS))})"
+        )
+    mirror = Path(args.mirror) if args.mirror else None
+    return KINDS[preset.runtime](mirror)
+
+
+def _write_json(path: Path, data: Any) -> None:
+    tmp = path.with_name(path.name + ".part")
+    tmp.write_text(json.dumps(data, indent=2))
+    os.replace(tmp, path)
+
+
+def train(kind: Kind, base: Path, out: Path) -> dict[str, Any]:
+    model = out / "model"
+    model.mkdir(parents=True, exist_ok=True)
+    cfg = kind.train(base, model)
+    _write_json(out / "result.json", {"config": cfg})
+    return cfg
+
+
+def evaluate(kind: Kind, model: Path, out: Path) -> dict[str, Any]:
+    out.mkdir(parents=True, exist_ok=True)
+    x, y = kind.test_set()
+    loaded = kind.load(model)
+    predicted = [r["label"] for r in kind.predict(loaded, x)]
+    report = metrics.classification(y, predicted, kind.labels)
+    metrics.confusion_png(report["confusion"], report["labels"], out / "confusion.png")
+    _write_json(out / "metrics.json", report)
+    return report
+
+
+def serve(kind: Kind, model: Path, conn: Path, host: str | None) -> None:
+    import waitress
+    from flask import Flask, abort, jsonify, request
+
+    key = os.environ.get("SERVE_KEY", "")
+    if len(key) < 16:
+        raise SystemExit("SERVE_KEY (the replica's key, from the portal) is not set")
+    loaded = kind.load(model)
+    app = Flask("aipool-serve")
+
+    @app.before_request
+    def _only_the_portal() -> None:
+        if request.path != "/health" and request.headers.get("X-Replica-Key") != key:
+            abort(403)
+
+    @app.get("/health")
+    def health() -> Any:
+        return jsonify({"status": "ok", "preset": kind.name})
+
+    @app.post("/predict")
+    def predict() -> Any:
+        body = request.get_json(silent=True)
+        if not isinstance(body, dict):
+            return jsonify({"error": "a JSON object is expected"}), 422
+        try:
+            inputs = kind.parse(body)
+        except ValueError as exc:
+            return jsonify({"error": str(exc)}), 422
+        return jsonify(kind.respond(kind.predict(loaded, inputs)))
+
+    server = waitress.create_server(app, host="0.0.0.0", port=0, threads=4)  # noqa: S104
+    port = int(server.effective_port)
+    address = host or socket.gethostbyname(socket.gethostname())
+    _write_json(
+        conn,
+        {"host": address, "port": port, "job_id": int(os.environ.get("SLURM_JOB_ID", "0"))},
+    )
+    print(f"serving {kind.name} on {address}:{port}", flush=True)
+    server.run()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m portal.presets.runtime")
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name in ("train", "evaluate", "serve", "selftest"):
+        p = sub.add_parser(name)
+        p.add_argument("--preset", required=True)
+        p.add_argument("--mirror", default=os.environ.get("MODEL_MIRROR"))
+        if name == "train":
+            p.add_argument("--base", type=Path, required=True)
+        if name in ("evaluate", "serve"):
+            p.add_argument("--model", type=Path, required=True)
+        if name == "serve":
+            p.add_argument("--conn", type=Path, required=True)
+            p.add_argument("--host")
+        else:
+            p.add_argument("--out", type=Path, required=True)
+    args = parser.parse_args(argv)
+    kind = _kind(args)
+    if args.command == "train":
+        train(kind, args.base, args.out)
+    elif args.command == "evaluate":
+        report = evaluate(kind, args.model, args.out)
+        print(json.dumps(report["metrics"]))
+    elif args.command == "serve":
+        serve(kind, args.model, args.conn, args.host)
+    else:
+        train(kind, args.out / "base", args.out)
+        report = evaluate(kind, args.out / "model", args.out / "evaluation")
+        print(json.dumps({"preset": args.preset, **report["metrics"]}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""The model registry: registered models, versions, cards, sharing, artifacts, evaluations."""

@@ -1,0 +1,123 @@
+"""Model cards: Markdown with a YAML header (Hugging Face / ModelScope style), checked and
+rendered safely.
+
+A card whose Markdown carries active content (``<script>``, ``<iframe>``, event handlers,
+``javascript:`` links, …) is refused with what was found; what is shown is rendered by
+markdown-it and then cleaned by nh3 (Ammonia), so even an accepted card cannot run code.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from html.parser import HTMLParser
+from typing import Any
+
+import nh3
+import yaml
+from markdown_it import MarkdownIt
+
+from portal.errors import ValidationFailed
+
+MAX_CARD = 256 * 1024
+ACTIVE_TAGS = frozenset(
+    {
+        "script",
+        "iframe",
+        "object",
+        "embed",
+        "style",
+        "frame",
+        "frameset",
+        "applet",
+        "base",
+        "form",
+        "meta",
+        "link",
+        "svg",
+        "math",
+    }
+)
+_URL_ATTRS = frozenset({"href", "src", "action", "formaction", "xlink:href", "data"})
+_md = MarkdownIt("commonmark", {"html": True}).enable("table")
+
+
+@dataclass(frozen=True)
+class Card:
+    meta: dict[str, Any]
+    body: str
+
+
+class _ActiveContent(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.found: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag in ACTIVE_TAGS:
+            self.found.append(f"<{tag}> tag")
+        for name, value in attrs:
+            if name.startswith("on"):
+                self.found.append(f"{name} attribute on <{tag}>")
+            elif name in _URL_ATTRS and value:
+                scheme = "".join(value.split()).lower()
+                if scheme.startswith(("javascript:", "vbscript:", "data:text/html")):
+                    self.found.append(f"{scheme.split(':')[0]}: URL in <{tag} {name}>")
+
+    handle_startendtag = handle_starttag
+
+
+def split(text: str) -> Card:
+    """The YAML header (between ``---`` lines at the top) and the Markdown body."""
+    if len(text.encode()) > MAX_CARD:
+        raise ValidationFailed({"card": [f"at most {MAX_CARD // 1024} KiB"]})
+    if "\x00" in text:
+        raise ValidationFailed({"card": ["NUL characters are not allowed"]})
+    lines = text.splitlines(keepends=True)
+    if not lines or lines[0].strip() != "---":
+        return Card({}, text)
+    end = next((i for i, line in enumerate(lines[1:], 1) if line.strip() in ("---", "...")), None)
+    if end is None:
+        raise ValidationFailed({"card": ["the YAML header starts with --- but never ends"]})
+    try:
+        meta = yaml.safe_load("".join(lines[1:end])) or {}
+    except yaml.YAMLError as exc:
+        raise ValidationFailed({"card": [f"the YAML header does not parse: {exc}"]}) from None
+    if not isinstance(meta, dict):
+        raise ValidationFailed({"card": ["the YAML header is a mapping (key: value lines)"]})
+    return Card(_plain(meta), "".join(lines[end + 1 :]))
+
+
+def _plain(value: Any) -> Any:
+    """YAML dates and other scalars as JSON-storable values."""
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    return str(value)
+
+
+def check(text: str) -> Card:
+    """Parse a card and refuse active content, naming it."""
+    card = split(text)
+    parser = _ActiveContent()
+    parser.feed(_md.render(card.body))
+    parser.close()
+    if parser.found:
+        found = ", ".join(dict.fromkeys(parser.found))
+        raise ValidationFailed(
+            {"card": [f"the model card may not contain active content: {found}"]}
+        )
+    return card
+
+
+def render(text: str) -> str:
+    """Safe HTML of a card's body (the header is shown as a table by the page)."""
+    return nh3.clean(_md.render(split(text).body), link_rel="noopener noreferrer nofollow")
+
+
+def compose(meta: dict[str, Any], body: str) -> str:
+    """A card from its header and body (for presets and imports without a README)."""
+    header = yaml.safe_dump(meta, sort_keys=False, allow_unicode=True).strip()
+    return f"---\n{header}\n---\n\n{body.strip()}\n"

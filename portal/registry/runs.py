@@ -1,0 +1,315 @@
+"""Model jobs: fine-tuning and evaluation as Slurm jobs submitted as the caller, and the
+bookkeeping that turns their output into versions and evaluations.
+
+Each job gets a fresh directory with a random name under ``MODEL_WORK`` (itself not
+listable by users): the job reads its model there (a copy; encrypted artifacts are decrypted
+only into such a directory, for a caller already checked) and writes its output there. Job
+state is read on every look at a version or an evaluation, so results appear without a
+background daemon.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import shutil
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from flask import current_app
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from portal.authz import Access
+from portal.errors import Conflict, ValidationFailed
+from portal.jobs import service as jobs
+from portal.models import utcnow
+from portal.presets.catalog import Preset
+from portal.presets.catalog import get as get_preset
+from portal.registry import storage
+from portal.registry.access import Level
+from portal.registry.models import (
+    EvalState,
+    Evaluation,
+    ModelVersion,
+    RegisteredModel,
+    Source,
+    VersionStatus,
+)
+from portal.registry.service import get_version, new_version
+from portal.slurm import SlurmPort
+from slurm_plugins.client.errors import SlurmError
+from slurm_plugins.client.models import JobState
+
+
+def work_root() -> Path:
+    configured = current_app.config["MODEL_WORK"]
+    path = Path(configured) if configured else Path(current_app.instance_path) / "model-work"
+    path.mkdir(parents=True, exist_ok=True)
+    path.chmod(0o711)  # users reach their job's directory by its name, and cannot list others
+    return path
+
+
+def new_workdir() -> Path:
+    path = work_root() / secrets.token_urlsafe(18)
+    path.mkdir(mode=0o700)
+    path.chmod(0o777)  # the job runs as its user, who writes its output here
+    return path
+
+
+def stage_model(version: ModelVersion, dest: Path) -> Path:
+    """The version's files for one job, in ``dest`` (decrypted when encrypted at rest)."""
+    src = storage.root() / version.storage
+    dest.mkdir(parents=True, exist_ok=True)
+    if version.encrypted:
+        storage.decrypt_to(
+            src, storage.tenant_key(version.model.project.domain_id), dest, version.files
+        )
+    else:
+        shutil.copytree(src, dest, dirs_exist_ok=True)
+    for path in [dest, *dest.rglob("*")]:
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    return dest
+
+
+def preset_of(model: RegisteredModel) -> Preset:
+    preset = get_preset(model.preset or "")
+    if preset is None or not preset.runnable:
+        raise Conflict(
+            f"model {model.name} has no job templates here: import a runnable preset "
+            "(GET /api/v1/presets?runnable=true)"
+        )
+    return preset
+
+
+def python() -> str:
+    return str(current_app.config["MODEL_PYTHON"] or sys.executable)
+
+
+def fill(template: Mapping[str, Any], values: Mapping[str, str], workdir: Path) -> dict[str, Any]:
+    """A template's job spec with the portal's paths in place of ``{model}`` & co."""
+    spec: dict[str, Any] = json.loads(json.dumps(template))
+    spec["command"] = [str(w).format_map(values) for w in spec["command"]]
+    spec["workdir"] = str(workdir)
+    spec["outputs"] = str(workdir)
+    return spec
+
+
+def submit(
+    session: Session, access: Access, port: SlurmPort, project_id: int, spec: dict[str, Any]
+) -> int:
+    """Submitted as the caller through the jobs service (quota, QOS, audit)."""
+    return jobs.submit_spec(session, access, port, project_id, spec)
+
+
+def job_state(port: SlurmPort, job_id: int | None) -> JobState | None:
+    if job_id is None:
+        return None
+    try:
+        job = port.job(job_id)
+    except SlurmError:
+        return None  # Slurm unreachable: look again next time
+    return job.state if job is not None else None
+
+
+def _log_tail(workdir: Path, limit: int = 600) -> str:
+    logs = sorted(workdir.glob("*.out"))
+    if not logs:
+        return ""
+    return logs[-1].read_text(errors="replace")[-limit:]
+
+
+# ---------------------------------------------------------------------- fine-tuning
+def fine_tune(
+    session: Session,
+    access: Access,
+    port: SlurmPort,
+    model_id: int,
+    *,
+    number: int,
+    data: Mapping[str, Any],
+) -> ModelVersion:
+    """A new version produced by a training job that starts from version ``number``."""
+    base = get_version(session, access, model_id, number, Level.WRITE)
+    preset = preset_of(base.model)
+    workdir = new_workdir()
+    try:
+        stage_model(base, workdir / "base")
+        spec = fill(
+            preset.templates(python())["fine_tune"],
+            {"model": str(workdir / "base"), "out": str(workdir), "mirror": str(storage.mirror())},
+            workdir,
+        )
+        if data.get("resources"):
+            spec["resources"] = {**spec["resources"], **data["resources"]}
+        job_id = submit(session, access, port, base.model.project_id, spec)
+    except BaseException:
+        session.rollback()
+        shutil.rmtree(workdir, ignore_errors=True)
+        raise
+    return new_version(
+        session,
+        access,
+        base.model,
+        None,
+        source=Source.JOB.value,
+        status=VersionStatus.TRAINING.value,
+        card=base.card,
+        input_schema=base.input_schema,
+        output_schema=base.output_schema,
+        parent_id=base.id,
+        job_id=job_id,
+        dataset_version_id=data.get("dataset_version_id"),
+        workdir=str(workdir),
+        tags=data.get("tags", {}),
+    )
+
+
+def refresh_version(session: Session, port: SlurmPort, version: ModelVersion) -> None:
+    """A training version whose job has ended becomes ready (its files checked in) or failed."""
+    if version.status != VersionStatus.TRAINING:
+        return
+    state = job_state(port, version.job_id)
+    if state is None or not state.is_finished:
+        return
+    workdir = Path(version.workdir)
+    if state is JobState.COMPLETED and (workdir / "result.json").is_file():
+        try:
+            staged = storage.stage_job_output(workdir / "model")
+        except (Conflict, ValidationFailed) as exc:
+            version.status = VersionStatus.FAILED.value
+            version.tags = {**version.tags, "error": str(exc)[:200]}
+        else:
+            final = storage.version_dir(version.model_id, version.number)
+            storage.place(staged, final)
+            version.files, version.size_bytes = staged.files, staged.size
+            version.parameters, version.sha256 = staged.parameters, staged.sha256
+            version.storage = f"{version.model_id}/{version.number}"
+            version.status = VersionStatus.READY.value
+            from portal.registry.service import protect
+
+            protect(session, version.model)
+    else:
+        version.status = VersionStatus.FAILED.value
+        version.tags = {**version.tags, "error": f"job {version.job_id} {state.value}"}
+    session.commit()
+    shutil.rmtree(workdir, ignore_errors=True)
+
+
+# ---------------------------------------------------------------------- evaluation
+def evaluate(
+    session: Session,
+    access: Access,
+    port: SlurmPort,
+    model_id: int,
+    *,
+    number: int,
+    data: Mapping[str, Any],
+) -> Evaluation:
+    version = get_version(session, access, model_id, number, Level.WRITE)
+    if version.status in (VersionStatus.TRAINING, VersionStatus.FAILED) or not version.storage:
+        raise Conflict(f"version {number} is {version.status}: nothing to evaluate yet")
+    preset = preset_of(version.model)
+    workdir = new_workdir()
+    try:
+        stage_model(version, workdir / "model")
+        spec = fill(
+            preset.templates(python())["evaluate"],
+            {"model": str(workdir / "model"), "out": str(workdir), "mirror": str(storage.mirror())},
+            workdir,
+        )
+        job_id = submit(session, access, port, version.model.project_id, spec)
+        row = Evaluation(
+            version_id=version.id,
+            job_id=job_id,
+            dataset=data.get("dataset") or f"preset:{preset.name}:test",
+            dataset_version_id=data.get("dataset_version_id"),
+            workdir=str(workdir),
+            created_by=access.user_id,
+        )
+        session.add(row)
+        session.commit()
+    except BaseException:
+        session.rollback()
+        shutil.rmtree(workdir, ignore_errors=True)
+        raise
+    return row
+
+
+def refresh_evaluation(session: Session, port: SlurmPort, row: Evaluation) -> None:
+    if row.state != EvalState.QUEUED:
+        return
+    state = job_state(port, row.job_id)
+    if state is None or not state.is_finished:
+        return
+    workdir = Path(row.workdir)
+    report_file = workdir / "metrics.json"
+    if state is JobState.COMPLETED and report_file.is_file():
+        report = json.loads(report_file.read_text())
+        row.metrics = report["metrics"]
+        row.per_class = report["per_class"]
+        row.labels = report["labels"]
+        row.confusion = report["confusion"]
+        png = workdir / "confusion.png"
+        if png.is_file():
+            target = storage.root() / "evaluations" / f"{row.id}.png"
+            target.parent.mkdir(exist_ok=True)
+            shutil.copyfile(png, target)
+        row.state = EvalState.SUCCEEDED.value
+        version = session.get(ModelVersion, row.version_id)
+        if version is not None:
+            version.metrics = {**row.metrics, "evaluation_id": row.id}
+    else:
+        row.state = EvalState.FAILED.value
+        row.message = f"job {row.job_id} {state.value}: {_log_tail(workdir)}"[:1000]
+    row.finished_at = utcnow()
+    session.commit()
+    shutil.rmtree(workdir, ignore_errors=True)
+
+
+def evaluations(
+    session: Session, access: Access, port: SlurmPort, model_id: int, number: int | None
+) -> list[tuple[int, Evaluation]]:
+    """Evaluations of one version, or of every version (to compare them), newest last."""
+    if number is not None:
+        version = get_version(session, access, model_id, number, Level.READ)
+        stmt = (
+            select(ModelVersion.number, Evaluation)
+            .join(ModelVersion, ModelVersion.id == Evaluation.version_id)
+            .where(Evaluation.version_id == version.id)
+        )
+    else:
+        from portal.registry.service import get_model
+
+        model, _ = get_model(session, access, model_id, Level.READ)
+        stmt = (
+            select(ModelVersion.number, Evaluation)
+            .join(ModelVersion, ModelVersion.id == Evaluation.version_id)
+            .where(ModelVersion.model_id == model.id)
+        )
+    rows = [(int(n), e) for n, e in session.execute(stmt.order_by(Evaluation.id))]
+    for _, row in rows:
+        refresh_evaluation(session, port, row)
+    return rows
+
+
+def confusion_png(session: Session, access: Access, evaluation_id: int) -> Path:
+    from portal.errors import NotFound
+    from portal.registry.access import require
+
+    row = session.get(Evaluation, evaluation_id)
+    version = session.get(ModelVersion, row.version_id) if row else None
+    if row is None or version is None:
+        raise NotFound("evaluation not found")
+    require(session, access, version.model, Level.READ)
+    path = storage.root() / "evaluations" / f"{row.id}.png"
+    if not path.is_file():
+        raise NotFound("the evaluation has no confusion matrix (yet)")
+    return path
+
+
+def remove_workdir(path: str) -> None:
+    if path and Path(path).is_relative_to(work_root()):
+        shutil.rmtree(path, ignore_errors=True)

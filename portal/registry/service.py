@@ -1,0 +1,534 @@
+"""Registered models, versions, aliases and shares; every call checks the caller's level on
+the model (:mod:`portal.registry.access`) and records writes in the audit log."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from datetime import datetime
+from pathlib import Path
+from typing import IO, Any
+
+from flask import current_app
+from sqlalchemy import Select, func, select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from portal.audit.service import record
+from portal.authz import Access, Perm
+from portal.errors import Conflict, NotFound, ValidationFailed
+from portal.identity.models import User
+from portal.presets.catalog import get as get_preset
+from portal.registry import cards, storage
+from portal.registry.access import Level, crosses_tenants, now, require, visible_filter
+from portal.registry.models import (
+    GranteeKind,
+    ModelAlias,
+    ModelShare,
+    ModelVersion,
+    RegisteredModel,
+    Source,
+    VersionStatus,
+    Visibility,
+)
+from portal.tenancy.models import Domain, Project
+from portal.tenancy.service import get_project
+
+NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+
+
+def _audit(
+    session: Session, access: Access, action: str, model: RegisteredModel, **kw: Any
+) -> None:
+    record(
+        session,
+        access.user,
+        action,
+        "model",
+        model.id,
+        domain_id=model.project.domain_id,
+        **kw,
+    )
+
+
+# ---------------------------------------------------------------------- models
+def models_query(access: Access, filters: Mapping[str, Any]) -> Select[Any]:
+    stmt = (
+        select(RegisteredModel)
+        .join(Project, Project.id == RegisteredModel.project_id)
+        .where(visible_filter(access))
+        .order_by(RegisteredModel.id)
+    )
+    if filters.get("project_id"):
+        stmt = stmt.where(RegisteredModel.project_id == filters["project_id"])
+    if filters.get("task"):
+        stmt = stmt.where(RegisteredModel.task == filters["task"])
+    if filters.get("q"):
+        stmt = stmt.where(RegisteredModel.name.contains(filters["q"], autoescape=True))
+    return stmt
+
+
+def get_model(
+    session: Session, access: Access, model_id: int, need: Level = Level.READ
+) -> tuple[RegisteredModel, Level]:
+    model = session.get(RegisteredModel, model_id)
+    return model, require(session, access, model, need)  # type: ignore[return-value]
+
+
+def create_model(session: Session, access: Access, data: Mapping[str, Any]) -> RegisteredModel:
+    project = get_project(session, access, data["project_id"], Perm.JOBS_SUBMIT)
+    if not NAME.match(data["name"]):
+        raise ValidationFailed(
+            {"name": ["letters, digits, _ . - (at most 64), a letter or digit first"]}
+        )
+    taken = session.scalar(
+        select(RegisteredModel.id).where(
+            RegisteredModel.project_id == project.id, RegisteredModel.name == data["name"]
+        )
+    )
+    if taken:
+        raise Conflict(f"project {project.name} already has a model named {data['name']}")
+    model = RegisteredModel(
+        project_id=project.id,
+        project=project,
+        owner_id=access.user_id,
+        name=data["name"],
+        description=data.get("description", ""),
+        task=data.get("task", ""),
+        framework=data.get("framework", ""),
+        visibility=data.get("visibility", Visibility.PRIVATE.value),
+        preset=data.get("preset"),
+    )
+    session.add(model)
+    session.flush()
+    _audit(session, access, "model.create", model, after=model.audit_view())
+    return model
+
+
+def update_model(
+    session: Session, access: Access, model_id: int, data: Mapping[str, Any]
+) -> RegisteredModel:
+    need = Level.ADMIN if "visibility" in data else Level.WRITE
+    model, _ = get_model(session, access, model_id, need)
+    before = model.audit_view()
+    for key in ("description", "task", "framework", "visibility"):
+        if key in data:
+            setattr(model, key, data[key])
+    session.flush()
+    protect(session, model)
+    _audit(session, access, "model.update", model, before=before, after=model.audit_view())
+    session.commit()
+    return model
+
+
+def delete_model(session: Session, access: Access, model_id: int) -> None:
+    model, _ = get_model(session, access, model_id, Level.ADMIN)
+    _refuse_if_served(session, [v.id for v in versions(session, model)])
+    _audit(session, access, "model.delete", model, before=model.audit_view())
+    session.delete(model)
+    session.commit()
+    storage.remove(storage.root() / str(model_id))
+
+
+def _refuse_if_served(session: Session, version_ids: list[int]) -> None:
+    from portal.inference.models import InferenceService, ServiceState
+
+    served = session.scalar(
+        select(InferenceService.name).where(
+            InferenceService.version_id.in_(version_ids),
+            InferenceService.state == ServiceState.RUNNING.value,
+        )
+    )
+    if served:
+        raise Conflict(f"inference service {served} serves it: stop the service first")
+
+
+# ---------------------------------------------------------------------- versions
+def versions(session: Session, model: RegisteredModel) -> list[ModelVersion]:
+    return list(
+        session.scalars(
+            select(ModelVersion)
+            .where(ModelVersion.model_id == model.id)
+            .order_by(ModelVersion.number)
+        )
+    )
+
+
+def get_version(
+    session: Session, access: Access, model_id: int, number: int, need: Level = Level.READ
+) -> ModelVersion:
+    model, _ = get_model(session, access, model_id, need)
+    version = session.scalar(
+        select(ModelVersion).where(ModelVersion.model_id == model.id, ModelVersion.number == number)
+    )
+    if version is None:
+        raise NotFound(f"model {model.name} has no version {number}")
+    return version
+
+
+def version_by_id(session: Session, access: Access, version_id: int, need: Level) -> ModelVersion:
+    version = session.get(ModelVersion, version_id)
+    if version is None:
+        raise NotFound("model version not found")
+    require(session, access, version.model, need)
+    return version
+
+
+def _next_number(session: Session, model: RegisteredModel) -> int:
+    top = session.scalar(
+        select(func.max(ModelVersion.number)).where(ModelVersion.model_id == model.id)
+    )
+    return (top or 0) + 1
+
+
+def new_version(
+    session: Session,
+    access: Access,
+    model: RegisteredModel,
+    staged: storage.Staged | None,
+    **fields: Any,
+) -> ModelVersion:
+    """A version row and, when ``staged``, its artifacts moved into place; one transaction:
+    on any failure the row is rolled back and the files are removed."""
+    card = fields.pop("card", "") or ""
+    meta = cards.check(card).meta if card else {}
+    version = ModelVersion(
+        model_id=model.id,
+        number=_next_number(session, model),
+        card=card,
+        card_meta=meta,
+        created_by=access.user_id,
+        **fields,
+    )
+    if staged is not None:
+        version.files = staged.files
+        version.size_bytes = staged.size
+        version.parameters = staged.parameters
+        version.sha256 = staged.sha256
+    final: Path | None = None
+    try:
+        session.add(version)
+        session.flush()
+        if staged is not None:
+            final = storage.version_dir(model.id, version.number)
+            version.storage = f"{model.id}/{version.number}"
+            storage.place(staged, final)
+            if crosses_tenants(session, model):
+                storage.encrypt_dir(final, storage.tenant_key(model.project.domain_id))
+                version.encrypted = True
+        _audit(
+            session,
+            access,
+            "model.version.create",
+            model,
+            after={"number": version.number, "source": version.source, "sha256": version.sha256},
+        )
+        session.commit()
+    except BaseException:
+        session.rollback()
+        if staged is not None:
+            staged.discard()
+        if final is not None:
+            storage.remove(final)
+        raise
+    return version
+
+
+def upload_version(
+    session: Session,
+    access: Access,
+    model_id: int,
+    *,
+    stream: IO[bytes],
+    filename: str,
+    data: Mapping[str, Any],
+) -> ModelVersion:
+    model, _ = get_model(session, access, model_id, Level.WRITE)
+    if data.get("card"):
+        cards.check(data["card"])  # before the upload is written anywhere
+    staged = storage.stage_upload(stream, filename)
+    return new_version(
+        session,
+        access,
+        model,
+        staged,
+        source=Source.UPLOAD.value,
+        card=data.get("card", ""),
+        tags=data.get("tags", {}),
+        dataset_version_id=data.get("dataset_version_id"),
+        job_id=data.get("job_id"),
+    )
+
+
+def _import_roots() -> list[Path]:
+    roots = [Path(p).resolve() for p in current_app.config["MODEL_IMPORT_ROOTS"]]
+    return [*roots, storage.mirror().resolve()]
+
+
+def import_version(
+    session: Session, access: Access, model_id: int, data: Mapping[str, Any]
+) -> ModelVersion:
+    """A Hugging Face (``config.json`` / ``README.md``) or ModelScope (``configuration.json``)
+    directory under one of the import roots."""
+    model, _ = get_model(session, access, model_id, Level.WRITE)
+    path = Path(data["path"])
+    if not path.is_absolute() or ".." in path.parts:
+        raise ValidationFailed({"path": ["an absolute path without .."]})
+    real = path.resolve()
+    if not any(real.is_relative_to(r) for r in _import_roots()):
+        raise ValidationFailed(
+            {"path": ["not under an import root (MODEL_IMPORT_ROOTS, the mirror)"]}
+        )
+    if not real.is_dir():
+        raise ValidationFailed({"path": ["no such directory"]})
+    if (real / "configuration.json").is_file():
+        source = Source.MODELSCOPE
+    elif (real / "config.json").is_file() or (real / "README.md").is_file():
+        source = Source.HUGGINGFACE
+    else:
+        raise ValidationFailed(
+            {
+                "path": [
+                    "neither a Hugging Face (config.json) nor a ModelScope "
+                    "(configuration.json) layout"
+                ]
+            }
+        )
+    readme = real / "README.md"
+    card = readme.read_text(errors="replace") if readme.is_file() else ""
+    cards.check(card)
+    staged = storage.stage_directory(real)
+    meta = cards.split(card).meta
+    if not model.task and isinstance(meta.get("pipeline_tag"), str):
+        model.task = meta["pipeline_tag"][:64]
+    if not model.framework and isinstance(meta.get("library_name"), str):
+        model.framework = meta["library_name"][:64]
+    return new_version(
+        session, access, model, staged, source=source.value, card=card, tags=data.get("tags", {})
+    )
+
+
+def import_preset(session: Session, access: Access, data: Mapping[str, Any]) -> ModelVersion:
+    """A preset as a new model in a project: its card, schemas and configuration (version 1).
+    Presets whose weights come from the mirror need them there."""
+    import json
+
+    preset = get_preset(data["preset"])
+    if preset is None:
+        raise ValidationFailed({"preset": ["no such preset (GET /api/v1/presets)"]})
+    if preset.mirror and not (storage.mirror() / preset.mirror).is_dir():
+        raise Conflict(
+            f"{preset.mirror} is not in the offline mirror {storage.mirror()}: "
+            "the site copies it there from a hub first"
+        )
+    model = create_model(
+        session,
+        access,
+        {
+            "project_id": data["project_id"],
+            "name": data.get("name") or preset.name,
+            "description": preset.summary[:1000],
+            "task": preset.task,
+            "framework": preset.framework,
+            "preset": preset.name,
+        },
+    )
+    config = {"preset": preset.name, **({"base": preset.mirror} if preset.mirror else {})}
+    staged = storage.stage_files({"config.json": json.dumps(config, indent=2).encode()})
+    return new_version(
+        session,
+        access,
+        model,
+        staged,
+        source=Source.PRESET.value,
+        card=preset.card(),
+        input_schema=preset.input,
+        output_schema=preset.output,
+    )
+
+
+def update_version(
+    session: Session, access: Access, model_id: int, number: int, data: Mapping[str, Any]
+) -> ModelVersion:
+    version = get_version(session, access, model_id, number, Level.WRITE)
+    before = {"status": version.status, "tags": dict(version.tags)}
+    if "status" in data:
+        if version.status in (VersionStatus.TRAINING, VersionStatus.FAILED):
+            raise Conflict(f"version {number} is {version.status}")
+        version.status = data["status"]
+    if "tags" in data:
+        version.tags = {**version.tags, **data["tags"]}
+        version.tags = {k: v for k, v in version.tags.items() if v is not None}
+    if "card" in data:
+        version.card_meta = cards.check(data["card"]).meta
+        version.card = data["card"]
+    _audit(
+        session,
+        access,
+        "model.version.update",
+        version.model,
+        before={"number": number, **before},
+        after={"number": number, "status": version.status, "tags": dict(version.tags)},
+    )
+    session.commit()
+    return version
+
+
+def delete_version(session: Session, access: Access, model_id: int, number: int) -> None:
+    version = get_version(session, access, model_id, number, Level.ADMIN)
+    _refuse_if_served(session, [version.id])
+    path = storage.root() / version.storage if version.storage else None
+    _audit(session, access, "model.version.delete", version.model, before={"number": number})
+    session.delete(version)
+    session.commit()
+    if path is not None:
+        storage.remove(path)
+
+
+def artifact(session: Session, access: Access, model_id: int, number: int, path: str) -> Path:
+    version = get_version(session, access, model_id, number, Level.READ)
+    if not any(f["path"] == path for f in version.files):
+        raise NotFound(f"version {number} has no file {path}")
+    if version.encrypted:
+        raise Conflict(
+            "the artifacts of a model shared across tenants are encrypted at rest and "
+            "decrypted only for jobs; evaluate, fine-tune or deploy it instead"
+        )
+    return storage.root() / version.storage / path
+
+
+# ---------------------------------------------------------------------- aliases
+def aliases(session: Session, model: RegisteredModel) -> dict[str, int]:
+    rows = session.execute(
+        select(ModelAlias.alias, ModelVersion.number)
+        .join(ModelVersion, ModelVersion.id == ModelAlias.version_id)
+        .where(ModelAlias.model_id == model.id)
+    )
+    return {str(alias): int(number) for alias, number in rows}
+
+
+def set_alias(
+    session: Session, access: Access, model_id: int, alias: str, number: int
+) -> ModelVersion:
+    version = get_version(session, access, model_id, number, Level.WRITE)
+    row = session.scalar(
+        select(ModelAlias).where(ModelAlias.model_id == model_id, ModelAlias.alias == alias)
+    )
+    if row is None:
+        session.add(ModelAlias(model_id=model_id, alias=alias, version_id=version.id))
+    else:
+        row.version_id = version.id
+    _audit(
+        session, access, "model.alias.set", version.model, after={"alias": alias, "number": number}
+    )
+    session.commit()
+    return version
+
+
+def delete_alias(session: Session, access: Access, model_id: int, alias: str) -> None:
+    model, _ = get_model(session, access, model_id, Level.WRITE)
+    row = session.scalar(
+        select(ModelAlias).where(ModelAlias.model_id == model_id, ModelAlias.alias == alias)
+    )
+    if row is None:
+        raise NotFound(f"model {model.name} has no alias {alias}")
+    session.delete(row)
+    _audit(session, access, "model.alias.delete", model, before={"alias": alias})
+    session.commit()
+
+
+def resolve_alias(session: Session, access: Access, model_id: int, alias: str) -> ModelVersion:
+    model, _ = get_model(session, access, model_id, Level.READ)
+    version = session.scalar(
+        select(ModelVersion)
+        .join(ModelAlias, ModelAlias.version_id == ModelVersion.id)
+        .where(ModelAlias.model_id == model.id, ModelAlias.alias == alias)
+    )
+    if version is None:
+        raise NotFound(f"model {model.name} has no alias {alias}")
+    return version
+
+
+# ---------------------------------------------------------------------- shares
+def shares(session: Session, access: Access, model_id: int) -> list[ModelShare]:
+    model, _ = get_model(session, access, model_id, Level.ADMIN)
+    return list(session.scalars(select(ModelShare).where(ModelShare.model_id == model.id)))
+
+
+def _check_grantee(session: Session, kind: str, grantee_id: int) -> None:
+    table = {GranteeKind.USER: User, GranteeKind.PROJECT: Project, GranteeKind.DOMAIN: Domain}
+    if session.get(table[GranteeKind(kind)], grantee_id) is None:
+        raise ValidationFailed({"grantee_id": [f"no {kind} with id {grantee_id}"]})
+
+
+def share(session: Session, access: Access, model_id: int, data: Mapping[str, Any]) -> ModelShare:
+    model, _ = get_model(session, access, model_id, Level.ADMIN)
+    _check_grantee(session, data["grantee_kind"], data["grantee_id"])
+    expires: datetime | None = data.get("expires_at")
+    if expires is not None and expires <= now():
+        raise ValidationFailed({"expires_at": ["in the future (or leave it out: no expiry)"]})
+    row = session.scalar(
+        select(ModelShare).where(
+            ModelShare.model_id == model.id,
+            ModelShare.grantee_kind == data["grantee_kind"],
+            ModelShare.grantee_id == data["grantee_id"],
+        )
+    )
+    if row is None:
+        row = ModelShare(
+            model_id=model.id,
+            grantee_kind=data["grantee_kind"],
+            grantee_id=data["grantee_id"],
+            created_by=access.user_id,
+        )
+        session.add(row)
+    row.mode = data.get("mode", "read")
+    row.expires_at = expires
+    try:
+        session.flush()
+    except IntegrityError:
+        session.rollback()
+        raise Conflict("the share changed meanwhile; try again") from None
+    protect(session, model)
+    _audit(
+        session,
+        access,
+        "model.share",
+        model,
+        after={
+            "grantee_kind": row.grantee_kind,
+            "grantee_id": row.grantee_id,
+            "mode": row.mode,
+            "expires_at": row.expires_at,
+        },
+    )
+    session.commit()
+    return row
+
+
+def unshare(session: Session, access: Access, model_id: int, share_id: int) -> None:
+    model, _ = get_model(session, access, model_id, Level.ADMIN)
+    row = session.get(ModelShare, share_id)
+    if row is None or row.model_id != model.id:
+        raise NotFound("share not found")
+    _audit(
+        session,
+        access,
+        "model.unshare",
+        model,
+        before={"grantee_kind": row.grantee_kind, "grantee_id": row.grantee_id},
+    )
+    session.delete(row)
+    session.commit()
+
+
+def protect(session: Session, model: RegisteredModel) -> None:
+    """Encrypt the plain artifacts of a model that others outside its tenant can now reach
+    (they stay encrypted if the share is later withdrawn)."""
+    if not crosses_tenants(session, model):
+        return
+    key = storage.tenant_key(model.project.domain_id)
+    for version in versions(session, model):
+        if version.storage and not version.encrypted:
+            storage.encrypt_dir(storage.root() / version.storage, key)
+            version.encrypted = True
