@@ -61,13 +61,19 @@ class NvmlHealth:
         self.events: Any = None
         try:
             nvml.nvmlInit()  # held for the agent's life: the event set lives inside it
-            events = nvml.nvmlEventSetCreate()
-            for i in range(nvml.nvmlDeviceGetCount()):
-                handle = nvml.nvmlDeviceGetHandleByIndex(i)
-                nvml.nvmlDeviceRegisterEvents(handle, nvml.nvmlEventTypeXidCriticalError, events)
-            self.events = events
+            self.events = nvml.nvmlEventSetCreate()
+            count = nvml.nvmlDeviceGetCount()
         except (nvml.NVMLError, OSError) as exc:  # no driver: the probe then finds no GPUs
             log.warning("XID events unavailable: %s", exc)
+            return
+        for i in range(count):  # a card without XID events does not cost the others theirs
+            try:
+                handle = nvml.nvmlDeviceGetHandleByIndex(i)
+                nvml.nvmlDeviceRegisterEvents(
+                    handle, nvml.nvmlEventTypeXidCriticalError, self.events
+                )
+            except nvml.NVMLError as exc:
+                log.warning("XID events of GPU %d unavailable: %s", i, exc)
 
     def _collect_xids(self) -> None:
         n = self.nvml

@@ -246,3 +246,25 @@ def test_injected_probe_error(tmp_path: Path) -> None:
 def test_node_not_in_inventory() -> None:
     with pytest.raises(ValueError, match="node 'gpu9' is not in the inventory"):
         InventoryHealth(LAB, "gpu9")
+
+
+def test_a_card_without_xid_events_does_not_cost_the_others_theirs() -> None:
+    class Partial(FakeNvml):
+        def nvmlDeviceRegisterEvents(self, h: Card, kinds: int, es: str) -> None:
+            if h.minor == 0:
+                raise NotSupported
+
+    nvml = Partial([Card(0), Card(1)])
+    watcher = NvmlHealth(nvml, clock=lambda: 1.0)
+    nvml.events.append((1, 94))
+    assert watcher.devices() == (DeviceHealth("gpu", 0), DeviceHealth("gpu", 1, ("xid 94",)))
+
+
+def test_watcher_without_a_driver_sees_no_gpus() -> None:
+    class NoDriver(FakeNvml):
+        def nvmlInit(self) -> None:
+            raise NVMLError("Driver Not Loaded")
+
+    watcher = NvmlHealth(NoDriver([Card(0)]))
+    assert watcher.events is None
+    assert watcher.devices() == ()
