@@ -1,6 +1,7 @@
 """Label sets, tasks, annotation, review and export, with the project's permissions.
 
-* read (label sets, tasks, items, images, progress, export as a download): ``project.read``;
+* read (label sets, tasks, items, images, progress, export as a download): any permission
+  on the project;
 * annotate: ``jobs.submit`` (members);
 * label sets, new tasks, review: ``project.manage`` (managers, domain admins);
 * a new task also needs read access to its dataset version; a labelled export saved as a
@@ -121,13 +122,13 @@ def tasks_query(access: Access, project_id: int | None = None) -> Select[Any]:
     return stmt if project_id is None else stmt.where(LabelTask.project_id == project_id)
 
 
-def get_task(
-    session: Session, access: Access, task_id: int, perm: Perm = Perm.PROJECT_READ
-) -> LabelTask:
+def get_task(session: Session, access: Access, task_id: int, perm: Perm | None = None) -> LabelTask:
+    """A task of a project the caller holds any permission on (``perm`` when given)."""
     task = session.get(LabelTask, task_id)
     if task is None or not access.on_project(project_of(session, task.project_id)):
         raise NotFound("labelling task not found")
-    _project(session, access, task.project_id, perm)
+    if perm is not None:
+        _project(session, access, task.project_id, perm)
     return task
 
 
@@ -210,7 +211,7 @@ def items_query(task_id: int, status: str | None = None) -> Select[Any]:
 
 
 def get_item(
-    session: Session, access: Access, task_id: int, item_id: int, perm: Perm = Perm.PROJECT_READ
+    session: Session, access: Access, task_id: int, item_id: int, perm: Perm | None = None
 ) -> tuple[LabelTask, LabelItem]:
     task = get_task(session, access, task_id, perm)
     item = session.get(LabelItem, item_id)
