@@ -322,6 +322,9 @@ class Lab:
         )
         return self.start(ledger, report, name, argv, expect="slurmctld")
 
+    def controller_running(self, index: int) -> bool:
+        return self._running(self.ledger(), self.controller_name(index))
+
     def stop_controller(self, index: int) -> bool:
         """Stop controller ``index`` (as a crash or maintenance would); False if not running.
 

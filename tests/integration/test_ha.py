@@ -1,0 +1,133 @@
+"""Controller high availability: a primary and two backup slurmctld on one shared state
+directory. Stopping the primary lets a backup take over with no job lost, AIPool's client
+keeps working through the SlurmctldHost list, and the controllers can be taken down one at a
+time for maintenance.
+
+The test brings up its own lab (``--controllers 3``, the small second-cluster inventory, at
+the lab under test's port offset +80, in its own directory) and takes it down at the end.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from aipool.lab.cluster import Lab
+from aipool.lab.config import MEMBER_INVENTORY, LabConfig
+from slurm_plugins.client import SlurmClient
+from tests.integration.conftest import wait_job, wait_until
+
+pytestmark = pytest.mark.slurm
+SLEEP = "#!/bin/bash\nsleep 600\n"
+IN_CONTROL = "Running as primary controller"
+
+
+@pytest.fixture(scope="module")
+def ha_lab(lab: Lab) -> Iterator[Lab]:
+    cfg = replace(
+        LabConfig(),
+        root=Path(f"{lab.cfg.root}-ha"),
+        cluster="ha",
+        ports=lab.cfg.ports.shifted(80),
+        inventory=MEMBER_INVENTORY,
+    )
+    ha = Lab(cfg)
+    try:
+        ha.up(controllers=3)
+        yield ha
+    finally:
+        ha.down()
+
+
+@pytest.fixture
+def client(ha_lab: Lab) -> Iterator[SlurmClient]:
+    client = SlurmClient(env=ha_lab.cfg.env(), timeout=60)
+    yield client
+    for index in (1, 2, 3):  # whatever a test stopped comes back
+        ha_lab.start_controller(index)
+    wait_until(lambda: all(c.up for c in client.controllers()), 30)
+    left = [j.job_id for j in client.jobs()]
+    if left:
+        client.cancel(left)
+        wait_until(lambda: not client.jobs(), 30)
+
+
+def workload(client: SlurmClient) -> dict[int, str]:
+    """Two running CPU jobs and two pending ones (the CPU node is full); id -> state."""
+    opts = ["--partition=cpu", "--cpus-per-task=8", "--output=/dev/null"]
+    ids = [client.submit(SLEEP, opts) for _ in range(4)]
+    for job_id in ids[:2]:
+        wait_job(client, job_id, lambda j: j.is_running, 30)
+    states = {j.job_id: j.state.value for j in client.jobs()}
+    assert sorted(states.values()) == ["PENDING", "PENDING", "RUNNING", "RUNNING"]
+    return states
+
+
+def test_three_controllers_see_themselves_as_three_hosts(ha_lab: Lab, client: SlurmClient) -> None:
+    ctlds = client.controllers()
+    assert [(c.role, c.host, c.up) for c in ctlds] == [
+        ("primary", "ha-ctl1", True),
+        ("backup1", "ha-ctl2", True),
+        ("backup2", "ha-ctl3", True),
+    ]
+    conf = ha_lab.cfg.slurm_conf.read_text()
+    assert "SlurmctldHost=ha-ctl2(127.0.2.2)" in conf
+    # each in its own UTS namespace: the host's name and /etc/hosts are untouched
+    assert Path("/proc/sys/kernel/hostname").read_text().strip() != "ha-ctl1"
+    assert "ha-ctl1" not in Path("/etc/hosts").read_text()
+
+
+def test_primary_stops_backup_takes_over_and_no_job_is_lost(
+    ha_lab: Lab, client: SlurmClient
+) -> None:
+    before = workload(client)
+    stopped = time.monotonic()
+    assert ha_lab.stop_controller(1)
+    # the client's next read blocks until a backup has taken control, then answers
+    after = {j.job_id: j.state.value for j in client.jobs()}
+    failover = time.monotonic() - stopped
+    assert after == before
+    ctlds = client.controllers()
+    assert [c.up for c in ctlds] == [False, True, True]
+    assert not ha_lab.is_up()
+    assert failover < 30
+    log = (ha_lab.cfg.log / "slurmctld-2.log").read_text()
+    assert "ha-ctl2 taking over" in log
+    # writes go to the backup too: a new job is accepted and started
+    new = client.submit(SLEEP, ["--partition=gpu", "--gres=gpu:a100:1", "--output=/dev/null"])
+    wait_job(client, new, lambda j: j.is_running, 30)
+    # the primary comes back and takes control again, with every job
+    ha_lab.start_controller(1)
+    wait_until(lambda: client.controllers()[0].up, 30)
+    assert ha_lab.is_up()
+    final = {j.job_id: j.state.value for j in client.jobs()}
+    assert {k: final[k] for k in before} == before
+    assert final[new] == "RUNNING"
+
+
+def test_controllers_down_one_at_a_time_for_maintenance(ha_lab: Lab, client: SlurmClient) -> None:
+    before = workload(client)
+    for index in (1, 2, 3):
+        if index == 1:
+            # hand over first (no wait for SlurmctldTimeout): the backup takes control and
+            # the primary saves its state and exits
+            took = _log(ha_lab, 2).count(IN_CONTROL)
+            client.takeover(1)
+            wait_until(lambda took=took: _log(ha_lab, 2).count(IN_CONTROL) > took, 30)
+            wait_until(lambda: not ha_lab.controller_running(1), 30)
+        else:
+            assert ha_lab.stop_controller(index)
+        assert {j.job_id: j.state.value for j in client.jobs()} == before
+        ha_lab.start_controller(index)
+        wait_until(lambda i=index: client.controllers()[i - 1].up, 30)
+    assert ha_lab.is_up()
+    assert {j.job_id: j.state.value for j in client.jobs()} == before
+
+
+def _log(lab: Lab, index: int) -> str:
+    path = lab.cfg.log / ("slurmctld.log" if index == 1 else f"slurmctld-{index}.log")
+    return path.read_text(errors="replace") if path.exists() else ""
