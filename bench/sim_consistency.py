@@ -2,7 +2,9 @@
 the lab cluster through the policy daemon's placement steering, against ``predict``.
 
 Prints the share of tasks on the predicted node and cards, the check of slurmctld's
-in-node card choice against the simulator's model (``gres.placement.cards_slurm``), and,
+in-node card choice against the simulator's model (``gres.placement.cards_slurm``) on the
+slice's starts and on a probe that tells the candidate rules apart (``sim.labcheck.PROBE``),
+and,
 as the baseline measured on the same lab run, the agreement of a naive prediction: the
 scorer picks every node (no Weight model for unpinned work) and the card is the tightest
 fit (``cards_ideal``) rather than slurmctld's.
@@ -30,7 +32,7 @@ from aipool.lab.cluster import Lab
 from gres.placement import SCORERS, Workload
 from sim.cluster import SHARDS, Cluster
 from sim.consistency import agreement, predict, scale_slice, typical_node, write_tasks
-from sim.labcheck import lab_nodes, run_slice
+from sim.labcheck import lab_nodes, probe_cards, run_slice
 from sim.placer import CardChoice, Placer
 from sim.trace import NodeSpec, Task, load_nodes, load_tasks
 from slurm_plugins.client import SlurmClient
@@ -94,6 +96,9 @@ def main() -> None:
             workdir=Path(tmp),
             prefix=f"sc{uuid.uuid4().hex[:6]}-",
         )
+        probe = probe_cards(
+            client, nodes[0], prefix=f"cp{uuid.uuid4().hex[:6]}-", workdir=Path(tmp)
+        )
     live = agreement(predicted, run.placements)
     base = agreement(naive(nodes, tasks), run.placements)
     model_ok = sum(c["cards"] == c["model"] for c in run.card_choices)
@@ -105,11 +110,15 @@ def main() -> None:
         "differences": live["differences"],
         "card_model_matches": model_ok,
         "card_choices": len(run.card_choices),
+        "probe_matches": sum(p["cards"] == p["model"] for p in probe),
+        "probe_tightest_matches": sum(p["cards"] == p["tightest"] for p in probe),
+        "probe_steps": len(probe),
         "baseline_node_agreement": base["node_agreement"],
         "baseline_card_agreement": base["card_agreement"],
         "lab_seconds": round(run.seconds, 1),
         "observed": run.placements,
         "card_observations": run.card_choices,
+        "probe": probe,
     }
     if args.json:
         print(json.dumps(result, indent=1))
@@ -120,7 +129,17 @@ def main() -> None:
     for p, o in zip(predicted, run.placements, strict=True):
         print(f"  {p['name']}: predicted {p['node']} {p['cards']}, lab {o['node']} {o['cards']}")
     print(
-        f"card choice: slurmctld matched the model in {model_ok} of {len(run.card_choices)} starts"
+        f"card choice: slurmctld matched the model in {model_ok} of {len(run.card_choices)} "
+        "starts of the slice"
+    )
+    for p in probe:
+        print(
+            f"  probe {p['request']}: free {p['free_before']} -> cards {p['cards']} "
+            f"(model {p['model']}, tightest {p['tightest']}, least used {p['least_used']})"
+        )
+    print(
+        f"probe: model {result['probe_matches']} of {len(probe)}, "
+        f"tightest fit {result['probe_tightest_matches']} of {len(probe)}"
     )
     print(
         f"agreement: node {live['node_agreement']:.1%}, cards {live['card_agreement']:.1%} "
