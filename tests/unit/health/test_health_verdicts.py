@@ -255,3 +255,20 @@ def test_reason_is_one_safe_line_for_slurm() -> None:
 def test_healthy_needs_a_verdict_with_a_report() -> None:
     assert Verdict("n").healthy
     assert not assess(view(), None, now=NOW, config=CONFIG).healthy
+
+
+def test_decisions_never_import_the_slurm_client() -> None:
+    """Verdicts, plans, reports and the agent's probes load without the client (DESIGN §2);
+    only the checker talks to Slurm."""
+    import subprocess
+    import sys
+
+    modules = ("verdict", "plan", "report", "config", "faults", "clock", "node")
+    code = (
+        "import sys\n"
+        + "".join(f"import slurm_plugins.health.{m}\n" for m in modules)
+        + "import slurm_plugins.policy.agent\n"
+        "print(','.join(sorted(m for m in sys.modules if m.startswith('slurm_plugins.client'))))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == ""
