@@ -14,9 +14,9 @@ Jobs arrive, wait, run for their runtime and leave. Two actors, as on the live s
   card is slurmctld's (:func:`gres.placement.cards_slurm`). A requeued job may start again
 after ``requeue_delay_s`` (12 s, as measured on the lab cluster with a tuned delay).
 
-With ``hold_new`` jobs are submitted held and only the daemon releases them, as the submit
-hook does for quota-managed work; without it Slurm may start a job before the daemon's next
-cycle has judged it.
+With ``hold_new`` jobs are submitted held and only the daemon releases them, as
+quota-managed work is on the live system (held, with the ``admit`` label); without it Slurm
+may start a job before the daemon's next cycle has judged it.
 """
 
 from __future__ import annotations
