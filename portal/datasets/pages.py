@@ -68,7 +68,8 @@ def detail(dataset_id: int) -> str | Response | tuple[str, int]:
     status = 200
     if form.validate_on_submit():  # the upload form
         try:
-            uploads = [(f.filename or "", f.stream) for f in request.files.getlist("files")]
+            # an empty file input still sends a part without a file name
+            uploads = [(f.filename, f.stream) for f in request.files.getlist("files") if f.filename]
             fill = service.upload(uploads, extract=bool(request.form.get("extract")))
             service.upload_version(
                 session(), access, settings(), ds.id, fill=fill, note=request.form.get("note", "")
