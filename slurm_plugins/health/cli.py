@@ -1,4 +1,5 @@
-"""``aipool health``: check nodes once (``check``) or keep checking (``run``).
+"""``aipool health``: check nodes once (``check``), keep checking (``run``), or show what
+the node agents last reported (``show``).
 
 Both read the ``health:`` section of the policy daemon's configuration (docs/health.md);
 ``check --dry-run`` shows verdicts and what would change without changing anything. A
@@ -15,11 +16,13 @@ from typing import TYPE_CHECKING, NoReturn
 
 import click
 
+from slurm_plugins.health.config import HealthConfig
 from slurm_plugins.policy import codec
 from slurm_plugins.policy.config import LAB_CONFIG, ConfigError, DaemonConfig, load_config
 
 if TYPE_CHECKING:
     from slurm_plugins.health.checker import Checker
+    from slurm_plugins.health.report import Seen
 
 log = logging.getLogger("aipool.health")
 
@@ -30,21 +33,26 @@ def _fail(messages: tuple[str, ...] | list[str], code: int) -> NoReturn:
     raise click.exceptions.Exit(code)
 
 
+def _config(config_path: Path) -> tuple[DaemonConfig, HealthConfig]:
+    try:
+        config = load_config(config_path)
+    except ConfigError as exc:
+        _fail(exc.messages, 2)
+    if config.health is None:
+        _fail([f"{config_path}: no health: section (see docs/health.md)"], 2)
+    return config, config.health
+
+
 def _checker(config_path: Path, dry_run: bool) -> Checker:
     from slurm_plugins.client import SlurmClient
     from slurm_plugins.health.checker import Checker
     from slurm_plugins.health.node import probe_clock
     from slurm_plugins.policy.daemon import notifier_for
 
-    try:
-        config: DaemonConfig = load_config(config_path)
-    except ConfigError as exc:
-        _fail(exc.messages, 2)
-    if config.health is None:
-        _fail([f"{config_path}: no health: section (see docs/health.md)"], 2)
+    config, health = _config(config_path)
     client = SlurmClient(env=dict(config.env) or None, dry_run=dry_run, timeout=60)
     return Checker(
-        config.health,
+        health,
         client,
         notifier_for(config),
         state_dir=config.state_dir,
@@ -106,6 +114,63 @@ def run(config_path: Path) -> None:
         _fail([str(exc)], 1)
 
 
+def _mb(bps: float) -> str:
+    return f"{bps / 1e6:.1f}"
+
+
+def describe(node: str, seen: Seen, now: float) -> list[str]:
+    """A node's last report in a few lines: age, clock, devices, I/O rates, file systems."""
+    r = seen.report
+    if r is None:
+        return [f"{node}: {seen.error}"]
+    clock = r.clock
+    offset = "?" if clock.offset_s is None else f"{clock.offset_s:+.3f} s"
+    sync = {True: "synchronised", False: "NOT synchronised", None: "sync unknown"}
+    bad = [d for d in r.devices if d.errors]
+    lines = [
+        f"{node}: report {now - seen.mtime:.0f} s old; clock {offset} ({clock.source}, "
+        f"{sync[clock.synchronised]}); {len(r.devices)} device(s), {len(bad)} with errors"
+        + (f"; probe errors: {'; '.join(r.probe_errors)}" if r.probe_errors else "")
+    ]
+    lines += [f"  {d.kind} {d.index}: {', '.join(d.errors)}" for d in bad]
+    for key, rate in sorted(r.rates.items()):
+        kind, _, name = key.partition(":")
+        if kind == "net":
+            lines.append(
+                f"  {name}: in {_mb(rate.in_bps)} MB/s, out {_mb(rate.out_bps)} MB/s, "
+                f"{rate.errors_ps:.1f} errors+drops/s"
+            )
+        else:
+            lines.append(
+                f"  {name}: read {_mb(rate.in_bps)} MB/s, write {_mb(rate.out_bps)} MB/s, "
+                f"busy {rate.busy:.0%}"
+            )
+    for mount, u in sorted(r.fs.items()):
+        if u.total:
+            lines.append(f"  {mount}: {u.used / u.total:.0%} of {u.total / 1e9:.0f} GB used")
+    return lines
+
+
+@click.command()
+@config_option
+@click.option("--node", "nodes", multiple=True, help="Only this node (repeatable).")
+def show(config_path: Path, nodes: tuple[str, ...]) -> None:
+    """The node agents' last reports: clock, devices, network and disk rates."""
+    from slurm_plugins.health.report import read_reports
+
+    _, health = _config(config_path)
+    if health.reports is None:
+        _fail([f"{config_path}: health.reports (or samples.dir) is not set"], 2)
+    seen = read_reports(health.reports)
+    missing = [n for n in nodes if n not in seen]
+    now = time.time()
+    for node in nodes or tuple(sorted(seen)):
+        if node in seen:
+            click.echo("\n".join(describe(node, seen[node], now)))
+    if missing:
+        _fail([f"no report from {', '.join(missing)} in {health.reports}"], 1)
+
+
 @click.group(name="health")
 def cli() -> None:
     """Node health: drain failing nodes, return them when healthy, alert the admins."""
@@ -113,3 +178,4 @@ def cli() -> None:
 
 cli.add_command(check)
 cli.add_command(run)
+cli.add_command(show)

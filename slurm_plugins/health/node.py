@@ -24,9 +24,19 @@ from gres.errors import ProbeError
 from gres.probe import DeviceHealth, gpu_health, npu_health, run_npu_smi, xid_problem
 from slurm_plugins.health.clock import parse_chronyc_tracking, parse_timedatectl
 from slurm_plugins.health.faults import FaultsError, apply_faults, load_faults
-from slurm_plugins.health.report import Clock, DiskCounters, FsUsage, NetCounters, NodeReport
+from slurm_plugins.health.report import (
+    Clock,
+    DiskCounters,
+    FsUsage,
+    NetCounters,
+    NodeReport,
+    rates,
+)
 
 log = logging.getLogger("aipool.health.node")
+
+#: Block devices that are not disks: loop-mounted images, RAM disks, compressed swap.
+PSEUDO_DISKS = ("loop", "ram", "zram")
 
 
 class DeviceProbe(Protocol):
@@ -213,6 +223,7 @@ def counters() -> tuple[dict[str, NetCounters], dict[str, DiskCounters], dict[st
             int(getattr(c, "busy_time", 0)),
         )
         for dev, c in (psutil.disk_io_counters(perdisk=True) or {}).items()
+        if not dev.startswith(PSEUDO_DISKS)
     }
     fs = {}
     for part in psutil.disk_partitions(all=False):
@@ -241,6 +252,7 @@ class HealthReporter:
         self.clock_probe = clock_probe
         self.time = time_source
         self.with_counters = with_counters
+        self.previous: NodeReport | None = None
 
     def report(self) -> NodeReport:
         devices: tuple[DeviceHealth, ...] = ()
@@ -269,4 +281,8 @@ class HealthReporter:
         ts = self.time()
         if injected is not None and injected.offset_s is not None:
             ts += injected.offset_s  # the lab's stand-in for a clock that is off
-        return replace(report, ts=ts)
+        report = replace(report, ts=ts)
+        if self.previous is not None:
+            report = replace(report, rates=rates(self.previous, report))
+        self.previous = report
+        return report

@@ -65,6 +65,17 @@ class FsUsage:
 
 
 @dataclass(frozen=True, slots=True)
+class Rates:
+    """Per second between two reports of one NIC (in: received, out: sent, errors: errors
+    and drops) or one disk (in: read, out: written, busy: fraction of the time busy)."""
+
+    in_bps: float = 0.0
+    out_bps: float = 0.0
+    errors_ps: float = 0.0
+    busy: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
 class NodeReport:
     node: str
     #: The node's own clock when the report was taken (epoch seconds).
@@ -80,6 +91,8 @@ class NodeReport:
     net: Mapping[str, NetCounters] = field(default_factory=dict)
     disk: Mapping[str, DiskCounters] = field(default_factory=dict)
     fs: Mapping[str, FsUsage] = field(default_factory=dict)
+    #: ``net:<nic>`` and ``disk:<device>`` rates since the agent's previous report.
+    rates: Mapping[str, Rates] = field(default_factory=dict)
     version: int = REPORT_VERSION
 
     def to_json(self) -> bytes:
@@ -106,6 +119,34 @@ class Seen:
     report: NodeReport | None
     mtime: float
     error: str = ""
+
+
+def rates(prev: NodeReport, cur: NodeReport) -> dict[str, Rates]:
+    """Rates between two reports of one node; a device whose counters went backwards
+    (reset, wrapped, replaced) or that is new is left out until the next pair."""
+    dt = cur.ts - prev.ts
+    if dt <= 0:
+        return {}
+    out: dict[str, Rates] = {}
+    for nic, c in cur.net.items():
+        p = prev.net.get(nic)
+        if p is None or c.bytes_recv < p.bytes_recv or c.bytes_sent < p.bytes_sent:
+            continue
+        bad = (
+            c.errin + c.errout + c.dropin + c.dropout - (p.errin + p.errout + p.dropin + p.dropout)
+        )
+        out[f"net:{nic}"] = Rates(
+            (c.bytes_recv - p.bytes_recv) / dt, (c.bytes_sent - p.bytes_sent) / dt, max(bad, 0) / dt
+        )
+    for dev, d in cur.disk.items():
+        q = prev.disk.get(dev)
+        if q is None or d.read_bytes < q.read_bytes or d.write_bytes < q.write_bytes:
+            continue
+        busy = min(max(d.busy_ms - q.busy_ms, 0) / 1000 / dt, 1.0)
+        out[f"disk:{dev}"] = Rates(
+            (d.read_bytes - q.read_bytes) / dt, (d.write_bytes - q.write_bytes) / dt, 0.0, busy
+        )
+    return out
 
 
 def report_path(directory: Path, node: str) -> Path:

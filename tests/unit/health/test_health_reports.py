@@ -179,3 +179,73 @@ def test_agent_command_writes_samples_and_a_health_report(tmp_path: Path) -> Non
     res = CliRunner().invoke(agent, [*args, "gpu9", *lab])
     assert res.exit_code == 2
     assert "node 'gpu9' is not in the inventory" in res.output
+
+
+def test_rates_between_two_reports() -> None:
+    from slurm_plugins.health.report import DiskCounters, NetCounters, Rates, rates
+
+    a = NodeReport(
+        "n",
+        ts=100.0,
+        net={"eth0": NetCounters(1000, 5000, errin=1), "ib0": NetCounters(10, 10)},
+        disk={"nvme0n1": DiskCounters(0, 0, busy_ms=0)},
+    )
+    b = NodeReport(
+        "n",
+        ts=110.0,
+        net={
+            "eth0": NetCounters(3000, 45000, errin=3, dropin=2),
+            "ib0": NetCounters(5, 5),  # counters went backwards: reset, left out
+            "ib1": NetCounters(99, 99),  # new: no rate yet
+        },
+        disk={"nvme0n1": DiskCounters(10_000_000, 20_000_000, busy_ms=2500)},
+    )
+    assert rates(a, b) == {
+        "net:eth0": Rates(in_bps=4000.0, out_bps=200.0, errors_ps=0.4),
+        "disk:nvme0n1": Rates(in_bps=1_000_000.0, out_bps=2_000_000.0, busy=0.25),
+    }
+    assert rates(b, a) == {}  # time went backwards
+
+
+def test_reporter_adds_rates_from_its_previous_report() -> None:
+    t = [100.0]
+    reporter = HealthReporter("cpu1", None, clock_probe=Clock, time_source=lambda: t[0])
+    first = reporter.report()
+    assert first.rates == {}
+    t[0] = 102.0
+    second = reporter.report()
+    assert second.rates
+    assert {k.split(":")[0] for k in second.rates} <= {"net", "disk"}
+    assert not any(k.startswith("disk:loop") for k in second.rates)
+    assert all(r.in_bps >= 0 and r.out_bps >= 0 for r in second.rates.values())
+
+
+def test_show_command(tmp_path: Path) -> None:
+    from slurm_plugins.health.cli import cli
+    from slurm_plugins.health.report import DiskCounters, Rates
+
+    write_report(
+        tmp_path / "reports",
+        NodeReport(
+            "gpu1",
+            ts=1.0,
+            devices=(DeviceHealth("gpu", 0), DeviceHealth("gpu", 1, ("xid 79",))),
+            clock=Clock("chrony", True, 0.0042),
+            disk={"nvme0n1": DiskCounters()},
+            rates={"net:ib0": Rates(2.5e9, 1e9, 0.0), "disk:nvme0n1": Rates(3e6, 0, 0, 0.5)},
+        ),
+    )
+    conf = tmp_path / "daemon.yaml"
+    conf.write_text(f"policies: [{{name: fifo}}]\nhealth: {{reports: {tmp_path / 'reports'}}}\n")
+    res = CliRunner().invoke(cli, ["show", "--config", str(conf)])
+    assert res.exit_code == 0, res.output
+    lines = res.output.splitlines()
+    assert "clock +0.004 s (chrony, synchronised); 2 device(s), 1 with errors" in lines[0]
+    assert lines[1:] == [
+        "  gpu 1: xid 79",
+        "  nvme0n1: read 3.0 MB/s, write 0.0 MB/s, busy 50%",
+        "  ib0: in 2500.0 MB/s, out 1000.0 MB/s, 0.0 errors+drops/s",
+    ]
+    res = CliRunner().invoke(cli, ["show", "--config", str(conf), "--node", "gpu2"])
+    assert res.exit_code == 1
+    assert "no report from gpu2" in res.output
