@@ -95,12 +95,13 @@ def check(config_path: Path, dry_run: bool, as_json: bool) -> None:
 
 @click.command()
 @config_option
-def run(config_path: Path) -> None:
+@click.option("--dry-run", is_flag=True, help="Log what each check would do; change nothing.")
+def run(config_path: Path, dry_run: bool) -> None:
     """Check every health.interval until stopped (one checker per state directory)."""
     from slurm_plugins.client import SlurmError
     from slurm_plugins.health.checker import CheckerLocked
 
-    checker = _checker(config_path, dry_run=False)
+    checker = _checker(config_path, dry_run)
     try:
         with checker.store.locked():
             while True:
