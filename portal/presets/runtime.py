@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from portal.presets import metrics
-from portal.presets.catalog import get
+from portal.presets.catalog import RESULTS, get
 from portal.presets.kinds import KINDS, Kind
 
 
@@ -115,6 +115,10 @@ def main(argv: list[str] | None = None) -> int:
             p.add_argument("--host")
         else:
             p.add_argument("--out", type=Path, required=True)
+        if name == "selftest":
+            p.add_argument(
+                "--publish", action="store_true", help="write the preset's published results"
+            )
     args = parser.parse_args(argv)
     kind = _kind(args)
     if args.command == "train":
@@ -128,6 +132,11 @@ def main(argv: list[str] | None = None) -> int:
         train(kind, args.out / "base", args.out)
         report = evaluate(kind, args.out / "model", args.out / "evaluation")
         print(json.dumps({"preset": args.preset, **report["metrics"]}))
+        if args.publish:
+            RESULTS.mkdir(exist_ok=True)
+            tool = f"python -m portal.presets.runtime selftest --preset {args.preset}"
+            published = {"preset": args.preset, "tool": tool, **report}
+            _write_json(RESULTS / f"{args.preset}.json", published)
     return 0
 
 
