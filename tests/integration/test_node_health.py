@@ -131,3 +131,37 @@ def test_failing_gpu_node_is_drained_its_job_moves_and_it_returns(h: Harness) ->
         ),
     ]
     assert all(n["users"] == ["root"] for n in notes)
+
+
+def test_check_command_dry_run_plans_but_changes_nothing(lab: Lab, tmp_path: Path) -> None:
+    """``aipool health check --dry-run --json`` on the lab: the drain is planned and shown,
+    Slurm is not touched, no alert is sent, no state is written."""
+    import json
+
+    from click.testing import CliRunner
+
+    from slurm_plugins.health.cli import cli
+
+    faults = tmp_path / "faults.yaml"
+    faults.write_text("nodes: {gpu2: {devices: [{kind: gpu, index: 3, missing: true}]}}\n")
+    for n in GPU_NODES:
+        report_health(
+            tmp_path / "reports", health_reporter("", n, inventory=INVENTORY, faults=faults)
+        )
+    conf = tmp_path / "daemon.yaml"
+    conf.write_text(
+        f"state_dir: {tmp_path / 'state'}\n"
+        f"slurm_conf: {lab.cfg.env()['SLURM_CONF']}\n"
+        f"notify: {{log: false, file: {tmp_path / 'notes.jsonl'}}}\n"
+        "policies: [{name: fifo}]\n"
+        f"health: {{reports: {tmp_path / 'reports'}, nodes: [gpu1, gpu2]}}\n"
+    )
+    res = CliRunner().invoke(cli, ["check", "--config", str(conf), "--dry-run", "--json"])
+    assert res.exit_code == 0, res.output
+    plan = json.loads(res.output)
+    assert plan["drains"] == [{"node": "gpu2", "reason": "health: gpu: 3 of 4 visible"}]
+    assert [v["node"] for v in plan["verdicts"]] == ["gpu1", "gpu2"]
+    client = SlurmClient(env=lab.cfg.env(), timeout=30)
+    assert next(n for n in client.nodes() if n.name == "gpu2").available
+    assert not (tmp_path / "notes.jsonl").exists()
+    assert not (tmp_path / "state" / "health.json").exists()
