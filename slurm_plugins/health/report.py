@@ -170,8 +170,11 @@ def read_reports(directory: Path) -> dict[str, Seen]:
     for f in sorted(d.glob(f"*{SUFFIX}")) if d.is_dir() else ():
         node = f.name[: -len(SUFFIX)]
         try:
-            mtime = f.stat().st_mtime
-            text = f.read_bytes()
+            # The time of the content read: on NFS, open() fetches fresh attributes
+            # (close-to-open), while a separate stat() may answer from a stale cache.
+            with f.open("rb") as fh:
+                text = fh.read()
+                mtime = os.fstat(fh.fileno()).st_mtime
         except OSError:
             continue  # replaced or removed while we looked: the next check reads it
         try:
