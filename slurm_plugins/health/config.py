@@ -8,6 +8,7 @@ health:
   report_max_age: 3m                # an older report counts as "no report" (never drains)
   recover_after: 3                  # consecutive healthy checks before a drained node returns
   drain: true                       # false: only tell the admins
+  max_drained: 0.5                  # at most this fraction of the nodes drained at once
   require_sync: false               # true: an unsynchronised clock drains even within the skew
   nodes: []                         # only these nodes (empty: all)
 ```
@@ -33,6 +34,7 @@ class HealthConfig:
     report_max_age_s: float = 180.0
     recover_after: int = 3
     drain: bool = True
+    max_drained: float = 0.5
     require_sync: bool = False
     nodes: tuple[str, ...] = ()
 
@@ -47,6 +49,7 @@ class HealthSchema(Schema):
     report_max_age = Duration(load_default=180.0)
     recover_after = fields.Integer(load_default=3, validate=validate.Range(min=1, max=1000))
     drain = fields.Boolean(load_default=True)
+    max_drained = fields.Float(load_default=0.5, validate=validate.Range(min=0, max=1))
     require_sync = fields.Boolean(load_default=False)
     nodes = fields.List(fields.String(validate=validate.Length(min=1)), load_default=list)
 
@@ -67,6 +70,7 @@ def health_config(
         report_max_age_s=raw["report_max_age"],
         recover_after=raw["recover_after"],
         drain=raw["drain"],
+        max_drained=raw["max_drained"],
         require_sync=raw["require_sync"],
         nodes=tuple(raw["nodes"]),
     )

@@ -8,6 +8,10 @@ bookkeeping (:class:`HealthState`) and ``now``, and returns a :class:`HealthPlan
   left alone — it is only reported.
 * A node the checker drained returns (``RESUME``) once it has been healthy for
   ``recover_after`` consecutive checks; a check without a fresh report breaks the streak.
+* At most ``max_drained`` of the checked nodes (a fraction; at least one node) are drained
+  by the checker at once: a fault that strikes every node at the same moment (a shared
+  time source gone wrong, a broken agent rollout) is told, not turned into an empty
+  cluster.
 * Each node's trouble is told once: an alert when it starts failing (or its set of
   problems changes), one when it returns. Warnings that do not drain are told once too.
 """
@@ -75,12 +79,13 @@ def plan(
     controller_offset_s: float | None = None,
 ) -> HealthPlan:
     wanted = set(config.nodes)
+    checked = sorted((n for n in nodes if not wanted or n.name in wanted), key=lambda n: n.name)
+    limit = max(1, int(config.max_drained * len(checked)))
+    ours = sum(1 for n in checked if n.drained_by_health)
     verdicts: list[Verdict] = []
-    out = _Out(now, config, admins)
+    out = _Out(now, config, admins, limit, limit - ours)
     records: dict[str, NodeRecord] = {}
-    for node in sorted(nodes, key=lambda n: n.name):
-        if wanted and node.name not in wanted:
-            continue
+    for node in checked:
         v = assess(
             node,
             reports.get(node.name),
@@ -108,6 +113,9 @@ class _Out:
     now: float
     config: HealthConfig
     admins: tuple[str, ...]
+    #: At most this many nodes drained by the checker at once, and how many more may be.
+    limit: int
+    room: int
     drains: list[NodeChange] = field(default_factory=list)
     resumes: list[NodeChange] = field(default_factory=list)
     alerts: list[Alert] = field(default_factory=list)
@@ -122,16 +130,24 @@ def _decide(node: NodeView, v: Verdict, rec: NodeRecord, out: _Out) -> NodeRecor
     if v.failing:
         reason = v.reason()
         told = _signature(v)
-        if not node.drained and out.config.drain:
+        if not node.drained and out.config.drain and out.room > 0:
             out.drains.append(NodeChange(node.name, reason))
+            out.room -= 1
             drained_at = out.now
             if told != rec.told:
                 out.tell("node_drained", node.name, f"drained: {reason}", v)
-        elif told != rec.told:
-            by = "drained by someone else" if node.drained else "not drained"
-            why = "drained" if ours else by
-            subject = f"failing ({why}): {reason}"
-            out.tell("node_failing", node.name, subject, v)
+        else:
+            if ours:
+                why = "drained"
+            elif node.drained:
+                why = "drained by someone else"
+            elif out.config.drain:
+                why = f"not drained: {out.limit} node(s) drained by health already, the limit"
+                told += "|held"  # told again once it is drained
+            else:
+                why = "not drained"
+            if told != rec.told:
+                out.tell("node_failing", node.name, f"failing ({why}): {reason}", v)
         return NodeRecord(0, told, drained_at)
     streak = rec.streak + 1 if v.healthy and ours else 0
     told = rec.told

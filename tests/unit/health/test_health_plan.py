@@ -159,3 +159,29 @@ def test_state_round_trips_through_json() -> None:
 
     state = HealthState({"gpu1": NodeRecord(1, "device_error", NOW)})
     assert codec.load(HealthState, codec.dump(state)) == state
+
+
+def test_a_fault_on_every_node_drains_at_most_the_limit() -> None:
+    names = ["gpu1", "gpu2", "gpu3", "gpu4", "gpu5"]
+    w = World(*(view(n) for n in names), config=replace(CONFIG, max_drained=0.5))
+    p = w.check(dict.fromkeys(names, BROKEN))
+    assert [d.node for d in p.drains] == ["gpu1", "gpu2"]  # int(0.5 x 5) = 2
+    held = [n.subject for n in p.notifications if n.kind == "node_failing"]
+    assert held == [
+        f"aipool: node {n} failing (not drained: 2 node(s) drained by health already, the "
+        "limit): health: gpu 1: xid 79"
+        for n in ("gpu3", "gpu4", "gpu5")
+    ]
+    assert not w.check(dict.fromkeys(names, BROKEN)).notifications  # told once
+    fine_first = {**dict.fromkeys(names, BROKEN), "gpu1": FINE}
+    w.check(fine_first)
+    p = w.check(fine_first)  # gpu1 returns, which makes room for gpu3
+    assert [r.node for r in p.resumes] == ["gpu1"]
+    p = w.check(fine_first)
+    assert [d.node for d in p.drains] == ["gpu3"]
+    assert [n.kind for n in p.notifications] == ["node_drained"]
+
+
+def test_one_node_may_always_be_drained() -> None:
+    w = World(view("gpu1"), config=replace(CONFIG, max_drained=0.0))
+    assert [d.node for d in w.check({"gpu1": BROKEN}).drains] == ["gpu1"]

@@ -139,11 +139,14 @@ def test_health_section_of_the_daemon_config(tmp_path: Path) -> None:
     assert cfg.health.reports == Path("/shared/samples")
     assert cfg.health.max_clock_skew_s == 0.5
     with pytest.raises(ConfigError) as err:
-        parse_config({**base, "health": {"recover_after": 0, "interval": "soon", "x": 1}})
+        parse_config(
+            {**base, "health": {"recover_after": 0, "interval": "soon", "max_drained": 2, "x": 1}}
+        )
     text = "\n".join(err.value.messages)
     assert "health.recover_after:" in text
     assert "health.interval: not a duration: 'soon'" in text
     assert "health.x: Unknown field." in text
+    assert "health.max_drained: Must be greater than or equal to 0" in text
 
 
 def test_check_command_needs_a_health_section(tmp_path: Path) -> None:
