@@ -85,7 +85,7 @@ class NodeReport:
     devices: tuple[DeviceHealth, ...] = ()
     #: Devices the node should have per kind (from its inventory), where the agent knows.
     expected: Mapping[str, int] = field(default_factory=dict)
-    #: Probes that failed outright (a driver that answers half-way, a tool that hangs).
+    #: Probes that failed outright (e.g. npu-smi exiting with an error or hanging).
     probe_errors: tuple[str, ...] = ()
     clock: Clock = field(default_factory=Clock)
     net: Mapping[str, NetCounters] = field(default_factory=dict)
