@@ -12,7 +12,6 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from fractions import Fraction
 
 from gres.model import TEMPLATES
 from slurm_plugins.client.models import AcctJob, Association, Node, Tres
@@ -20,7 +19,7 @@ from slurm_plugins.client.models import AcctJob, Association, Node, Tres
 #: micro-cards in one card
 UCARDS = 1_000_000
 DEFAULT_SHARDS_PER_GPU = 32
-_VNPU_SUFFIX = {t.suffix: t.fraction for t in TEMPLATES.values()}
+_VNPU_UCARDS = {t.suffix: round(t.fraction * UCARDS) for t in TEMPLATES.values()}
 _FIRST_HOST = re.compile(r"^(?P<prefix>[^,\[]*)(?:\[(?P<first>[^\]\-,]+))?")
 
 
@@ -120,47 +119,60 @@ class Usage:
         return self.mem_mib * self.elapsed_s
 
 
-def gpu_cards(tres: Tres, node: NodeCards) -> tuple[str, Fraction]:
-    """GPU model and cards held: whole GPUs plus shards as fractions of the node's cards."""
+def gpu_cards(tres: Tres, node: NodeCards) -> tuple[str, int]:
+    """GPU model and micro-cards held: whole GPUs plus shards as fractions of the node's
+    cards (integer arithmetic, rounded to the nearest micro-card)."""
     typed = tres.typed("gpu")
     model = max(typed, key=lambda t: (typed[t], t)) if typed else node.gpu_type
-    cards = Fraction(tres.gpus) + Fraction(tres.shards, node.shards_per_gpu or 1)
-    return (model if cards else ""), cards
+    ucards = tres.gpus * UCARDS
+    shards = tres.shards
+    if shards:
+        per = node.shards_per_gpu or 1
+        ucards += (2 * shards * UCARDS + per) // (2 * per)
+    return (model if ucards else ""), ucards
 
 
-def npu_cards(tres: Tres) -> tuple[str, Fraction]:
-    """NPU model and cards held; a vNPU (``910b_vir05``) counts as its share of the chip."""
-    cards = Fraction(0)
-    by_model: dict[str, Fraction] = {}
+def npu_cards(tres: Tres) -> tuple[str, int]:
+    """NPU model and micro-cards held; a vNPU (``910b_vir05``) counts as its share of the
+    chip."""
+    total = tres.npus
+    if not total:
+        return "", 0
+    by_model: dict[str, int] = {}
     typed_count = 0
     for typ, count in tres.typed("npu").items():
         model, _, suffix = typ.rpartition("_")
-        share = _VNPU_SUFFIX.get(suffix) if model else None
+        share = _VNPU_UCARDS.get(suffix) if model else None
         if share is None:
-            model, share = typ, Fraction(1)
-        by_model[model] = by_model.get(model, Fraction(0)) + share * count
+            model, share = typ, UCARDS
+        by_model[model] = by_model.get(model, 0) + share * count
         typed_count += count
-    cards = sum(by_model.values(), Fraction(0)) + max(tres.npus - typed_count, 0)
+    ucards = sum(by_model.values()) + max(total - typed_count, 0) * UCARDS
     model = max(by_model, key=lambda m: (by_model[m], m)) if by_model else ""
-    return (model if cards else ""), cards
+    return (model if ucards else ""), ucards
+
+
+def _utc(t: datetime) -> datetime:
+    return t if t.tzinfo is UTC else t.astimezone(UTC)
 
 
 def meter(job: AcctJob, topo: Topology, now: datetime | None = None) -> Usage | None:
     """The usage of one ``sacct`` record; ``None`` for a job that never started."""
     if job.start_time is None:
         return None
-    start = job.start_time.astimezone(UTC)
+    start = _utc(job.start_time)
     elapsed = max(job.elapsed_s, 0)
     if job.state.is_finished and job.end_time is not None:
-        end = job.end_time.astimezone(UTC)
+        end = _utc(job.end_time)
     else:
         end = start + timedelta(seconds=elapsed)
     if now is not None and not job.state.is_finished:
         end = min(max(end, start), now)
-    submit = job.submit_time.astimezone(UTC) if job.submit_time else None
+    submit = _utc(job.submit_time) if job.submit_time else None
     wait = max(int((start - submit).total_seconds()), 0) if submit else 0
-    gpu_type, gpus = gpu_cards(job.tres_alloc, topo.node(job.nodes))
-    npu_type, npus = npu_cards(job.tres_alloc)
+    tres = job.tres_alloc
+    gpu_type, gpus = gpu_cards(tres, topo.node(job.nodes)) if tres.gpus or tres.shards else ("", 0)
+    npu_type, npus = npu_cards(tres)
     return Usage(
         cluster=job.cluster,
         job_id=job.job_id,
@@ -177,10 +189,10 @@ def meter(job: AcctJob, topo: Topology, now: datetime | None = None) -> Usage | 
         elapsed_s=elapsed,
         wait_s=wait,
         gpu_type=gpu_type,
-        gpu_ucards=round(gpus * UCARDS),
+        gpu_ucards=gpus,
         npu_type=npu_type,
-        npu_ucards=round(npus * UCARDS),
-        cpus=job.tres_alloc["cpu"],
-        mem_mib=job.tres_alloc["mem"],
+        npu_ucards=npus,
+        cpus=tres["cpu"],
+        mem_mib=tres["mem"],
         finished=job.state.is_finished,
     )

@@ -1,8 +1,8 @@
 """Telling people what the daemon did: a small interface and its sinks.
 
 The idle reaper's warnings, reclaims and migrations reach the job's owner and the admins
-through a :class:`Notifier`. For now there are a log sink and a JSON-lines file sink (which
-the portal and tests read); e-mail joins as another sink.
+through a :class:`Notifier`. There are a log sink, a JSON-lines file sink (which the portal
+and tests read) and an e-mail sink (through :mod:`accounting.mail`).
 """
 
 from __future__ import annotations
@@ -10,12 +10,15 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from slurm_plugins.policy import codec
 from slurm_plugins.policy.plan import Notification
+
+if TYPE_CHECKING:
+    from accounting.mail import Mailer
 
 log = logging.getLogger("aipool.policy.notify")
 
@@ -47,6 +50,48 @@ class FileSink:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self.path.open("a") as f:
             f.write(json.dumps({"at": time.time(), **codec.dump(note)}) + "\n")
+
+
+class EmailSink:
+    """Mails each notification to its users (a job's owner, the admins), once per job and
+    kind: the idle reaper may report the same stop on several cycles.
+
+    ``address`` maps a user name to an e-mail address; users it maps to ``None`` get no mail.
+    Sending is :class:`accounting.mail.Mailer`'s (aiosmtplib, Jinja2 template ``idle_stop``).
+    """
+
+    def __init__(
+        self,
+        mailer: Mailer,
+        address: Callable[[str], str | None],
+        *,
+        remember: int = 10_000,
+    ) -> None:
+        self.mailer = mailer
+        self.address = address
+        self.remember = remember
+        self._sent: dict[tuple[int, str], None] = {}
+
+    def send(self, note: Notification) -> None:
+        from accounting.mail import Mail, MailError, render
+
+        key = (note.job_id, note.kind)
+        if key in self._sent:
+            return
+        to = tuple(dict.fromkeys(a for u in note.users if (a := self.address(u))))
+        if not to:
+            return
+        subject, body = render(
+            "idle_stop",
+            {"subject": note.subject, "text": note.text, "job_id": note.job_id, "kind": note.kind},
+        )
+        try:
+            self.mailer.send([Mail(to, subject, body)])
+        except MailError as exc:
+            raise OSError(str(exc)) from exc  # MultiSink logs sink failures and goes on
+        self._sent[key] = None
+        while len(self._sent) > self.remember:
+            del self._sent[next(iter(self._sent))]
 
 
 class MultiSink:

@@ -44,10 +44,11 @@ def test_whole_gpus_take_their_type_from_the_typed_tres() -> None:
 
 
 def test_npus_and_vnpus_are_metered_apart_from_gpus() -> None:
-    assert npu_cards(Tres.parse("gres/npu=2,gres/npu:910b_vir05=2")) == ("910b", Fraction(1, 2))
-    assert npu_cards(Tres.parse("gres/npu=1,gres/npu:910b_vir10=1")) == ("910b", Fraction(1, 2))
-    assert npu_cards(Tres.parse("gres/npu=3,gres/npu:910b=3")) == ("910b", Fraction(3))
-    assert npu_cards(Tres.parse("gres/npu=1")) == ("", Fraction(1))
+    assert npu_cards(Tres.parse("gres/npu=2,gres/npu:910b_vir05=2")) == ("910b", UCARDS // 2)
+    assert npu_cards(Tres.parse("gres/npu=1,gres/npu:910b_vir10=1")) == ("910b", UCARDS // 2)
+    assert npu_cards(Tres.parse("gres/npu=3,gres/npu:910b=3")) == ("910b", 3 * UCARDS)
+    assert npu_cards(Tres.parse("gres/npu=1")) == ("", UCARDS)
+    assert npu_cards(Tres.parse("cpu=4")) == ("", 0)
     u = meter(acct(1, "gres/npu=1,gres/npu:910b=1", partition="npu", nodes="npu1"), TOPO)
     assert u is not None
     assert (u.gpu_ucards, u.gpu_type, u.npu_type, u.npu_ucards) == (0, "", "910b", UCARDS)
