@@ -53,7 +53,7 @@ def work_root() -> Path:
 
 
 def new_workdir() -> Path:
-    path = work_root() / secrets.token_urlsafe(18)
+    path = work_root() / secrets.token_hex(16)  # a word jobspec accepts in paths
     path.mkdir(mode=0o700)
     path.chmod(0o777)  # the job runs as its user, who writes its output here
     return path

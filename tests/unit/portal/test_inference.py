@@ -1,0 +1,219 @@
+"""Inference services: one-click deploy, the lifecycle (edit/scale, stop, start, delete),
+restart of failed replicas, expiry, the IP allow-list, the per-service token, and calls
+proxied to a real replica process (the program a replica job runs) and counted."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shlex
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sklearn.datasets import load_digits
+
+from slurm_plugins.client.models import JobState
+from tests.unit.portal.conftest import Env
+from tests.unit.portal.test_registry import T0, clock, reg  # noqa: F401 -- fixture
+from tests.unit.portal.test_registry_runs import import_digits, set_job, submitted, train
+
+
+@pytest.fixture
+def deployed(reg: Env) -> Iterator[tuple[Env, dict[str, Any], list[subprocess.Popen[bytes]]]]:  # noqa: F811
+    model_id = import_digits(reg)
+    v2 = train(reg, model_id)
+    r = reg.api("alice").post("/api/v1/inference", json={"version_id": v2["id"]})
+    assert r.status_code == 201, r.json
+    procs: list[subprocess.Popen[bytes]] = []
+    yield reg, r.json, procs
+    for proc in procs:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def start_replica(env: Env, job_id: int, procs: list[subprocess.Popen[bytes]]) -> None:
+    """Run what the replica job runs (its program, key and connection file), and mark the job
+    running in the fake Slurm."""
+    _, script, _ = submitted(env, job_id)
+    lines = script.splitlines()
+    program = next(x for x in lines if x.startswith("AIPOOL_PROGRAM=("))
+    argv = shlex.split(program.removeprefix("AIPOOL_PROGRAM=(").removesuffix(")"))
+    key = next(x for x in lines if x.startswith("export SERVE_KEY=")).split("=", 1)[1]
+    conn = Path(argv[argv.index("--conn") + 1])
+    proc = subprocess.Popen(
+        [sys.executable, *argv[1:], "--host", "127.0.0.1"],
+        env={**os.environ, "SERVE_KEY": shlex.split(key)[0], "SLURM_JOB_ID": str(job_id)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    procs.append(proc)
+    deadline = time.monotonic() + 60
+    while not conn.is_file():
+        assert time.monotonic() < deadline, "the replica did not start within 60 s"
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=0.05)
+            raise AssertionError(f"the replica exited with {proc.returncode}")
+    set_job(env, job_id, JobState.RUNNING)
+
+
+def test_deploy_call_scale_restart_stop_start_delete(
+    deployed: tuple[Env, dict[str, Any], list[subprocess.Popen[bytes]]],
+) -> None:
+    env, svc, procs = deployed
+    alice = env.api("alice")
+    token = svc["token"]
+    assert svc["state"] == "running"
+    assert svc["url"] == f"/api/v1/inference/{svc['id']}/predict"
+    [replica] = svc["replica_jobs"]
+    user, _, props = submitted(env, replica["job_id"])
+    assert (user, props["account"], props["name"]) == ("alice", "nlp", f"svc-{svc['id']}-r0")
+    assert props["partition"] == "cpu"
+
+    anon = env.app.test_client()
+    digits = load_digits()
+    call = lambda i, tok=token: anon.post(  # noqa: E731
+        svc["url"], json={"pixels": digits.data[i].tolist()}, headers={"X-Service-Token": tok}
+    )
+    r = call(0)
+    assert r.status_code == 503
+    assert "no replica is ready" in r.json["message"]
+    start_replica(env, replica["job_id"], procs)
+    seen = alice.get(f"/api/v1/inference/{svc['id']}").json
+    assert seen["ready_replicas"] == 1
+    for i in range(3):
+        r = call(i)
+        assert r.status_code == 200, r.json
+        assert r.json["label"] == str(digits.target[i])
+    health = anon.get(f"/api/v1/inference/{svc['id']}/health", headers={"X-Service-Token": token})
+    assert health.json["status"] == "ok"
+    assert call(0, "svc_wrong").status_code == 404
+    assert anon.post(svc["url"], json={}).status_code == 404
+    bad = call(0)
+    assert bad.status_code == 200
+    r = anon.post(svc["url"], json={"pixels": [1]}, headers={"X-Service-Token": token})
+    assert r.status_code == 422
+    assert alice.get(f"/api/v1/inference/{svc['id']}").json["calls"] == 6  # not the refused ones
+
+    # the allow-list
+    r = alice.patch(f"/api/v1/inference/{svc['id']}", json={"allow_ips": ["10.0.0.0/8"]})
+    assert r.json["allow_ips"] == ["10.0.0.0/8"]
+    assert call(0).status_code == 403
+    alice.patch(f"/api/v1/inference/{svc['id']}", json={"allow_ips": ["127.0.0.1"]})
+    assert call(0).status_code == 200
+    bad_ip = alice.patch(f"/api/v1/inference/{svc['id']}", json={"allow_ips": ["300.1.1.1"]})
+    assert bad_ip.status_code == 422
+
+    # scale up and back down: each replica is a job
+    r = alice.patch(f"/api/v1/inference/{svc['id']}", json={"replicas": 2})
+    jobs = [x["job_id"] for x in r.json["replica_jobs"]]
+    assert len(jobs) == 2
+    assert jobs[0] == replica["job_id"]
+    r = alice.patch(f"/api/v1/inference/{svc['id']}", json={"replicas": 1})
+    assert [x["job_id"] for x in r.json["replica_jobs"]] == jobs[:1]
+    assert ("alice", jobs[1]) in env.slurm.cancelled
+
+    # a replica whose job failed is restarted
+    set_job(env, jobs[0], JobState.FAILED)
+    r = alice.get(f"/api/v1/inference/{svc['id']}").json
+    [again] = r["replica_jobs"]
+    assert again["job_id"] != jobs[0]
+    assert (again["restarts"], again["ready"]) == (1, False)
+
+    # stop, start, a new token, delete
+    r = alice.post(f"/api/v1/inference/{svc['id']}/stop")
+    assert (r.json["state"], r.json["replica_jobs"]) == ("stopped", [])
+    assert ("alice", again["job_id"]) in env.slurm.cancelled
+    assert call(0).status_code == 503
+    r = alice.post(f"/api/v1/inference/{svc['id']}/start")
+    assert r.json["state"] == "running"
+    assert len(r.json["replica_jobs"]) == 1
+    new = alice.post(f"/api/v1/inference/{svc['id']}/token").json["token"]
+    assert call(0, token).status_code == 404
+    assert call(0, new).status_code == 503  # the restarted replica is still starting
+    workdir = Path(env.app.config["MODEL_WORK"])
+    assert any(workdir.iterdir())
+    assert alice.delete(f"/api/v1/inference/{svc['id']}").status_code == 204
+    assert alice.get(f"/api/v1/inference/{svc['id']}").status_code == 404
+    assert not any(workdir.iterdir())
+
+
+def test_expiry_stops_the_service(
+    deployed: tuple[Env, dict[str, Any], list[subprocess.Popen[bytes]]],
+) -> None:
+    env, svc, _ = deployed
+    alice = env.api("alice")
+    ends = T0 + timedelta(hours=1)
+    past = alice.patch(f"/api/v1/inference/{svc['id']}", json={"expires_at": T0.isoformat()})
+    assert past.status_code == 422
+    r = alice.patch(f"/api/v1/inference/{svc['id']}", json={"expires_at": ends.isoformat()})
+    assert r.status_code == 200
+    job = r.json["replica_jobs"][0]["job_id"]
+    clock(env).at = ends
+    r = alice.get(f"/api/v1/inference/{svc['id']}").json
+    assert (r["state"], r["replica_jobs"]) == ("expired", [])
+    assert ("alice", job) in env.slurm.cancelled
+    anon = env.app.test_client()
+    gone = anon.post(svc["url"], json={}, headers={"X-Service-Token": svc["token"]})
+    assert gone.status_code == 410
+    assert alice.post(f"/api/v1/inference/{svc['id']}/start").status_code == 409
+
+
+def test_service_permissions(
+    deployed: tuple[Env, dict[str, Any], list[subprocess.Popen[bytes]]],
+) -> None:
+    env, svc, _ = deployed
+    url = f"/api/v1/inference/{svc['id']}"
+    # gina reads nlp (viewer through a group): sees it, may not change it
+    assert env.api("gina").get(url).status_code == 200
+    for method, path, body in (
+        ("patch", url, {"replicas": 3}),
+        ("post", f"{url}/stop", None),
+        ("post", f"{url}/token", None),
+        ("delete", url, None),
+    ):
+        kw = {"json": body} if body is not None else {}
+        assert getattr(env.api("gina"), method)(path, **kw).status_code == 403
+        for other in ("bob", "tina", "nobody"):
+            assert getattr(env.api(other), method)(path, **kw).status_code == 404
+    for other in ("bob", "tina", "nobody"):
+        assert env.api(other).get(url).status_code == 404
+        assert env.api(other).get("/api/v1/inference").json == []
+    assert env.api("erin").get(url).status_code == 200  # the domain's admin
+    assert len(env.api("alice").get(url).json["replica_jobs"]) == 1  # nothing changed
+
+
+def test_deploy_needs_a_visible_ready_version(reg: Env) -> None:  # noqa: F811
+    model_id = import_digits(reg)
+    alice = reg.api("alice")
+    versions = alice.get(f"/api/v1/models/{model_id}/versions").json
+    v1 = versions[0]["id"]
+    assert reg.api("bob").post("/api/v1/inference", json={"version_id": v1}).status_code == 404
+    # shared read-only with dave (another tenant): he may serve it in his own project
+    alice.post(
+        f"/api/v1/models/{model_id}/shares",
+        json={"grantee_kind": "user", "grantee_id": reg.world.users["dave"]},
+    )
+    r = reg.api("dave").post(
+        "/api/v1/inference", json={"version_id": v1, "project_id": reg.world.projects["cs101"]}
+    )
+    assert r.status_code == 201, r.json
+    user, _, props = submitted(reg, r.json["replica_jobs"][0]["job_id"])
+    assert (user, props["account"]) == ("dave", "cs101")
+    # ... but not in alice's project
+    r = reg.api("dave").post(
+        "/api/v1/inference",
+        json={"version_id": v1, "project_id": reg.world.projects["nlp"], "name": "x"},
+    )
+    assert r.status_code == 404
+    r = alice.post("/api/v1/inference", json={"version_id": v1, "device": "fraction", "shards": 8})
+    assert r.status_code == 201
+    _, _, props = submitted(reg, r.json["replica_jobs"][0]["job_id"])
+    assert (props["gres"], props["partition"]) == ("shard:8", "gpu")
+    dup = alice.post("/api/v1/inference", json={"version_id": v1, "name": r.json["name"]})
+    assert dup.status_code == 409
