@@ -237,6 +237,7 @@ def new_version(
     store = settings.store
     staging = store.staging()
     final: Path | None = None
+    moved = False
     try:
         origin = fill(staging, Budget(limits_for(session, settings, ds.project_id)))
         manifest = scan(staging)
@@ -249,9 +250,8 @@ def new_version(
             or 0
         )
         final = store.version_dir(ds.id, number)
-        if final.exists():
-            raise Conflict(f"{final} exists; another version is being made")
         store.commit(staging, final, manifest)
+        moved = True
         row = DatasetVersion(
             dataset_id=ds.id,
             version=number,
@@ -275,7 +275,7 @@ def new_version(
     except BaseException as exc:
         session.rollback()
         store.remove(staging)
-        if final is not None and not isinstance(exc, Conflict):
+        if moved and final is not None:
             store.remove(final)
         if isinstance(exc, IntegrityError):
             raise Conflict("another version was made at the same time; try again") from None

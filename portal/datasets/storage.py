@@ -9,6 +9,7 @@ half-written remains. Archive members and object keys become relative paths only
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -23,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import IO, Any
 
-from portal.errors import QuotaExceeded, ValidationFailed
+from portal.errors import Conflict, QuotaExceeded, ValidationFailed
 
 CHUNK = 1 << 20
 ARCHIVE_SUFFIXES = (".zip", ".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tar.xz")
@@ -207,7 +208,9 @@ def copy_tree(src: Path, dest: Path, budget: Budget) -> None:
             if not stat.S_ISREG(info.st_mode):
                 raise ValidationFailed({"path": [f"{rel}: only regular files and directories"]})
             budget.new_file(rel, info.st_size)
-            with path.open("rb") as stream:
+            # O_NOFOLLOW: a file swapped for a link after the walk is refused, not followed
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+            with os.fdopen(fd, "rb") as stream:
                 write_stream(stream, dest, safe_relpath(rel, "path"), budget)
 
 
@@ -255,14 +258,24 @@ class Store:
         return self.root / str(dataset_id) / "workspace"
 
     def commit(self, staging: Path, final: Path, manifest: Manifest) -> None:
-        """Make the staged files read-only and move them to the version's path."""
+        """Make the staged files read-only and move them to the version's path (``Conflict``
+        when another request took it first)."""
         for path in staging.rglob("*"):
             path.chmod(0o555 if path.is_dir() else 0o444)
         staging.chmod(0o555)
         final.parent.mkdir(parents=True, exist_ok=True)
         final.parent.chmod(0o755)
+        try:
+            # atomic: of two requests making the same version number one wins, the other
+            # finds a non-empty directory there (a version always holds a file)
+            staging.rename(final)
+        except OSError as exc:
+            if exc.errno in (errno.ENOTEMPTY, errno.EEXIST):
+                raise Conflict(
+                    f"{final.name} is being made by another request; try again"
+                ) from None
+            raise
         _manifest_path(final).write_text(json.dumps(_manifest_json(manifest)))
-        staging.rename(final)
 
     def manifest(self, final: Path) -> Manifest:
         data = json.loads(_manifest_path(final).read_text())

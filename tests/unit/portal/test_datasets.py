@@ -518,3 +518,32 @@ def test_dataset_rows_survive_only_with_their_files(env: Env, store: Path) -> No
         path = Path(rows[0].path)
     assert sorted(p.name for p in path.iterdir()) == ["a.txt", "b.txt"]
     assert path.with_name("v1.manifest.json").is_file()
+
+
+def test_a_version_number_taken_by_another_request_is_a_conflict(env: Env, store: Path) -> None:
+    ds = make_dataset(env, "alice", "nlp")
+    taken = store / str(ds) / "v1"
+    taken.mkdir(parents=True)
+    (taken / "theirs.txt").write_text("being made by another request")
+    r = upload(env, "alice", ds, {"mine.txt": b"mine"})
+    assert r.status_code == 409
+    assert "another request" in r.json["message"]
+    assert sorted(p.name for p in taken.iterdir()) == ["theirs.txt"]
+    assert version_rows(env) == 0
+    assert staged(store) == []
+
+
+def test_a_failure_after_the_files_moved_removes_them(
+    env: Env, store: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ds = make_dataset(env, "alice", "nlp")
+
+    def broken(*args: Any, **kwargs: Any) -> None:
+        raise RuntimeError("the database went away")
+
+    monkeypatch.setattr("portal.datasets.service.record", broken)
+    with pytest.raises(RuntimeError, match="went away"):
+        upload(env, "alice", ds, {"a.txt": b"1"})
+    assert version_rows(env) == 0
+    assert leftovers(store) == [str(ds)]  # the dataset's (empty) directory only
+    assert staged(store) == []
