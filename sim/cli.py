@@ -208,6 +208,13 @@ QUEUE_POLICIES = ("fifo", "fair", "priority", "capacity")
     show_default=True,
     help="Let the daemon's placement policy pin fractional jobs.",
 )
+@click.option(
+    "--unpinned",
+    default="scorer",
+    show_default=True,
+    type=click.Choice(["scorer", "weight"]),
+    help="Node of work not pinned: the scorer's, or slurmctld's by the daemon's node Weight.",
+)
 @_WORKERS
 @click.option(
     "--out",
@@ -227,6 +234,7 @@ def replay(  # noqa: PLR0917 - click passes every option as an argument
     cycle_s: float,
     placement: str,
     daemon_placement: bool,
+    unpinned: str,
     workers: int | None,
     out_dir: Path | None,
     as_json: bool,
@@ -244,6 +252,7 @@ def replay(  # noqa: PLR0917 - click passes every option as an argument
         cycle_s,
         placement,
         daemon_placement,
+        unpinned,
     )
     try:
         nodes, tasks = load_nodes(nodes_csv), load_tasks(pods_csv)

@@ -21,13 +21,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from gres.placement import SCORERS, Request, Workload, cards_slurm
+from gres.placement import SCORERS, Request, Workload
 from sim.cluster import SHARDS, Cluster, Grid
-from sim.placer import CardChoice, Placer
+from sim.placer import CardChoice, Placer, by_weight
 from sim.trace import NodeSpec, Task
-from slurm_plugins.policy.policies.placement import fullness_weight
 
 SLICE_COLUMNS = ("name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli", "gpu_spec", "qos")
 
@@ -65,7 +62,7 @@ def predict(
             placer = Placer(cluster, SCORERS[scorer], workload, rng, CardChoice.SLURM)
             choice = placer.choose(request)
         else:
-            choice = by_weight(cluster, request, levels)
+            choice = by_weight(cluster, request, levels=levels)
         if choice is None:  # it fails (the lab cancels it): the daemon no longer sees it
             if request.gpu_count:
                 arrived.pop()
@@ -74,26 +71,6 @@ def predict(
         cluster.allocate(choice[0], request, choice[1])
         out.append({"name": task.name, "node": cluster.names[choice[0]], "cards": list(choice[1])})
     return out
-
-
-def by_weight(
-    cluster: Cluster, request: Request, levels: int = 10
-) -> tuple[int, tuple[int, ...]] | None:
-    """slurmctld's node for an unpinned job: lowest Weight that fits, then lowest name."""
-    candidates = cluster.candidates(request)
-    if candidates.size == 0:
-        return None
-    units = cluster.grid.units
-
-    def weight(i: int) -> int:
-        spec = cluster.specs[i]
-        if not spec.gpu_count:
-            return 1
-        free = int(np.clip(cluster.gpu_free[i, : spec.gpu_count], 0, units).sum())
-        return fullness_weight(1.0 - free / (spec.gpu_count * units), levels)
-
-    best = min(candidates.tolist(), key=lambda i: (weight(i), cluster.names[i]))
-    return best, cards_slurm(request, cluster.view(best))
 
 
 def typical_node(nodes: Sequence[NodeSpec]) -> NodeSpec:

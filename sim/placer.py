@@ -17,6 +17,7 @@ import numpy.typing as npt
 
 from gres.placement import Request, Scorer, Workload, break_tie, cards_slurm, fits
 from sim.cluster import Cluster, IntArray
+from slurm_plugins.policy.policies.placement import fullness_weight
 
 
 class CardChoice(StrEnum):
@@ -82,3 +83,29 @@ class Placer:
         else:
             cards = self.scorer.cards(request, view, self.workload, self.rng)
         return index, cards
+
+
+def by_weight(
+    cluster: Cluster,
+    request: Request,
+    allowed: npt.NDArray[np.bool_] | None = None,
+    levels: int = 10,
+) -> tuple[int, tuple[int, ...]] | None:
+    """slurmctld's node for a job the daemon has not pinned: the lowest ``Weight`` the
+    daemon's ``placement`` policy gives (fuller GPU nodes first), then the lowest name; the
+    cards slurmctld's. Weights are taken as the nodes are now (the daemon refreshes them
+    every cycle)."""
+    candidates = cluster.candidates(request)
+    if allowed is not None:
+        candidates = candidates[allowed[candidates]]
+    if candidates.size == 0:
+        return None
+    units = cluster.grid.units
+    counts = np.array([s.gpu_count for s in cluster.specs], dtype=np.int64)[candidates]
+    free = np.clip(cluster.gpu_free[candidates], 0, units).sum(axis=1)
+    used = 1.0 - free / np.maximum(counts * units, 1)
+    weights = [
+        fullness_weight(float(u), levels) if c else 1 for u, c in zip(used, counts, strict=True)
+    ]
+    best = int(candidates[min(range(len(weights)), key=lambda k: (weights[k], k))])
+    return best, cards_slurm(request, cluster.view(best))

@@ -32,8 +32,13 @@ import numpy.typing as npt
 
 from gres.placement import SCORERS, Request, Workload, cards_slurm, fits
 from sim.cluster import SHARDS, Cluster, Grid
-from sim.placer import CardChoice, Placer
+from sim.placer import CardChoice, Placer, by_weight
 from sim.trace import NodeSpec
+
+#: How slurmctld picks the node of a job the daemon has not pinned: the placement scorer's
+#: node (steering as good as a pin), or the node ``Weight`` order the daemon sets (what the
+#: lab shows Slurm does: fuller GPU nodes first, then the lowest name).
+UNPINNED = ("scorer", "weight")
 
 
 @dataclass(eq=False)
@@ -111,7 +116,11 @@ class QueueSim:
         grid: Grid = SHARDS,
         workload: Workload | None = None,
         seed: int = 0,
+        unpinned: str = "scorer",
     ) -> None:
+        if unpinned not in UNPINNED:
+            raise ValueError(f"unpinned must be one of {', '.join(UNPINNED)}, got {unpinned!r}")
+        self.unpinned = unpinned
         self.cluster = Cluster(nodes, grid)
         self.grid = grid
         self.jobs = sorted(jobs, key=lambda j: (j.submit, j.job_id))
@@ -235,6 +244,8 @@ class QueueSim:
                 return None
             view = self.cluster.view(index)
             return (index, cards_slurm(job.request, view)) if fits(job.request, view) else None
+        if self.unpinned == "weight":
+            return by_weight(self.cluster, job.request, self._allowed(job))
         return self.placer.choose(job.request, self._allowed(job))
 
     def start(self, job: SimJob, now: float, node: int, cards: tuple[int, ...]) -> None:

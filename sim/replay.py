@@ -118,6 +118,8 @@ class ReplaySetup:
     #: Run the daemon's own ``placement`` policy too: it pins fractional jobs to the node the
     #: scorer picks (ReqNodeList), which the Slurm model then honours.
     daemon_placement: bool = True
+    #: slurmctld's node for work not pinned (yet): ``scorer`` or ``weight`` (sim.queue).
+    unpinned: str = "scorer"
 
     def policies(self, name: str) -> tuple[PolicyConfig, ...]:
         chosen = POLICY_SETS[name]
@@ -140,7 +142,14 @@ def run_replay(
     daemon = Daemon(
         setup.policies(policy), tenants(sliced, setup.tenant_count), hold_new=policy == "capacity"
     )
-    sim = QueueSim(sliced, sim_jobs, daemon, scorer=setup.scorer, cycle_s=setup.cycle_s)
+    sim = QueueSim(
+        sliced,
+        sim_jobs,
+        daemon,
+        scorer=setup.scorer,
+        cycle_s=setup.cycle_s,
+        unpinned=setup.unpinned,
+    )
     run = sim.run()
     alloc, span = metrics.overload_allocation(run)
     by_tenant = metrics.service_ratio(run.jobs, lambda j: j.account)

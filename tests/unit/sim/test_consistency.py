@@ -13,7 +13,6 @@ from gres.placement import Request
 from sim.cluster import SHARDS, Cluster
 from sim.consistency import (
     agreement,
-    by_weight,
     predict,
     sbatch_resources,
     scale_slice,
@@ -21,6 +20,7 @@ from sim.consistency import (
     write_tasks,
 )
 from sim.labcheck import model_cards
+from sim.placer import by_weight
 from sim.trace import NodeSpec, Task, load_tasks
 from slurm_plugins.policy.snapshot import NodeInfo
 from tests.unit.sim.conftest import DATA

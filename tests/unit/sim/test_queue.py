@@ -124,3 +124,18 @@ def test_service_ratio() -> None:
     a = job(1, 0, 10)
     a.first_start, a.end, a.gpu, a.runs = 5, 15, 1.0, [(5, 15)]
     assert metrics.service_ratio([a], lambda j: j.account) == {"a": pytest.approx(10 / 15)}
+
+
+def test_unpinned_work_by_weight_packs_onto_the_fuller_node() -> None:
+    """A share lands on n1 card 0; by Weight the next whole card goes to the fuller n1 (card
+    1), the one after to n2, which has the only whole card left, as slurmctld does with the
+    daemon's node weights."""
+    jobs = [job(1, 0, 100, milli=500), job(2, 1, 100), job(3, 2, 100)]
+    sim = QueueSim(NODES, jobs, None, unpinned="weight")
+    sim.run()
+    assert [(j.node, j.cards) for j in sim.jobs] == [(0, (0,)), (0, (1,)), (1, (0,))]
+
+
+def test_unpinned_must_be_known() -> None:
+    with pytest.raises(ValueError, match="unpinned must be one of scorer, weight"):
+        QueueSim(NODES, [job(1, 0, 1)], None, unpinned="random")

@@ -77,7 +77,14 @@ def test_cli_replay_and_kueue_json(tmp_path: Path) -> None:
     assert out.exit_code == 0, out.output
     data = json.loads(out.output)
     assert data["results"][0]["policy"] == "fifo"
+    assert data["setup"]["unpinned"] == "scorer"
     assert (tmp_path / "replay.png").exists()
+    weight = CliRunner().invoke(cli, [*args, "--unpinned", "weight"])
+    assert weight.exit_code == 0, weight.output
+    assert json.loads(weight.output)["setup"]["unpinned"] == "weight"
+    assert (
+        "'random' is not one of" in CliRunner().invoke(cli, [*args, "--unpinned", "random"]).output
+    )
     out = CliRunner().invoke(
         cli, ["kueue", "--fraction", "0.01", "--policy", "fifo", "--jobs", "1"]
     )
