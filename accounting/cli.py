@@ -19,6 +19,7 @@ import click
 if TYPE_CHECKING:
     from sqlalchemy import Engine
 
+    from accounting.alerts import AlertConfig
     from slurm_plugins.client import SlurmClient
 
 log = logging.getLogger("aipool.accounting")
@@ -203,12 +204,77 @@ def _json(rep: Any) -> bytes:
     return (json.dumps(conv(asdict(rep)), indent=2) + "\n").encode()
 
 
+def _alert_config(path: Path) -> AlertConfig:
+    import yaml
+
+    from accounting.alerts import AlertConfigError, load_config
+
+    try:
+        raw = yaml.safe_load(path.read_text()) or {}
+        if not isinstance(raw, dict):
+            raise AlertConfigError(f"{path}: the top level must be a mapping")
+        return load_config(raw)
+    except (OSError, yaml.YAMLError, AlertConfigError) as exc:
+        raise click.UsageError(str(exc)) from exc
+
+
+def alert_cycle(
+    engine: Engine, client: SlurmClient, cfg: AlertConfig, *, dry_run: bool = False
+) -> list[str]:
+    """One alert check: quotas from the rollups, pools from Slurm's nodes and queue."""
+    from collections import Counter
+
+    from accounting.alerts import pool_conditions, process, quota_conditions
+    from accounting.mail import Mailer
+
+    now = datetime.now(UTC)
+    with engine.connect() as conn:
+        holding = quota_conditions(conn, cfg, now)
+    pending = Counter(j.partition for j in client.jobs() if j.is_pending)
+    holding += pool_conditions(client.nodes(), cfg, pending)
+    if dry_run:
+        return [f"{c.kind} {c.subject} -> {', '.join(c.recipients)}" for c in holding]
+    sent = process(engine, Mailer(cfg.smtp), holding, now)
+    return [f"sent: {m.subject} -> {', '.join(m.to)}" for m in sent]
+
+
+@accounting.command()
+@_db
+@_lab
+@click.option(
+    "--config",
+    "config_path",
+    required=True,
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="alert configuration (YAML): smtp, recipients, budgets",
+)
+@click.option("--dry-run", is_flag=True, help="print what holds; send and record nothing")
+def alerts(db: str | None, lab: bool, config_path: Path, dry_run: bool) -> None:
+    """One quota and pool check; mails go out once per episode."""
+    from accounting.mail import MailError
+
+    try:
+        lines = alert_cycle(_engine(db), _client(lab), _alert_config(config_path), dry_run=dry_run)
+    except MailError as exc:
+        raise click.ClickException(str(exc)) from exc
+    for line in lines:
+        click.echo(line)
+
+
 @accounting.command()
 @_db
 @_lab
 @click.option("--every-minutes", default=15, show_default=True, type=click.IntRange(1, 1440))
 @click.option("--keep-days", default=180, show_default=True, type=click.IntRange(1, 36500))
-def run(db: str | None, lab: bool, every_minutes: int, keep_days: int) -> None:
+@click.option(
+    "--alerts",
+    "alerts_path",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="also check alerts after each import, and mail the monthly report on the 1st",
+)
+def run(
+    db: str | None, lab: bool, every_minutes: int, keep_days: int, alerts_path: Path | None
+) -> None:
     """The accounting scheduler: import every N minutes, purge daily (APScheduler)."""
     from apscheduler.schedulers.blocking import BlockingScheduler
 
@@ -218,9 +284,17 @@ def run(db: str | None, lab: bool, every_minutes: int, keep_days: int) -> None:
 
     engine, client = _engine(db), _client(lab)
     retention = Retention(keep_days, max(keep_days, 400))
+    cfg = _alert_config(alerts_path) if alerts_path else None
+
+    def cycle() -> None:
+        import_from_slurm(engine, client, retention=retention)
+        if cfg is not None:
+            for line in alert_cycle(engine, client, cfg):
+                log.info("%s", line)
+
     sched = BlockingScheduler(timezone="UTC")
     sched.add_job(
-        lambda: import_from_slurm(engine, client, retention=retention),
+        cycle,
         "interval",
         minutes=every_minutes,
         next_run_time=datetime.now(UTC),
@@ -234,8 +308,25 @@ def run(db: str | None, lab: bool, every_minutes: int, keep_days: int) -> None:
         hour=3,
         id="purge",
     )
+    if cfg is not None and cfg.report_recipients:
+        sched.add_job(lambda: mail_monthly_report(engine, cfg), "cron", day=1, hour=5, id="report")
     click.echo(f"importing every {every_minutes} min; Ctrl-C stops", err=True)
     try:
         sched.start()
     except (KeyboardInterrupt, SystemExit):
         sys.exit(0)
+
+
+def mail_monthly_report(engine: Engine, cfg: AlertConfig, now: datetime | None = None) -> None:
+    """Mail last month's report as PDF to ``monthly_report.recipients``."""
+    from datetime import timedelta
+
+    from accounting.alerts import monthly_report_mail
+    from accounting.mail import Mailer
+    from accounting.report import month_start
+
+    last = month_start(month_start(now or datetime.now(UTC)) - timedelta(days=1))
+    with engine.connect() as conn:
+        mail = monthly_report_mail(conn, cfg, last)
+    if mail is not None:
+        Mailer(cfg.smtp).send([mail])
