@@ -35,7 +35,9 @@ from portal.datasets.storage import (
     Budget,
     Limits,
     Manifest,
+    Reader,
     Store,
+    check_readable,
     copy_tree,
     extract_archive,
     is_archive,
@@ -296,12 +298,25 @@ def import_path(settings: Settings, access: Access, raw: str) -> Callable[[Path,
         raise ValidationFailed({"path": [f"{raw} is not under an import root ({allowed})"]})
     if not path.is_dir():
         raise ValidationFailed({"path": [f"{raw} is not a directory"]})
+    reader = reader_of(access.username)
+    root = next(r for r in roots if path == r or r in path.parents)
+    for parent in [*reversed(path.parents[: len(path.parents) - len(root.parents)]), path]:
+        check_readable(parent, str(parent), reader)  # the way down from the root, too
 
     def fill(staging: Path, budget: Budget) -> str:
-        copy_tree(path, staging, budget)
+        copy_tree(path, staging, budget, reader)
         return str(path)
 
     return fill
+
+
+def reader_of(username: str) -> Reader:
+    """The caller as a Unix user (their groups included), for the read checks of imports."""
+    try:
+        entry = pwd.getpwnam(username)
+    except KeyError:
+        return Reader(username, None, frozenset())
+    return Reader(username, entry.pw_uid, frozenset(os.getgrouplist(username, entry.pw_gid)))
 
 
 def import_s3(settings: Settings, args: Mapping[str, Any]) -> Callable[[Path, Budget], str]:

@@ -193,8 +193,38 @@ def _extract_zip(src: IO[bytes], dest: Path, budget: Budget) -> None:
                 write_stream(stream, dest, rel, budget)
 
 
-def copy_tree(src: Path, dest: Path, budget: Budget) -> None:
-    """Copy a directory of the cluster file system (no links, no special files)."""
+@dataclass(frozen=True)
+class Reader:
+    """A Unix user on whose behalf files are read: the portal copies only what they could
+    read themselves (``uid`` None: a user without an account, who reads world-readable
+    files only)."""
+
+    name: str
+    uid: int | None
+    gids: frozenset[int]
+
+    def may_read(self, info: os.stat_result) -> bool:
+        if self.uid == 0:
+            return True
+        if info.st_uid == self.uid:
+            bits = info.st_mode >> 6
+        elif info.st_gid in self.gids:
+            bits = info.st_mode >> 3
+        else:
+            bits = info.st_mode
+        need = 0o5 if stat.S_ISDIR(info.st_mode) else 0o4
+        return bits & need == need
+
+
+def check_readable(path: Path, rel: str, reader: Reader | None) -> None:
+    if reader is not None and not reader.may_read(path.lstat()):
+        raise ValidationFailed({"path": [f"{rel}: not readable by {reader.name}"]})
+
+
+def copy_tree(src: Path, dest: Path, budget: Budget, reader: Reader | None = None) -> None:
+    """Copy a directory of the cluster file system (no links, no special files; with a
+    ``reader``, nothing that user could not read)."""
+    check_readable(src, src.name or str(src), reader)
     for root, dirs, files in os.walk(src, followlinks=False):
         base = Path(root)
         for name in sorted(dirs + files):
@@ -203,6 +233,7 @@ def copy_tree(src: Path, dest: Path, budget: Budget) -> None:
             info = path.lstat()
             if stat.S_ISLNK(info.st_mode):
                 raise ValidationFailed({"path": [f"{rel}: links are not allowed"]})
+            check_readable(path, rel, reader)
             if stat.S_ISDIR(info.st_mode):
                 continue
             if not stat.S_ISREG(info.st_mode):

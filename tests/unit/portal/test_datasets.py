@@ -547,3 +547,33 @@ def test_a_failure_after_the_files_moved_removes_them(
     assert version_rows(env) == 0
     assert leftovers(store) == [str(ds)]  # the dataset's (empty) directory only
     assert staged(store) == []
+
+
+def test_a_cluster_path_imports_only_what_the_caller_could_read(
+    env: Env, store: Path, tmp_path: Path
+) -> None:
+    shared = tmp_path / "cluster" / "shared"
+    shared.mkdir(parents=True)
+    (shared / "open.txt").write_text("for everyone")
+    secret = shared / "secret.txt"
+    secret.write_text("another tenant's")
+    secret.chmod(0o600)
+    ds = make_dataset(env, "alice", "nlp")
+    r = env.api("alice").post(f"{API}/{ds}/versions", json={"source": "path", "path": str(shared)})
+    assert r.status_code == 422
+    assert "secret.txt: not readable by alice" in str(r.json["errors"])
+    secret.chmod(0o644)
+    closed = tmp_path / "cluster" / "closed"
+    (closed / "inner").mkdir(parents=True)
+    (closed / "inner" / "x.txt").write_text("x")
+    closed.chmod(0o700)
+    r = env.api("alice").post(
+        f"{API}/{ds}/versions", json={"source": "path", "path": str(closed / "inner")}
+    )
+    assert r.status_code == 422
+    assert "not readable by alice" in str(r.json["errors"])
+    closed.chmod(0o755)
+    assert version_rows(env) == 0
+    assert staged(store) == []
+    r = env.api("alice").post(f"{API}/{ds}/versions", json={"source": "path", "path": str(shared)})
+    assert r.status_code == 201
