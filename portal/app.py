@@ -42,6 +42,9 @@ def create_app(settings: Mapping[str, Any] | None = None) -> Flask:
     web.install(app)
     _register(app)
     errors.register(app)
+    from portal.quotas.policy import render_command
+
+    app.cli.add_command(render_command)
     return app
 
 

@@ -25,6 +25,7 @@ def lab_settings() -> dict[str, Any]:
         "JOB_WORKDIR": str(cfg.jobs),
         # where the lab's node agents write utilisation samples (the policy daemon's dir)
         "SAMPLES_DIR": str(cfg.root / "policy" / "samples"),
+        "ADMISSION_DIR": str(cfg.etc),
     }
 
 

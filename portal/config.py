@@ -76,6 +76,10 @@ DEFAULTS: dict[str, Any] = {
     "CLOCK": None,  # a callable returning the UTC time (tests); None: the system clock
     # the node agent's utilisation samples (aipool policy agent --out); None: no job charts
     "SAMPLES_DIR": None,
+    # the admission hook rendered from the portal's tenants: a base policy file (cluster,
+    # pools; None: the lab's) and the directory slurmctld reads job_submit.lua from
+    "ADMISSION_POLICY": None,
+    "ADMISSION_DIR": None,
     # branding: the site's name, a logo file (PNG, SVG, JPEG, ICO) and header/accent colours
     "SITE_NAME": "AIPool",
     "SITE_LOGO": None,

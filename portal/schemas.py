@@ -13,11 +13,20 @@ _no_control = validate.Regexp(
 )
 
 
+def _checks(length: validate.Length, extra: Any) -> list[Any]:
+    """The length check, then the field's own ``validate=`` (one validator or a list). A
+    field with its own pattern states the allowed characters itself (OpenAPI shows one
+    pattern per field), so the no-control-characters pattern is added only without one."""
+    more = [] if extra is None else list(extra) if isinstance(extra, list | tuple) else [extra]
+    own_pattern = any(isinstance(v, validate.Regexp) for v in more)
+    return [length, *([] if own_pattern else [_no_control]), *more]
+
+
 def text(max_len: int, *, required: bool = False, **kwargs: Any) -> fields.String:
-    """One line of text, at most ``max_len`` characters."""
+    """One line of text, at most ``max_len`` characters (plus any ``validate=`` given)."""
     return fields.String(
         required=required,
-        validate=[validate.Length(max=max_len), _no_control],
+        validate=_checks(validate.Length(max=max_len), kwargs.pop("validate", None)),
         **kwargs,
     )
 
@@ -25,7 +34,7 @@ def text(max_len: int, *, required: bool = False, **kwargs: Any) -> fields.Strin
 def name(max_len: int = 32, *, required: bool = True, **kwargs: Any) -> fields.String:
     return fields.String(
         required=required,
-        validate=[validate.Length(min=1, max=max_len), _no_control],
+        validate=_checks(validate.Length(min=1, max=max_len), kwargs.pop("validate", None)),
         **kwargs,
     )
 

@@ -63,15 +63,18 @@ class ClusterSlurm:
         self._lock = threading.Lock()
 
     def _cached(self, key: str, read: Callable[[], list[T]]) -> list[T]:
+        """The shared snapshot itself, not a copy: callers only read it, and the queue's
+        index (:mod:`portal.jobs.queue`) is built once per snapshot by its identity."""
         if self.cache_seconds <= 0:
             return read()
         with self._lock:
             hit = self._cache.get(key)
             if hit is not None and self._clock() - hit[0] < self.cache_seconds:
-                return list(hit[1])
+                value: list[T] = hit[1]
+                return value
             value = read()
             self._cache[key] = (self._clock(), value)
-            return list(value)
+            return value
 
     def _forget_queue(self) -> None:
         with self._lock:

@@ -5,40 +5,69 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from sqlalchemy import ColumnElement, Select, false, or_, select
-from sqlalchemy.orm import Session
+from sqlalchemy import ColumnElement, Integer, or_, select
+from sqlalchemy.orm import InstrumentedAttribute, Session
+from sqlalchemy.sql.elements import UnaryExpression
+from sqlalchemy.sql.operators import custom_op
 
 from portal.authz import Access, Perm
 from portal.errors import Forbidden, NotFound
 from portal.jobs import service
 from portal.jobs.models import SPEC, JobRecord
+from portal.pagination import PageParams, count_of, page_of_query
 from portal.slurm import SlurmPort
 from portal.tenancy.models import Project
 
 
-def _readable(access: Access) -> ColumnElement[bool]:
-    """Rows of others the caller may read: projects where they hold ``jobs.read_all``."""
-    conds: list[ColumnElement[bool]] = []
-    granted = [pid for pid, perms in access.grants.items() if Perm.JOBS_READ_ALL in perms]
-    if granted:
-        conds.append(JobRecord.project_id.in_(granted))
+def _no_index(column: InstrumentedAttribute[int]) -> ColumnElement[int]:
+    """``+column``: the same value, but SQLite's planner may not use an index for the term
+    (SQLite's documented way to steer it). See :func:`history_page`."""
+    return UnaryExpression(column.expression, operator=custom_op("+"), type_=Integer)
+
+
+def _readable_projects(session: Session, access: Access) -> list[int]:
+    """Projects whose every submission the caller may read (``jobs.read_all``)."""
+    granted = {pid for pid, perms in access.grants.items() if Perm.JOBS_READ_ALL in perms}
     if access.admin_of:
-        in_domains = select(Project.id).where(Project.domain_id.in_(access.admin_of))
-        conds.append(JobRecord.project_id.in_(in_domains.scalar_subquery()))
-    return or_(*conds) if conds else false()
+        granted.update(
+            session.scalars(select(Project.id).where(Project.domain_id.in_(access.admin_of)))
+        )
+    return sorted(granted)
 
 
-def history_query(access: Access, filters: Mapping[str, Any]) -> Select[JobRecord]:
-    """Submissions the caller may see, newest first: their own, those of projects where they
-    hold ``jobs.read_all``, and every one for platform admins."""
+def history_page(
+    session: Session, access: Access, filters: Mapping[str, Any], params: PageParams
+) -> list[JobRecord]:
+    """One page of the submissions the caller may see, newest first: their own, those of
+    projects where they hold ``jobs.read_all``, and every one for platform admins.
+
+    With 100,000 rows the plain ``user_id = me OR project_id IN (…)`` made SQLite gather
+    every matching row through both indexes and sort them (~120 ms for a domain admin);
+    the page instead walks the table newest first and stops at the page (~1 ms), and the
+    total is counted per branch from the two covering indexes (~10 ms)."""
     stmt = select(JobRecord).order_by(JobRecord.id.desc())
-    if not access.platform_admin:
-        stmt = stmt.where(or_(JobRecord.user_id == access.user_id, _readable(access)))
     if filters.get("project_id"):
         stmt = stmt.where(JobRecord.project_id == filters["project_id"])
+    mine = JobRecord.user_id == access.user_id
     if filters.get("mine"):
-        stmt = stmt.where(JobRecord.user_id == access.user_id)
-    return stmt
+        stmt = stmt.where(mine)
+    if access.platform_admin or filters.get("mine"):
+        return page_of_query(session, stmt, params)
+    readable = _readable_projects(session, access)
+    if not readable:
+        return page_of_query(session, stmt.where(mine), params)
+    theirs = JobRecord.project_id.in_(readable)
+    rows = stmt.where(
+        or_(
+            _no_index(JobRecord.user_id) == access.user_id,
+            _no_index(JobRecord.project_id).in_(readable),
+        )
+    )
+    total = select(
+        count_of(stmt.where(theirs)).scalar_subquery()
+        + count_of(stmt.where(mine, ~theirs)).scalar_subquery()
+    )
+    return page_of_query(session, rows, params, count=total)
 
 
 def record_of(session: Session, access: Access, job_id: int) -> JobRecord:

@@ -18,7 +18,6 @@ from portal.errors import DomainError, NotFound
 from portal.jobs import history, monitor, service
 from portal.jobs.chart import line_chart
 from portal.pages import show_error
-from portal.pagination import page_of_query
 from portal.slurm import slurm
 from portal.tenancy.service import projects_query
 from portal.web import current_access, session
@@ -105,8 +104,7 @@ class _Page:
 @login_required
 def history_index() -> str:
     page = _Page(max(1, min(request.args.get("page", 1, type=int) or 1, 2**31 // PAGE)))
-    stmt = history.history_query(current_access(), {})
-    rows = page_of_query(session(), stmt, page)
+    rows = history.history_page(session(), current_access(), {}, page)
     pages = max(1, -(-(page.item_count or 0) // PAGE))
     return render_template("jobs/history.html", rows=rows, page=page.page, pages=pages)
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from operator import attrgetter
 from typing import Any, overload
 
 from flask import current_app
@@ -21,6 +20,7 @@ from portal.errors import (
     SlurmUnavailable,
     ValidationFailed,
 )
+from portal.jobs import queue
 from portal.jobs.models import FORM, SPEC, JobRecord
 from portal.jobs.specs import spec_job
 from portal.slurm import SlurmPort
@@ -219,7 +219,7 @@ class JobList(Sequence[JobView]):
     """Visible jobs, newest first; a :class:`JobView` is made only for what is looked at, so
     a page of a 100,000-job queue costs the page, not the queue."""
 
-    def __init__(self, jobs: list[Job], project_ids: Mapping[str, int]) -> None:
+    def __init__(self, jobs: Sequence[Job], project_ids: Mapping[str, int]) -> None:
         self._jobs = jobs
         self._ids = project_ids
 
@@ -237,6 +237,20 @@ class JobList(Sequence[JobView]):
         return JobView(job, self._ids.get(job.account))
 
 
+def _accounts(session: Session, access: Access) -> tuple[dict[str, int], set[str]]:
+    """Project ids by account, and the accounts whose every job the caller may read."""
+    rows = session.execute(select(Project.name, Project.id, Project.domain_id)).all()
+    ids = {name: pid for name, pid, _ in rows}
+    if access.platform_admin:
+        return ids, set(ids)
+    readable = {
+        name
+        for name, pid, domain_id in rows
+        if domain_id in access.admin_of or Perm.JOBS_READ_ALL in access.grants.get(pid, ())
+    }
+    return ids, readable
+
+
 def list_jobs(
     session: Session, access: Access, port: SlurmPort, filters: Mapping[str, Any]
 ) -> JobList:
@@ -244,22 +258,26 @@ def list_jobs(
         jobs = port.jobs()
     except SlurmError as exc:
         raise _slurm_call("queue", exc) from exc
-    projects = _projects_by_account(session)
-    if access.platform_admin:
-        seen = list(jobs)
-    else:
-        readable = {n for n, p in projects.items() if Perm.JOBS_READ_ALL in access.on_project(p)}
-        me = access.username
-        seen = [j for j in jobs if j.user == me or j.account in readable]
+    index = queue.index_of(jobs, current_app.extensions)
+    ids, readable = _accounts(session, access)
+    seen: Sequence[Job]
     if filters.get("project_id"):
-        names = {n for n, p in projects.items() if p.id == filters["project_id"]}
-        seen = [j for j in seen if j.account in names]
+        names = {n for n, pid in ids.items() if pid == filters["project_id"]}
+        if access.platform_admin:
+            seen = index.visible(names, "")
+        else:
+            seen = [
+                j for j in index.visible(readable & names, access.username) if j.account in names
+            ]
+    elif access.platform_admin:
+        seen = index.newest_first
+    else:
+        seen = index.visible(readable, access.username)
     if filters.get("state"):
         seen = [j for j in seen if j.state.value == filters["state"]]
     if filters.get("user"):
         seen = [j for j in seen if j.user == filters["user"]]
-    seen.sort(key=attrgetter("job_id"), reverse=True)
-    return JobList(seen, {n: p.id for n, p in projects.items()})
+    return JobList(seen, ids)
 
 
 def get_job(session: Session, access: Access, port: SlurmPort, job_id: int) -> JobView:

@@ -23,7 +23,7 @@ from portal.jobs.schemas import (
     SpecSubmitSchema,
     job_data,
 )
-from portal.pagination import PageParams, page_of_list, page_of_query
+from portal.pagination import PageParams, page_of_list
 from portal.slurm import slurm
 from portal.web import AuthedView, current_access, session
 
@@ -78,8 +78,7 @@ class History(AuthedView):
     @blp.paginate()
     def get(self, args: dict[str, Any], pagination_parameters: PageParams) -> list[JobRecord]:
         """Submissions made through the portal: one's own, and a project's with jobs.read_all."""
-        stmt = history.history_query(current_access(), args)
-        return page_of_query(session(), stmt, pagination_parameters)
+        return history.history_page(session(), current_access(), args, pagination_parameters)
 
 
 @blp.route("/<id:job_id>/rerun")

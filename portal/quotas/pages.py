@@ -10,7 +10,8 @@ from werkzeug.wrappers import Response
 
 from portal.authz import Perm
 from portal.errors import DomainError, ValidationFailed
-from portal.quotas import service
+from portal.pages import show_error
+from portal.quotas import policy, service
 from portal.quotas.models import TRES
 from portal.slurm import slurm
 from portal.tenancy.service import domains_query, projects_query
@@ -46,12 +47,17 @@ def index() -> str:
         for p in session().scalars(projects_query(access))
         if Perm.QUOTA_READ in access.on_project(p)
     ]
-    preview = None
+    preview = admission = None
     if access.platform_admin and request.args.get("preview"):
         try:
             preview = service.sync(session(), access, slurm(), apply=False)
         except DomainError as exc:
             flash(exc.message, "error")
+    if access.platform_admin and request.args.get("policy"):
+        try:
+            admission = policy.render_policy(session(), access, apply=False)
+        except DomainError as exc:
+            show_error(None, exc)
     return render_template(
         "quotas/index.html",
         domains=domains,
@@ -59,6 +65,7 @@ def index() -> str:
         access=access,
         fields=list(TRES),
         preview=preview,
+        admission=admission,
         Perm=Perm,
     )
 
@@ -95,4 +102,16 @@ def apply_sync() -> Response:
         flash(f"Slurm sync applied: {len(result['commands'])} command(s).", "info")
     except DomainError as exc:
         flash(exc.message, "error")
+    return redirect(url_for(".index"))
+
+
+@bp.route("/quotas/policy", methods=["POST"])
+@login_required
+def apply_policy() -> Response:
+    try:
+        result = policy.render_policy(session(), current_access(), apply=True)
+        what = ", ".join(result["changed"]) or "nothing (up to date)"
+        flash(f"Admission policy {result['digest']} installed: wrote {what}.", "info")
+    except DomainError as exc:
+        show_error(None, exc)
     return redirect(url_for(".index"))

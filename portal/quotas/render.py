@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from operator import attrgetter
 
 from slurm_plugins.client.specs import AccountSpec, UserSpec
 
@@ -46,9 +47,15 @@ def render(accounts: Iterable[AccountRow], submitters: Iterable[SubmitterRow]) -
         )
         for a in rows
     )
+    sorted_qos: dict[tuple[str, ...], tuple[str, ...]] = {}  # one per project, not per user
     users = tuple(
-        UserSpec(s.username, s.account, qos=tuple(sorted(s.qos)), default_qos=s.qos[0])
-        for s in sorted(set(submitters), key=lambda s: (s.account, s.username))
+        UserSpec(
+            s.username,
+            s.account,
+            qos=sorted_qos.setdefault(s.qos, tuple(sorted(s.qos))),
+            default_qos=s.qos[0],
+        )
+        for s in sorted(set(submitters), key=attrgetter("account", "username"))
         if s.qos
     )
     return SlurmPlan(specs, users)

@@ -19,3 +19,14 @@ class SyncSchema(Schema):
     commands = fields.List(fields.String())
     accounts = fields.List(fields.String())
     users = fields.List(fields.String())
+
+
+class PolicySchema(Schema):
+    applied = fields.Boolean()
+    directory = fields.String(metadata={"description": "where slurmctld reads job_submit.lua"})
+    digest = fields.String(metadata={"description": "the policy's digest, as jobs are tagged"})
+    stale = fields.List(fields.String(), metadata={"description": "files that differ now"})
+    changed = fields.List(fields.String(), metadata={"description": "files written"})
+    tenants = fields.List(fields.String())
+    users = fields.List(fields.String())
+    table = fields.String(metadata={"description": "the rendered policy table (Lua)"})

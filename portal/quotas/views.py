@@ -6,8 +6,8 @@ from typing import Any
 
 from flask_smorest import Blueprint
 
-from portal.quotas import service
-from portal.quotas.schemas import QuotaSchema, SyncSchema
+from portal.quotas import policy, service
+from portal.quotas.schemas import PolicySchema, QuotaSchema, SyncSchema
 from portal.slurm import slurm
 from portal.web import AuthedView, current_access, session
 
@@ -51,3 +51,16 @@ class SlurmSync(AuthedView):
     def post(self) -> dict[str, Any]:
         """Apply those commands through the Slurm client."""
         return service.sync(session(), current_access(), slurm(), apply=True)
+
+
+@blp.route("/slurm/policy")
+class AdmissionPolicy(AuthedView):
+    @blp.response(200, PolicySchema)
+    def get(self) -> dict[str, Any]:
+        """Preview: the admission hook's policy table rendered from the portal's tenants."""
+        return policy.render_policy(session(), current_access(), apply=False)
+
+    @blp.response(200, PolicySchema)
+    def post(self) -> dict[str, Any]:
+        """Install job_submit.lua and the table where slurmctld reads them (no restart)."""
+        return policy.render_policy(session(), current_access(), apply=True)

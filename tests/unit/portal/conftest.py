@@ -49,6 +49,7 @@ def make_app(db_path: Path, tmp: Path, **extra: Any) -> Flask:
             "DATABASE_URL": f"sqlite:///{db_path}",
             "SLURM": FakeSlurm(),
             "JOB_WORKDIR": str(tmp),
+            "ADMISSION_DIR": str(tmp / "slurm-etc"),
             **extra,
         }
     )
@@ -94,9 +95,12 @@ def shared_app(
 
 
 @pytest.fixture
-def env(seeded_db: tuple[Path, World], shared_app: tuple[Flask, Path]) -> Iterator[Env]:
+def env(
+    seeded_db: tuple[Path, World], shared_app: tuple[Flask, Path], tmp_path: Path
+) -> Iterator[Env]:
     src, world = seeded_db
     app, path = shared_app
+    app.config["ADMISSION_DIR"] = str(tmp_path / "slurm-etc")  # the test's own slurm etc
     with app.app_context():
         db.engine.dispose()
     shutil.copyfile(src, path)

@@ -213,6 +213,8 @@ CASES = [
     # Slurm sync and audit
     C("GET", "/slurm/sync", {"admin"}, rest=403),
     C("POST", "/slurm/sync", {"admin"}, rest=403),
+    C("GET", "/slurm/policy", {"admin"}, rest=403),
+    C("POST", "/slurm/policy", {"admin"}, rest=403),
     C("GET", "/audit", {"admin", "erin", "tina"}, rest=403),
 ]
 

@@ -49,7 +49,7 @@ def test_reads_are_shared_for_a_moment(tmp_path: Path) -> None:
     runner, clock = Recorded(), Clock()
     port = ClusterSlurm(SlurmClient(runner), None, None, cache_seconds=2, clock=clock)
     first = port.jobs()
-    assert port.jobs() == first
+    assert port.jobs() is first  # the same snapshot: the queue index is built once for it
     assert sum(c[0] == "squeue" for c in runner.calls) == 1
     clock.now += 2.5
     port.jobs()
