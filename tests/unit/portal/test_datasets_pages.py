@@ -1,0 +1,116 @@
+"""Dataset and labelling pages: they render for readers only, forms need CSRF and write
+through the services, and a bad upload from the page is a message that leaves nothing."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+
+from tests.unit.portal.conftest import Env
+from tests.unit.portal.test_datasets import configure, make_dataset, png, staged, upload
+from tests.unit.portal.test_pages import csrf_of, login
+
+
+@pytest.fixture
+def store(env: Env, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    return configure(env, tmp_path, monkeypatch)
+
+
+def test_create_a_dataset_and_upload_from_the_pages(env: Env, store: Path) -> None:
+    client = login(env, "alice")
+    page = client.get("/datasets").get_data(as_text=True)
+    assert "nlp" in page
+    assert "vision" not in page  # only projects one may create in
+    form = {"project_id": env.world.projects["nlp"], "name": "notes", "visibility": "project"}
+    assert client.post("/datasets", data=form).status_code == 400  # no CSRF token
+    r = client.post("/datasets", data={**form, "csrf_token": csrf_of(page)})
+    assert r.status_code == 302
+    detail = r.headers["Location"]
+    page = client.get(detail).get_data(as_text=True)
+    assert "No version yet." in page
+    files = {
+        "files": [(io.BytesIO(b"hello"), "dir/a.txt"), (io.BytesIO(b""), "")],
+        "extract": "1",
+        "note": "from the page",
+        "csrf_token": csrf_of(page),
+    }
+    r = client.post(detail, data=files, content_type="multipart/form-data")
+    assert r.status_code == 302
+    page = client.get(detail).get_data(as_text=True)
+    assert "v1" in page
+    assert "dir/a.txt" in page
+    assert "mounts: [{name: notes" in page
+    # a bad archive from the page: the message, no version, nothing staged
+    bad = {"files": [(io.BytesIO(b"junk"), "x.zip")], "extract": "1", "csrf_token": csrf_of(page)}
+    r = client.post(detail, data=bad, content_type="multipart/form-data")
+    assert r.status_code == 422
+    assert "not a readable archive" in r.get_data(as_text=True)
+    assert staged(store) == []
+    assert client.get(f"{detail}?version=2").status_code == 404
+    # the same name twice is a message on the form
+    r = client.post("/datasets", data={**form, "csrf_token": csrf_of(page)})
+    assert r.status_code == 409
+    assert "exists" in r.get_data(as_text=True)
+
+
+def test_previews_and_other_tenants(env: Env, store: Path) -> None:
+    ds = make_dataset(env, "alice", "nlp", name="mixed")
+    upload(env, "alice", ds, {"a.png": png(8, 6), "b.txt": b"<b>bold?</b>", "c.bin": b"\0\1"})
+    client = login(env, "alice")
+    image = client.get(f"/datasets/{ds}/v/1/preview/a.png").get_data(as_text=True)
+    assert 'id="preview-image"' in image
+    assert "8\u00d76" in image  # width x height
+    text = client.get(f"/datasets/{ds}/v/1/preview/b.txt").get_data(as_text=True)
+    assert "&lt;b&gt;bold?&lt;/b&gt;" in text  # escaped, never markup
+    assert "No preview" in client.get(f"/datasets/{ds}/v/1/preview/c.bin").get_data(as_text=True)
+    assert client.get(f"/datasets/{ds}/v/1/preview/nope").status_code == 404
+    other = login(env, "dave")
+    assert "mixed" not in other.get("/datasets").get_data(as_text=True)
+    assert other.get(f"/datasets/{ds}").status_code == 404
+    assert other.get(f"/datasets/{ds}/v/1/preview/a.png").status_code == 404
+
+
+def test_labelling_pages(env: Env, store: Path) -> None:
+    ds = make_dataset(env, "alice", "nlp", name="pets", visibility="project")
+    upload(env, "alice", ds, {"a.png": png(), "b.png": png()})
+    version = env.api("alice").get(f"/api/v1/datasets/{ds}/versions/1").json["id"]
+    nlp = env.world.projects["nlp"]
+    labels = (
+        env.api("erin")
+        .post(
+            "/api/v1/labelling/label-sets",
+            json={"project_id": nlp, "name": "pets", "labels": ["cat", "dog"]},
+        )
+        .json
+    )
+    task = env.api("erin").post(
+        "/api/v1/labelling/tasks",
+        json={"project_id": nlp, "name": "pets-1", "dataset_version_id": version,
+              "label_set_id": labels["id"]},
+    ).json  # fmt: skip
+    items = env.api("erin").get(f"/api/v1/labelling/tasks/{task['id']}/items").json
+    alice = login(env, "alice")
+    assert "pets-1" in alice.get("/labelling").get_data(as_text=True)
+    page = alice.get(f"/labelling/tasks/{task['id']}").get_data(as_text=True)
+    assert "new 2" in page
+    assert "a.png" in page
+    annotate = alice.get(f"/labelling/tasks/{task['id']}/items/{items[0]['id']}")
+    html = annotate.get_data(as_text=True)
+    assert 'data-labels=\'["cat", "dog"]\'' in html
+    assert 'data-review=""' in html  # no review buttons for a member
+    assert "labelling.js" in html
+    erin = login(env, "erin")
+    html = erin.get(f"/labelling/tasks/{task['id']}/items/{items[0]['id']}").get_data(as_text=True)
+    assert 'id="accept"' in html
+    gina = login(env, "gina")  # a viewer: sees, cannot draw
+    html = gina.get(f"/labelling/tasks/{task['id']}/items/{items[0]['id']}").get_data(as_text=True)
+    assert 'data-readonly="1"' in html
+    dave = login(env, "dave")
+    assert "pets-1" not in dave.get("/labelling").get_data(as_text=True)
+    assert dave.get(f"/labelling/tasks/{task['id']}").status_code == 404
+    assert dave.get(f"/labelling/tasks/{task['id']}/items/{items[0]['id']}").status_code == 404
+    with alice.get("/static/labelling.js") as script:
+        assert script.status_code == 200
+        assert b"keydown" in script.data
