@@ -191,8 +191,18 @@ def update_dataset(
 
 
 def delete_dataset(session: Session, access: Access, settings: Settings, dataset_id: int) -> None:
+    from portal.labelling.models import LabelTask  # labelling builds on datasets
+
     ds = get_dataset(session, access, dataset_id, write=True)
-    paths = [Path(v.path) for v in session.scalars(versions_query(ds.id))]
+    versions = list(session.scalars(versions_query(ds.id)))
+    tasks = session.scalar(
+        select(func.count())
+        .select_from(LabelTask)
+        .where(LabelTask.dataset_version_id.in_([v.id for v in versions]))
+    )
+    if tasks:
+        raise Conflict(f"{ds.name} has {tasks} labelling task(s); delete those first")
+    paths = [Path(v.path) for v in versions]
     record(
         session, access.user, "dataset.delete", "dataset", ds.id,
         before=ds.audit_view(), domain_id=ds.project.domain_id,
@@ -202,7 +212,7 @@ def delete_dataset(session: Session, access: Access, settings: Settings, dataset
         session.commit()
     except IntegrityError:
         session.rollback()
-        raise Conflict(f"{ds.name} is still referenced (models or labelling tasks)") from None
+        raise Conflict(f"{ds.name} is still referenced (by model versions)") from None
     for path in paths:
         settings.store.remove(path)
     settings.store.remove(settings.store.workspace(dataset_id))

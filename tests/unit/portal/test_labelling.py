@@ -186,6 +186,13 @@ def test_malformed_bodies_are_field_errors(env: Env, task: Task, body: dict[str,
         assert db.session.query(Annotation).count() == 0
 
 
+def test_a_dataset_with_tasks_is_not_deleted(env: Env, task: Task) -> None:
+    r = env.api("alice").delete(f"/api/v1/datasets/{task.dataset_id}")
+    assert r.status_code == 409
+    assert "labelling task" in r.json["message"]
+    assert env.api("alice").get(f"{API}/tasks/{task.id}").status_code == 200
+
+
 def test_label_sets_and_tasks_are_checked(env: Env, task: Task) -> None:
     nlp = env.world.projects["nlp"]
     sets = env.api("erin").get(f"{API}/label-sets").json
