@@ -6,8 +6,11 @@ The portal gets its own SQLite database. Slurm objects this module creates are n
 
 from __future__ import annotations
 
+import json
 import os
+import re
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +40,8 @@ PROJECT = f"pt-proj-{SUFFIX}"
 # anyone but root ("unrestricted": operators and the test suite); Slurm's association limits
 # bind root as well. root gets an extra association only, its own account is not touched.
 SUBMITTER = "root"
+SLEEP = "#!/bin/bash\nsleep 300\n"
+PASSWORD = "integration password"
 
 
 class Portal:
@@ -66,7 +71,7 @@ def portal(lab: Lab, tmp_path: Path) -> Iterator[Portal]:
         users = {
             n: User(
                 username=n,
-                password_hash=hash_password("unused password"),
+                password_hash=hash_password(PASSWORD),
                 is_platform_admin=n == "pt-admin",
             )
             for n in ("pt-admin", "pt-dadmin", "alice", SUBMITTER)
@@ -219,3 +224,60 @@ def test_a_quota_set_in_the_portal_is_enforced_by_slurm(
     finally:
         _remove_test_accounts(client)
     assert not any(a.account in {PROJECT, DOMAIN} for a in client.associations())
+
+
+MANY = 1000
+
+
+def _portal_queue(portal: Portal, user: str) -> tuple[dict[int, tuple[str, str]], int]:
+    """Every page of the queue as the platform admin sees it: job -> (state, reason)."""
+    api, seen, page, total = portal.api("pt-admin"), {}, 1, -1
+    while True:
+        r = api.get(f"/api/v1/jobs?user={user}&page_size=100&page={page}")
+        assert r.status_code == 200, r.json
+        header = json.loads(r.headers["X-Pagination"])
+        total = header["total"]
+        for j in r.json:
+            assert j["job_id"] not in seen, "a job on two pages"
+            seen[j["job_id"]] = (j["state"], j["reason"])
+        if page >= header["total_pages"]:
+            return seen, total
+        page += 1
+
+
+def test_a_thousand_queued_jobs_are_shown_with_their_states(
+    portal: Portal, client: SlurmClient
+) -> None:
+    """1,000 jobs in the queue at once (held, a few released to run): the API's pages hold
+    each exactly once with Slurm's own state and reason, and the queue page pages them.
+    The ``client`` fixture cancels them all at the end."""
+    options = ["--partition=cpu", "--time=5", "--hold", "--job-name=pt-many", "--mem=16M"]
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        ids = set(pool.map(lambda _: client.submit(SLEEP, options), range(MANY)))
+    assert len(ids) == MANY
+    released = sorted(ids)[:4]
+    client.release(released)
+    wanted = {j.job_id for j in client.jobs() if j.user == SUBMITTER}
+    assert ids <= wanted
+
+    def agrees() -> bool:
+        shown, total = _portal_queue(portal, SUBMITTER)
+        truth = {j.job_id: (j.state.value, j.reason) for j in client.jobs() if j.job_id in ids}
+        return total == len(shown) and {k: shown.get(k) for k in ids} == truth
+
+    wait_until(agrees, 60, interval=1)
+    shown, _ = _portal_queue(portal, SUBMITTER)
+    held = ids - set(released)
+    assert {shown[j] for j in held} == {("PENDING", "JobHeldUser")}
+    assert all(shown[j][1] != "JobHeldUser" for j in released)
+    # the queue page, 50 a page, newest first: ours are the newest jobs
+    browser = portal.app.test_client()
+    form = browser.get("/login").get_data(as_text=True)
+    token = re.search(r'name="csrf_token" type="hidden" value="([^"]+)"', form)
+    assert token is not None
+    login = {"username": "pt-admin", "password": PASSWORD, "csrf_token": token.group(1)}
+    assert browser.post("/login", data=login).status_code == 302
+    html = browser.get("/jobs?page=2").get_data(as_text=True)
+    listed = [int(x) for x in re.findall(r'href="/jobs/(\d+)"', html)]
+    assert listed == sorted(ids, reverse=True)[50:100]
+    assert re.search(r"page 2 of (\d+)", html) is not None
