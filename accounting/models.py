@@ -133,3 +133,8 @@ TABLES = [
     IngestState.__table__,
     AlertEpisode.__table__,
 ]
+
+# the billing tables share the history; importing the usage models registers them too
+from accounting.billing_models import BILLING_TABLES  # noqa: E402
+
+TABLES += BILLING_TABLES

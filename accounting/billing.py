@@ -1,0 +1,243 @@
+"""Billing (Decimal money): monthly bills from the rollups, top-ups, balances, history.
+
+A bill prices a tenant's month: GPU and NPU card-hours per model, CPU-hours and memory
+GiB-hours at the plan's pay-as-you-go rates (a model without its own rate takes the plan's
+``""`` rate for the resource), less the card-hours its package includes (the dearest hours
+are covered first), plus the package fee and storage. Posting a bill debits the balance in
+the same transaction; a month is billed once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from decimal import ROUND_HALF_EVEN, Decimal
+
+from sqlalchemy import func, or_, select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from accounting.billing_models import (
+    Bill,
+    BillingAccount,
+    BillLine,
+    LedgerEntry,
+    Package,
+    Price,
+    PricePlan,
+)
+from accounting.models import UCS_PER_CARD_HOUR, Rollup
+from accounting.report import month_start
+
+CENT = Decimal("0.01")
+HOURS = Decimal("0.0001")
+
+
+class BillingError(ValueError):
+    """A billing request that cannot be done, with why."""
+
+
+@dataclass(frozen=True, slots=True)
+class Line:
+    description: str
+    quantity: Decimal
+    unit_price: Decimal
+    amount: Decimal
+
+
+def _money(x: Decimal) -> Decimal:
+    return x.quantize(CENT, rounding=ROUND_HALF_EVEN)
+
+
+def account_of(session: Session, tenant: str) -> BillingAccount:
+    acct = session.scalar(select(BillingAccount).where(BillingAccount.tenant == tenant))
+    if acct is None:
+        raise BillingError(f"{tenant!r} has no billing account")
+    return acct
+
+
+def _usage(
+    session: Session, tenant: str, month: datetime
+) -> list[tuple[str, str, int, int, int, int]]:
+    """Month rollups of a tenant (a project account, or a domain: all its projects)."""
+    q = (
+        select(
+            Rollup.gpu_type,
+            Rollup.npu_type,
+            func.sum(Rollup.gpu_ucs),
+            func.sum(Rollup.npu_ucs),
+            func.sum(Rollup.cpu_s),
+            func.sum(Rollup.mem_mib_s),
+        )
+        .where(
+            Rollup.period == "month",
+            Rollup.start == month,
+            or_(Rollup.account == tenant, Rollup.domain == tenant),
+        )
+        .group_by(Rollup.gpu_type, Rollup.npu_type)
+    )
+    return [
+        (g, n, int(a or 0), int(b or 0), int(c or 0), int(d or 0))
+        for g, n, a, b, c, d in session.execute(q)
+    ]
+
+
+def _rate(rates: dict[tuple[str, str], Decimal], resource: str, model: str) -> Decimal:
+    rate = rates.get((resource, model), rates.get((resource, "")))
+    if rate is None:
+        what = f"{resource}:{model}" if model else resource
+        raise BillingError(f"the price plan has no rate for {what}")
+    return rate
+
+
+def price_month(session: Session, acct: BillingAccount, month: datetime) -> list[Line]:
+    """The bill's lines for ``month`` (pure reading; nothing is written)."""
+    plan = session.get(PricePlan, acct.plan_id)
+    assert plan is not None
+    rates = {
+        (p.resource, p.model): p.rate
+        for p in session.scalars(select(Price).where(Price.plan_id == plan.id))
+    }
+    hours: dict[tuple[str, str], Decimal] = {}
+    cpu_s = mem_s = 0
+    for gpu_type, npu_type, gpu, npu, cpu, mem in _usage(session, acct.tenant, month):
+        for resource, model, ucs in (("gpu", gpu_type, gpu), ("npu", npu_type, npu)):
+            if ucs:
+                hours[(resource, model)] = (
+                    hours.get((resource, model), Decimal(0)) + Decimal(ucs) / UCS_PER_CARD_HOUR
+                )
+        cpu_s += cpu
+        mem_s += mem
+    lines: list[Line] = []
+    package = session.get(Package, acct.package_id) if acct.package_id else None
+    left = package.included_card_hours if package else Decimal(0)
+    if package:
+        lines.append(
+            Line(f"package {package.name}", Decimal(1), package.monthly_fee, package.monthly_fee)
+        )
+    cards = sorted(hours.items(), key=lambda kv: -_rate(rates, *kv[0]))
+    for (resource, model), exact in cards:
+        rate = _rate(rates, resource, model)
+        used = exact.quantize(HOURS)
+        covered = min(used, left)
+        left -= covered
+        name = f"{resource.upper()} card-hours{f' ({model})' if model else ''}"
+        if covered:
+            lines.append(Line(f"{name}, in package", covered, Decimal(0), Decimal(0)))
+        if used - covered:
+            lines.append(Line(name, used - covered, rate, _money((used - covered) * rate)))
+    for resource, seconds, unit, name in (
+        ("cpu", cpu_s, 3600, "CPU-hours"),
+        ("mem", mem_s, 3600 * 1024, "memory GiB-hours"),
+    ):
+        per_hour = rates.get((resource, ""))
+        if seconds and per_hour is not None:
+            qty = (Decimal(seconds) / unit).quantize(HOURS)
+            lines.append(Line(name, qty, per_hour, _money(qty * per_hour)))
+    if acct.storage_gib and plan.storage_price:
+        lines.append(
+            Line(
+                "storage GiB-months",
+                acct.storage_gib,
+                plan.storage_price,
+                _money(acct.storage_gib * plan.storage_price),
+            )
+        )
+    return lines
+
+
+def post_bill(
+    session: Session,
+    tenant: str,
+    month: datetime,
+    actor: str = "",
+    now: datetime | None = None,
+) -> Bill:
+    """Bill ``tenant`` for the month containing ``month`` and debit its balance (one
+    transaction); a month already billed, or not over yet, is refused."""
+    start = month_start(month.astimezone(UTC))
+    if start >= month_start(now or datetime.now(UTC)):
+        raise BillingError(f"{start:%Y-%m} is not over yet")
+    acct = account_of(session, tenant)
+    plan = session.get(PricePlan, acct.plan_id)
+    assert plan is not None
+    lines = price_month(session, acct, start)
+    total = sum((ln.amount for ln in lines), Decimal(0))
+    bill = Bill(account_id=acct.id, month=start, currency=plan.currency, total=total)
+    session.add(bill)
+    try:
+        session.flush()
+    except IntegrityError as exc:
+        session.rollback()
+        raise BillingError(f"{tenant} is already billed for {start:%Y-%m}") from exc
+    session.add_all(
+        BillLine(
+            bill_id=bill.id,
+            description=ln.description,
+            quantity=ln.quantity,
+            unit_price=ln.unit_price,
+            amount=ln.amount,
+        )
+        for ln in lines
+    )
+    _move(
+        session,
+        acct,
+        kind="bill",
+        amount=-total,
+        note=f"bill {start:%Y-%m}",
+        actor=actor,
+        bill_id=bill.id,
+    )
+    session.commit()
+    return bill
+
+
+def top_up(session: Session, tenant: str, amount: Decimal, actor: str, note: str = "") -> Decimal:
+    """Credit a tenant's balance (a virtual top-up by an operator); returns the new balance."""
+    if not isinstance(amount, Decimal) or not amount.is_finite() or amount <= 0:
+        raise BillingError(f"a top-up must be a positive amount, not {amount}")
+    if amount != amount.quantize(CENT):
+        raise BillingError(f"{amount} has more than 2 decimal places")
+    acct = account_of(session, tenant)
+    _move(
+        session, acct, kind="topup", amount=amount, note=note or "top-up", actor=actor, bill_id=None
+    )
+    session.commit()
+    return acct.balance
+
+
+def _move(
+    session: Session,
+    acct: BillingAccount,
+    *,
+    kind: str,
+    amount: Decimal,
+    note: str,
+    actor: str,
+    bill_id: int | None,
+) -> None:
+    acct.balance = acct.balance + amount
+    session.add(
+        LedgerEntry(
+            account_id=acct.id,
+            kind=kind,
+            amount=amount,
+            balance_after=acct.balance,
+            note=note[:255],
+            actor=actor[:64],
+            bill_id=bill_id,
+        )
+    )
+
+
+def history(session: Session, tenant: str) -> list[LedgerEntry]:
+    """Income and expense of a tenant, newest first."""
+    acct = account_of(session, tenant)
+    return list(
+        session.scalars(
+            select(LedgerEntry)
+            .where(LedgerEntry.account_id == acct.id)
+            .order_by(LedgerEntry.id.desc())
+        )
+    )
