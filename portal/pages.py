@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
-from flask import Flask, flash
+from flask import Flask, Response, abort, flash, send_file
 from flask_login import current_user
 from flask_wtf import FlaskForm
 
+from portal.config import LOGO_TYPES
 from portal.errors import DomainError, ValidationFailed
 
 
@@ -39,6 +41,21 @@ def register_pages(app: Flask) -> None:
 
     for bp in (identity, dashboard, tenancy, tenancy_admin, quotas, jobs, nodes, audit):
         app.register_blueprint(bp)
+
+    @app.context_processor
+    def branding() -> dict[str, Any]:
+        cfg = app.config
+        site = {"name": cfg["SITE_NAME"], "logo": bool(cfg["SITE_LOGO"])}
+        return {"site": {**site, "colours": cfg["SITE_COLOURS"]}}
+
+    @app.route("/branding/logo")
+    def branding_logo() -> Response:
+        """The site's logo file (``SITE_LOGO``), for everyone: the login page shows it."""
+        logo = app.config["SITE_LOGO"]
+        if not logo:
+            abort(404)
+        path = Path(logo)
+        return send_file(path, mimetype=LOGO_TYPES[path.suffix.lower()], max_age=3600)
 
     @app.context_processor
     def navigation() -> dict[str, Any]:
