@@ -6,7 +6,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from flask import Flask, Response, current_app, send_file, url_for
+from flask import Flask, Response, current_app, request, send_file, url_for
+from flask_login import current_user
 from flask_smorest import Blueprint
 from flask_smorest.fields import Upload
 from marshmallow import Schema, fields
@@ -30,7 +31,7 @@ from portal.datasets.schemas import (
     VersionSchema,
 )
 from portal.datasets.storage import Entry, iter_files, write_archive
-from portal.errors import NotFound
+from portal.errors import NotFound, QuotaExceeded
 from portal.extensions import api
 from portal.pagination import PageParams, page_of_list, page_of_query
 from portal.web import AuthedView, current_access, session
@@ -93,6 +94,28 @@ class Versions(AuthedView):
     def post(self, args: dict[str, Any], dataset_id: int) -> DatasetVersion:
         """A new version from a cluster path, an S3 prefix or the dataset's workspace."""
         return service.add_version(session(), current_access(), settings(), dataset_id, args)
+
+
+MULTIPART_SLACK = 1 << 20  # part headers and boundaries around the files
+
+
+@blp.before_request
+def refuse_oversized_uploads() -> None:
+    """An upload whose declared size is over the project's quota is refused before its body
+    is read (and spooled to disk); the permission checks come first, as everywhere."""
+    if request.endpoint != "datasets.UploadVersion" or request.method != "POST":
+        return
+    length = request.content_length
+    if length is None or not current_user.is_authenticated:
+        return  # chunked: counted while it streams; no caller: the view answers 401
+    dataset_id = (request.view_args or {})["dataset_id"]
+    ds = service.get_dataset(session(), current_access(), dataset_id, write=True)
+    left = service.limits_for(session(), settings(), ds.project_id).max_bytes
+    if length > left + MULTIPART_SLACK:
+        raise QuotaExceeded(
+            f"the upload ({length} bytes) is larger than the project's dataset quota left "
+            f"({left} bytes)"
+        )
 
 
 @blp.route("/<id:dataset_id>/upload")

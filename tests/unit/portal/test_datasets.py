@@ -255,6 +255,23 @@ def test_bad_uploads_are_refused_and_leave_nothing(
     assert staged(store) == []
 
 
+def test_an_upload_declared_over_the_quota_is_refused_before_it_is_read(
+    env: Env, store: Path
+) -> None:
+    ds = make_dataset(env, "alice", "nlp", visibility="project")
+    url = f"{API}/{ds}/upload"
+    huge = {"CONTENT_LENGTH": str(50 * 2**30)}  # what a client announces, before any byte
+    r = env.api("alice").post(url, data=b"", environ_overrides=huge)
+    assert r.status_code == 409
+    assert r.json["error"] == "quota_exceeded"
+    assert "larger than the project's dataset quota left (400000 bytes)" in r.json["message"]
+    # the permission checks still come first
+    assert env.api("dave").post(url, data=b"", environ_overrides=huge).status_code == 404
+    assert env.api("gina").post(url, data=b"", environ_overrides=huge).status_code == 403
+    assert version_rows(env) == 0
+    assert leftovers(store) == []
+
+
 def test_a_zip_link_is_refused(env: Env, store: Path) -> None:
     out = io.BytesIO()
     with zipfile.ZipFile(out, "w") as z:
