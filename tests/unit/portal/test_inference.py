@@ -217,3 +217,39 @@ def test_deploy_needs_a_visible_ready_version(reg: Env) -> None:  # noqa: F811
     assert (props["gres"], props["partition"]) == ("shard:8", "gpu")
     dup = alice.post("/api/v1/inference", json={"version_id": v1, "name": r.json["name"]})
     assert dup.status_code == 409
+
+
+def test_pages_import_deploy_scale_stop_delete(reg: Env) -> None:  # noqa: F811
+    from tests.unit.portal.test_pages import csrf_of, login
+
+    client = login(reg, "alice")
+    page = client.get("/presets").get_data(as_text=True)
+    assert page.count("<tr>") == 21  # header and the 20 presets
+    r = client.post(
+        "/presets/digits-classifier/import",
+        data={"project_id": reg.world.projects["nlp"], "csrf_token": csrf_of(page)},
+    )
+    assert r.status_code == 302
+    model_page = client.get(r.headers["Location"]).get_data(as_text=True)
+    assert "Handwritten digit classifier" in model_page
+    model_id = int(r.headers["Location"].rsplit("/", 1)[1])
+    v2 = train(reg, model_id)
+    assert v2["status"] == "ready"
+    token = csrf_of(model_page)
+    r = client.post(f"/models/{model_id}/versions/2/deploy", data={"csrf_token": token})
+    assert r.status_code == 302
+    svc_url = r.headers["Location"]
+    detail = client.get(svc_url).get_data(as_text=True)
+    assert "The service token (shown once): svc_" in detail
+    service_id = int(svc_url.rsplit("/", 1)[1])
+    r = client.post(f"/inference/{service_id}/scale", data={"replicas": 2, "csrf_token": token})
+    assert r.status_code == 302
+    assert reg.api("alice").get(f"/api/v1/inference/{service_id}").json["replicas"] == 2
+    client.post(f"/inference/{service_id}/stop", data={"csrf_token": token})
+    assert reg.api("alice").get(f"/api/v1/inference/{service_id}").json["state"] == "stopped"
+    assert "Inference services" in client.get("/inference").get_data(as_text=True)
+    assert client.post(f"/inference/{service_id}/stop").status_code == 400  # no CSRF token
+    r = client.post(f"/inference/{service_id}/delete", data={"csrf_token": token})
+    assert r.headers["Location"].endswith("/inference")
+    assert client.get("/models").status_code == 200
+    assert login(reg, "bob").get(f"/models/{model_id}").status_code == 404
