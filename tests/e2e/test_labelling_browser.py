@@ -167,6 +167,17 @@ def test_dataset_pages_upload_and_preview(page: Page, site: Site, tmp_path: Path
     page.go_back()
     page.click("#files >> text=notes.txt")
     expect(page.locator("#preview-text")).to_have_text("three cars, one bus\n")
+    # a whole directory, sub-directories kept: version 2
+    photos = tmp_path / "photos"
+    (photos / "night").mkdir(parents=True)
+    (photos / "day.png").write_bytes(png(4, 4))
+    (photos / "night" / "moon.png").write_bytes(png(5, 5))
+    page.go_back()
+    page.set_input_files("#upload input[name=files][webkitdirectory]", str(photos))
+    page.click("#upload button[type=submit]")
+    expect(page.locator("#versions tr")).to_have_count(3)
+    page.click("#versions >> text=v2")
+    expect(page.locator("#files a")).to_have_text(["photos/day.png", "photos/night/moon.png"])
     # another tenant's user sees nothing of it
     page.context.clear_cookies()
     log_in(page, site.url, "dave")
