@@ -1,9 +1,10 @@
 from __future__ import annotations
 
 from datetime import UTC
+from decimal import Decimal
 from typing import Any
 
-from marshmallow import Schema, fields, validate
+from marshmallow import RAISE, Schema, ValidationError, fields, validate
 
 from accounting.export import FORMATS
 from accounting.report import Dim, Line, Report
@@ -82,3 +83,70 @@ def report_data(rep: Report) -> dict[str, Any]:
         "utilisation": list(rep.utilisation),
         "top_users": [line(ln) for ln in rep.top_users],
     }
+
+
+class BillLineSchema(Schema):
+    description = fields.String()
+    quantity = fields.Decimal(as_string=True)
+    unit_price = fields.Decimal(as_string=True)
+    amount = fields.Decimal(as_string=True)
+
+
+class BillSchema(Schema):
+    id = fields.Integer()
+    month = fields.String()
+    total = fields.Decimal(as_string=True)
+    lines = fields.List(fields.Nested(BillLineSchema))
+
+
+class LedgerSchema(Schema):
+    at = fields.DateTime()
+    kind = fields.String()
+    amount = fields.Decimal(as_string=True)
+    balance_after = fields.Decimal(as_string=True)
+    note = fields.String()
+    actor = fields.String()
+
+
+class BillingSchema(Schema):
+    tenant = fields.String()
+    plan = fields.String()
+    currency = fields.String()
+    package = fields.String(allow_none=True)
+    balance = fields.Decimal(as_string=True)
+    bills = fields.List(fields.Nested(BillSchema))
+    ledger = fields.List(fields.Nested(LedgerSchema))
+
+
+class AccountSchema(Schema):
+    tenant = fields.String()
+    balance = fields.Decimal(as_string=True)
+
+
+def _cents(value: Decimal) -> None:
+    if value != value.quantize(Decimal("0.01")):
+        raise ValidationError("at most 2 decimal places")
+
+
+class TopUpSchema(Schema):
+    class Meta:
+        unknown = RAISE
+
+    amount = fields.Decimal(
+        required=True,
+        validate=[
+            validate.Range(min=Decimal("0.01"), max=Decimal("1000000000")),
+            _cents,
+        ],
+    )
+    note = fields.String(load_default="", validate=validate.Length(max=255))
+
+
+class PostBillSchema(Schema):
+    class Meta:
+        unknown = RAISE
+
+    month = fields.String(
+        required=True,
+        validate=validate.Regexp(r"^\d{4}-(0[1-9]|1[0-2])$", error="month must be YYYY-MM"),
+    )

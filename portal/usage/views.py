@@ -8,11 +8,16 @@ from flask import Flask, Response
 from flask_smorest import Blueprint
 
 from accounting import export
+from accounting.report import parse_month
 from portal.slurm import slurm
-from portal.usage import service
+from portal.usage import billing, service
 from portal.usage.schemas import (
+    AccountSchema,
+    BillingSchema,
     ExportQuerySchema,
+    PostBillSchema,
     ReportSchema,
+    TopUpSchema,
     UsageQuerySchema,
     args_of,
     report_data,
@@ -52,6 +57,41 @@ class Export(AuthedView):
             mimetype=MIME[fmt],
             headers={"Content-Disposition": f"attachment; filename={name}"},
         )
+
+
+@blp.route("/billing")
+class Accounts(AuthedView):
+    @blp.response(200, AccountSchema(many=True))
+    def get(self) -> list[Any]:
+        """The billing accounts the caller may see, with their balances."""
+        return billing.accounts(session(), current_access())
+
+
+@blp.route("/billing/<string:tenant>")
+class Billing(AuthedView):
+    @blp.response(200, BillingSchema)
+    def get(self, tenant: str) -> dict[str, Any]:
+        """Balance, bills with their lines, and income/expense history of a tenant."""
+        return billing.view(session(), current_access(), tenant)
+
+
+@blp.route("/billing/<string:tenant>/topups")
+class TopUps(AuthedView):
+    @blp.arguments(TopUpSchema)
+    @blp.response(200, BillingSchema)
+    def post(self, args: dict[str, Any], tenant: str) -> dict[str, Any]:
+        """Credit the balance (platform admins: a virtual top-up)."""
+        return billing.top_up(session(), current_access(), tenant, args["amount"], args["note"])
+
+
+@blp.route("/billing/<string:tenant>/bills")
+class Bills(AuthedView):
+    @blp.arguments(PostBillSchema)
+    @blp.response(200, BillingSchema)
+    def post(self, args: dict[str, Any], tenant: str) -> dict[str, Any]:
+        """Bill a finished month and debit the balance (platform admins; once per month)."""
+        month, _ = parse_month(args["month"])
+        return billing.post_bill(session(), current_access(), tenant, month)
 
 
 def register(app: Flask) -> None:
