@@ -116,6 +116,8 @@ def check_period(start: datetime, end: datetime) -> None:
     for t in (start, end):
         if t.minute or t.second or t.microsecond:
             raise ReportError(f"{t.isoformat()} is not a whole hour")
+        if not 1970 <= t.year <= 9000:
+            raise ReportError(f"{t.isoformat()} is out of range (years 1970 to 9000)")
 
 
 def cover(start: datetime, end: datetime) -> list[tuple[str, datetime, datetime]]:

@@ -91,6 +91,7 @@ def test_cover_uses_the_coarsest_rollups() -> None:
         (d(2026, 11, 2), d(2026, 11, 1), "not after"),
         (d(2026, 11, 1, 0), datetime(2026, 11, 2, 0, 30, tzinfo=UTC), "whole hour"),
         (datetime(2026, 11, 1), datetime(2026, 11, 2), "time zone"),
+        (d(2026, 11, 1), datetime(9999, 12, 31, 23, tzinfo=UTC), "out of range"),
     ],
 )
 def test_bad_periods_say_what_is_wrong(start: datetime, end: datetime, message: str) -> None:
