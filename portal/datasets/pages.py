@@ -14,7 +14,7 @@ from wtforms import SelectField, StringField
 from wtforms.validators import DataRequired, Length
 
 from portal.authz import Perm
-from portal.datasets import service
+from portal.datasets import service, sources
 from portal.datasets.models import Visibility
 from portal.datasets.preview import preview
 from portal.datasets.storage import iter_files
@@ -70,7 +70,7 @@ def detail(dataset_id: int) -> str | Response | tuple[str, int]:
         try:
             # an empty file input still sends a part without a file name
             uploads = [(f.filename, f.stream) for f in request.files.getlist("files") if f.filename]
-            fill = service.upload(uploads, extract=bool(request.form.get("extract")))
+            fill = sources.upload(uploads, extract=bool(request.form.get("extract")))
             service.upload_version(
                 session(), access, settings(), ds.id, fill=fill, note=request.form.get("note", "")
             )

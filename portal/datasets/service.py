@@ -14,14 +14,13 @@ A dataset the caller cannot read is reported as not found.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import pwd
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from sqlalchemy import ColumnElement, Select, and_, func, or_, select
 from sqlalchemy.exc import IntegrityError
@@ -29,21 +28,15 @@ from sqlalchemy.orm import Session
 
 from portal.audit.service import record
 from portal.authz import Access, Perm
-from portal.datasets import s3
+from portal.datasets import s3, sources
 from portal.datasets.models import Dataset, DatasetVersion, Source, Visibility
+from portal.datasets.sources import Fill
 from portal.datasets.storage import (
     Budget,
     Limits,
     Manifest,
-    Reader,
     Store,
-    check_readable,
-    copy_tree,
-    extract_archive,
-    is_archive,
-    safe_relpath,
     scan,
-    write_stream,
 )
 from portal.errors import Conflict, Forbidden, NotFound, ValidationFailed
 from portal.models import utcnow
@@ -219,9 +212,6 @@ def delete_dataset(session: Session, access: Access, settings: Settings, dataset
 
 
 # ---------------------------------------------------------------------------- versions
-Fill = Callable[[Path, Budget], str]  # writes the files into the staging dir; returns origin
-
-
 def limits_for(session: Session, settings: Settings, project_id: int) -> Limits:
     used = session.scalar(
         select(func.coalesce(func.sum(DatasetVersion.size_bytes), 0))
@@ -295,63 +285,6 @@ def new_version(
     return row
 
 
-def import_path(settings: Settings, access: Access, raw: str) -> Callable[[Path, Budget], str]:
-    """A fill from a directory of the cluster file system, under one of the import roots."""
-    path = Path(os.path.realpath(raw))
-    roots = [
-        Path(os.path.realpath(r.replace("{user}", access.username))) for r in settings.import_roots
-    ]
-    if not Path(raw).is_absolute():
-        raise ValidationFailed({"path": ["give an absolute path"]})
-    if not any(path == r or r in path.parents for r in roots):
-        allowed = ", ".join(str(r) for r in roots) or "none configured"
-        raise ValidationFailed({"path": [f"{raw} is not under an import root ({allowed})"]})
-    if not path.is_dir():
-        raise ValidationFailed({"path": [f"{raw} is not a directory"]})
-    reader = reader_of(access.username)
-    root = next(r for r in roots if path == r or r in path.parents)
-    for parent in [*reversed(path.parents[: len(path.parents) - len(root.parents)]), path]:
-        check_readable(parent, str(parent), reader)  # the way down from the root, too
-
-    def fill(staging: Path, budget: Budget) -> str:
-        copy_tree(path, staging, budget, reader)
-        return str(path)
-
-    return fill
-
-
-def reader_of(username: str) -> Reader:
-    """The caller as a Unix user (their groups included), for the read checks of imports."""
-    try:
-        entry = pwd.getpwnam(username)
-    except KeyError:
-        return Reader(username, None, frozenset())
-    return Reader(username, entry.pw_uid, frozenset(os.getgrouplist(username, entry.pw_gid)))
-
-
-def import_s3(settings: Settings, args: Mapping[str, Any]) -> Callable[[Path, Budget], str]:
-    client = s3.client(settings.s3_stores, args)
-    bucket, prefix = args["bucket"], args.get("prefix", "")
-
-    def fill(staging: Path, budget: Budget) -> str:
-        s3.download(client, bucket, prefix, staging, budget)
-        return f"s3://{args['store']}/{bucket}/{prefix}".rstrip("/")
-
-    return fill
-
-
-def import_workspace(settings: Settings, ds: Dataset) -> Callable[[Path, Budget], str]:
-    workspace = settings.store.workspace(ds.id)
-    if not workspace.is_dir():
-        raise ValidationFailed({"source": [f"{ds.name} has no workspace: mount it rw first"]})
-
-    def fill(staging: Path, budget: Budget) -> str:
-        copy_tree(workspace, staging, budget)
-        return "workspace"
-
-    return fill
-
-
 def add_version(
     session: Session, access: Access, settings: Settings, dataset_id: int, args: Mapping[str, Any]
 ) -> DatasetVersion:
@@ -359,11 +292,11 @@ def add_version(
     ds = get_dataset(session, access, dataset_id, write=True)
     source = Source(args["source"])
     if source == Source.PATH:
-        fill = import_path(settings, access, args.get("path", ""))
+        fill = sources.cluster_path(settings.import_roots, access.username, args.get("path", ""))
     elif source == Source.S3:
-        fill = import_s3(settings, args)
+        fill = sources.s3_prefix(settings.s3_stores, args)
     else:
-        fill = import_workspace(settings, ds)
+        fill = sources.workspace(settings.store.workspace(ds.id), ds.name)
     return new_version(
         session, access, settings, ds, fill=fill, source=source, note=args.get("note", "")
     )
@@ -432,52 +365,13 @@ def _hand_to(path: Path, username: str) -> None:
     path.chmod(0o750)
 
 
-def upload(
-    files: list[tuple[str, IO[bytes]]], *, extract: bool = True, sha256: str | None = None
-) -> Callable[[Path, Budget], str]:
-    """A fill from uploaded files; archives (zip, tar[.gz|.bz2|.xz]) are unpacked."""
-    if not files:
-        raise ValidationFailed({"files": ["upload at least one file"]})
-    if sha256 is not None and len(files) != 1:
-        raise ValidationFailed({"sha256": ["a checksum can be given for one uploaded file only"]})
-
-    def fill(staging: Path, budget: Budget) -> str:
-        for filename, stream in files:
-            if sha256 is not None:
-                _verify(filename, stream, sha256)
-            if extract and is_archive(filename):
-                extract_archive(stream, filename, staging, budget)
-            else:
-                rel = safe_relpath(filename)
-                budget.new_file(rel)
-                write_stream(stream, staging, rel, budget)
-        return ", ".join(name for name, _ in files)[:1024]
-
-    return fill
-
-
-def _verify(filename: str, stream: IO[bytes], expected: str) -> None:
-    digest = hashlib.sha256()
-    while chunk := stream.read(1 << 20):
-        digest.update(chunk)
-    stream.seek(0)
-    if digest.hexdigest() != expected.lower():
-        raise ValidationFailed(
-            {
-                "files": [
-                    f"{filename}: sha256 {digest.hexdigest()} differs from the given {expected}"
-                ]
-            }
-        )
-
-
 def upload_version(
     session: Session,
     access: Access,
     settings: Settings,
     dataset_id: int,
     *,
-    fill: Callable[[Path, Budget], str],
+    fill: Fill,
     note: str = "",
 ) -> DatasetVersion:
     ds = get_dataset(session, access, dataset_id, write=True)

@@ -12,7 +12,7 @@ from flask_smorest import Blueprint
 from flask_smorest.fields import Upload
 from marshmallow import Schema, fields
 
-from portal.datasets import service
+from portal.datasets import service, sources
 from portal.datasets.models import Dataset, DatasetVersion
 from portal.datasets.preview import inline_type, preview
 from portal.datasets.schemas import (
@@ -126,7 +126,7 @@ class UploadVersion(AuthedView):
     def post(self, form: dict[str, Any], files: dict[str, Any], dataset_id: int) -> DatasetVersion:
         """A new version from uploaded files; zip and tar archives are unpacked."""
         uploads = [(f.filename or "", f.stream) for f in files.get("files", [])]
-        fill = service.upload(uploads, extract=form["extract"], sha256=form.get("sha256"))
+        fill = sources.upload(uploads, extract=form["extract"], sha256=form.get("sha256"))
         return service.upload_version(
             session(), current_access(), settings(), dataset_id, fill=fill,
             note=form.get("note", ""),

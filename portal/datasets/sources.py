@@ -1,0 +1,122 @@
+"""Where a new version's files come from: each builder checks its arguments at once and
+returns a *fill*, which writes the files into a staging directory against a budget and
+returns the version's origin (see :func:`portal.datasets.service.new_version`)."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pwd
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import IO, Any
+
+from portal.datasets import s3
+from portal.datasets.storage import (
+    Budget,
+    Reader,
+    check_readable,
+    copy_tree,
+    extract_archive,
+    is_archive,
+    safe_relpath,
+    write_stream,
+)
+from portal.errors import ValidationFailed
+
+Fill = Callable[[Path, Budget], str]
+
+
+def upload(
+    files: list[tuple[str, IO[bytes]]], *, extract: bool = True, sha256: str | None = None
+) -> Fill:
+    """A fill from uploaded files; archives (zip, tar[.gz|.bz2|.xz]) are unpacked."""
+    if not files:
+        raise ValidationFailed({"files": ["upload at least one file"]})
+    if sha256 is not None and len(files) != 1:
+        raise ValidationFailed({"sha256": ["a checksum can be given for one uploaded file only"]})
+
+    def fill(staging: Path, budget: Budget) -> str:
+        for filename, stream in files:
+            if sha256 is not None:
+                _verify(filename, stream, sha256)
+            if extract and is_archive(filename):
+                extract_archive(stream, filename, staging, budget)
+            else:
+                rel = safe_relpath(filename)
+                budget.new_file(rel)
+                write_stream(stream, staging, rel, budget)
+        return ", ".join(name for name, _ in files)[:1024]
+
+    return fill
+
+
+def _verify(filename: str, stream: IO[bytes], expected: str) -> None:
+    digest = hashlib.sha256()
+    while chunk := stream.read(1 << 20):
+        digest.update(chunk)
+    stream.seek(0)
+    if digest.hexdigest() != expected.lower():
+        raise ValidationFailed(
+            {
+                "files": [
+                    f"{filename}: sha256 {digest.hexdigest()} differs from the given {expected}"
+                ]
+            }
+        )
+
+
+def cluster_path(import_roots: Sequence[str], username: str, raw: str) -> Fill:
+    """A fill from a directory of the cluster file system, under one of the import roots."""
+    path = Path(os.path.realpath(raw))
+    roots = [Path(os.path.realpath(r.replace("{user}", username))) for r in import_roots]
+    if not Path(raw).is_absolute():
+        raise ValidationFailed({"path": ["give an absolute path"]})
+    if not any(path == r or r in path.parents for r in roots):
+        allowed = ", ".join(str(r) for r in roots) or "none configured"
+        raise ValidationFailed({"path": [f"{raw} is not under an import root ({allowed})"]})
+    if not path.is_dir():
+        raise ValidationFailed({"path": [f"{raw} is not a directory"]})
+    reader = reader_of(username)
+    root = next(r for r in roots if path == r or r in path.parents)
+    for parent in [*reversed(path.parents[: len(path.parents) - len(root.parents)]), path]:
+        check_readable(parent, str(parent), reader)  # the way down from the root, too
+
+    def fill(staging: Path, budget: Budget) -> str:
+        copy_tree(path, staging, budget, reader)
+        return str(path)
+
+    return fill
+
+
+def reader_of(username: str) -> Reader:
+    """The caller as a Unix user (their groups included), for the read checks of imports."""
+    try:
+        entry = pwd.getpwnam(username)
+    except KeyError:
+        return Reader(username, None, frozenset())
+    return Reader(username, entry.pw_uid, frozenset(os.getgrouplist(username, entry.pw_gid)))
+
+
+def s3_prefix(stores: Mapping[str, Mapping[str, Any]], args: Mapping[str, Any]) -> Fill:
+    """A fill from every object under a prefix of a bucket of a configured store."""
+    client = s3.client(stores, args)
+    bucket, prefix = args["bucket"], args.get("prefix", "")
+
+    def fill(staging: Path, budget: Budget) -> str:
+        s3.download(client, bucket, prefix, staging, budget)
+        return f"s3://{args['store']}/{bucket}/{prefix}".rstrip("/")
+
+    return fill
+
+
+def workspace(directory: Path, name: str) -> Fill:
+    """A fill from what jobs wrote into a dataset's read-write mount."""
+    if not directory.is_dir():
+        raise ValidationFailed({"source": [f"{name} has no workspace: mount it rw first"]})
+
+    def fill(staging: Path, budget: Budget) -> str:
+        copy_tree(directory, staging, budget)
+        return "workspace"
+
+    return fill
