@@ -45,10 +45,14 @@ class Kind:
     def __init__(self, mirror: Path | None = None) -> None:
         self.mirror = mirror
 
-    def train(self, base: Path, out: Path) -> dict[str, Any]:
+    def train(self, base: Path, out: Path, data: Path | None = None) -> dict[str, Any]:
         raise NotImplementedError
 
     def test_set(self) -> tuple[list[Any], list[str]]:
+        raise NotImplementedError
+
+    def from_directory(self, path: Path) -> tuple[list[Any], list[str]]:
+        """Labelled examples of a dataset version (layout per kind)."""
         raise NotImplementedError
 
     def load(self, model: Path) -> Any:
@@ -74,6 +78,26 @@ def _digits() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     return x_train, x_test, y_train, y_test
 
 
+IMAGES = (".png", ".jpg", ".jpeg", ".pgm", ".bmp")
+
+
+def _image_folder(path: Path) -> tuple[list[Any], list[str]]:
+    """``<label>/<image>`` files as 8x8 grey images on the digits' 0-16 scale."""
+    from PIL import Image
+
+    x: list[Any] = []
+    y: list[str] = []
+    for file in sorted(path.glob("*/*")):
+        if file.suffix.lower() in IMAGES:
+            with Image.open(file) as img:
+                grey = img.convert("L").resize((8, 8))
+            x.append(np.asarray(grey, dtype=float).reshape(64) * 16.0 / 255.0)
+            y.append(file.parent.name)
+    if not x:
+        raise ValueError(f"{path}: no <label>/<image> files (png, jpg, pgm, bmp)")
+    return x, y
+
+
 def _pixels(body: dict[str, Any]) -> list[np.ndarray]:
     pixels = body.get("pixels")
     if not isinstance(pixels, list) or len(pixels) != 64:
@@ -87,11 +111,13 @@ class DigitsClassifier(Kind):
     name = "digits_classifier"
     labels = tuple(str(i) for i in range(10))
 
-    def train(self, base: Path, out: Path) -> dict[str, Any]:
+    def train(self, base: Path, out: Path, data: Path | None = None) -> dict[str, Any]:
         from sklearn.linear_model import LogisticRegression
 
         cfg = {"C": 1.0, "max_iter": 2000, **_config(base)}
         x, _, y, _ = _digits()
+        if data is not None:
+            x, y = (np.asarray(v) for v in _image_folder(data))
         clf = LogisticRegression(C=float(cfg["C"]), max_iter=int(cfg["max_iter"]))
         clf.fit(x / 16.0, y)
         np.savez(
@@ -125,16 +151,21 @@ class DigitsClassifier(Kind):
     def parse(self, body: dict[str, Any]) -> list[Any]:
         return _pixels(body)
 
+    def from_directory(self, path: Path) -> tuple[list[Any], list[str]]:
+        return _image_folder(path)
+
 
 class DigitsRetrieval(Kind):
     name = "digits_retrieval"
     labels = tuple(str(i) for i in range(10))
 
-    def train(self, base: Path, out: Path) -> dict[str, Any]:
+    def train(self, base: Path, out: Path, data: Path | None = None) -> dict[str, Any]:
         from sklearn.decomposition import PCA
 
         cfg = {"components": 16, **_config(base)}
         x, _, y, _ = _digits()
+        if data is not None:
+            x, y = (np.asarray(v) for v in _image_folder(data))
         pca = PCA(n_components=int(cfg["components"]), random_state=SEED).fit(x)
         gallery = pca.transform(x)
         gallery /= np.linalg.norm(gallery, axis=1, keepdims=True)
@@ -182,6 +213,9 @@ class DigitsRetrieval(Kind):
     def parse(self, body: dict[str, Any]) -> list[Any]:
         return _pixels(body)
 
+    def from_directory(self, path: Path) -> tuple[list[Any], list[str]]:
+        return _image_folder(path)
+
 
 # ---------------------------------------------------------------------- language: MiniLM
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
@@ -228,11 +262,13 @@ class _MiniLMHead(Kind):
         x_train, x_test, y_train, y_test = _split(texts, ys, 0.5)
         return list(x_train), list(x_test), list(y_train), list(y_test)
 
-    def train(self, base: Path, out: Path) -> dict[str, Any]:
+    def train(self, base: Path, out: Path, data: Path | None = None) -> dict[str, Any]:
         from sklearn.linear_model import LogisticRegression
 
         cfg = {"base": MINILM, "C": 10.0, **_config(base)}
         x, _, y, _ = self._splits()
+        if data is not None:
+            x, y = self.from_directory(data)
         clf = LogisticRegression(C=float(cfg["C"]), max_iter=2000).fit(self.encode(cfg, x), y)
         np.savez(out / "head.npz", coef=clf.coef_, intercept=clf.intercept_, classes=clf.classes_)
         cfg.update(preset=self.preset, trained_on=len(y))
@@ -268,6 +304,23 @@ class _MiniLMHead(Kind):
         if not all(isinstance(t, str) and len(t) <= 2000 for t in texts):
             raise ValueError("texts: strings of at most 2000 characters")
         return texts
+
+    def from_directory(self, path: Path) -> tuple[list[Any], list[str]]:
+        """``*.jsonl`` lines ``{"text": …, "label": …}``, or ``<label>/<n>.txt`` files."""
+        texts: list[str] = []
+        labels: list[str] = []
+        for file in sorted(path.glob("*.jsonl")):
+            for line in file.read_text().splitlines():
+                if line.strip():
+                    row = json.loads(line)
+                    texts.append(str(row["text"]))
+                    labels.append(str(row["label"]))
+        for file in sorted(path.glob("*/*.txt")):
+            texts.append(file.read_text().strip())
+            labels.append(file.parent.name)
+        if not texts:
+            raise ValueError(f"{path}: no *.jsonl (text, label) or <label>/*.txt files")
+        return texts, labels
 
     def respond(self, results: list[dict[str, Any]]) -> dict[str, Any]:
         return {"labels": [r["label"] for r in results], "scores": [r["score"] for r in results]}

@@ -39,20 +39,27 @@ def _write_json(path: Path, data: Any) -> None:
     os.replace(tmp, path)
 
 
-def train(kind: Kind, base: Path, out: Path) -> dict[str, Any]:
+def _data(variable: str) -> Path | None:
+    """A dataset version mounted by the job spec (``mounts``: AIPOOL_DATA_<NAME>)."""
+    value = os.environ.get(variable)
+    return Path(value) if value else None
+
+
+def train(kind: Kind, base: Path, out: Path, data: Path | None = None) -> dict[str, Any]:
     model = out / "model"
     model.mkdir(parents=True, exist_ok=True)
-    cfg = kind.train(base, model)
+    cfg = kind.train(base, model, data)
     _write_json(out / "result.json", {"config": cfg})
     return cfg
 
 
-def evaluate(kind: Kind, model: Path, out: Path) -> dict[str, Any]:
+def evaluate(kind: Kind, model: Path, out: Path, data: Path | None = None) -> dict[str, Any]:
     out.mkdir(parents=True, exist_ok=True)
-    x, y = kind.test_set()
+    x, y = kind.from_directory(data) if data is not None else kind.test_set()
     loaded = kind.load(model)
     predicted = [r["label"] for r in kind.predict(loaded, x)]
-    report = metrics.classification(y, predicted, kind.labels)
+    labels = [*kind.labels, *sorted(set(y) - set(kind.labels))]
+    report = metrics.classification(y, predicted, labels)
     metrics.confusion_png(report["confusion"], report["labels"], out / "confusion.png")
     _write_json(out / "metrics.json", report)
     return report
@@ -122,9 +129,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     kind = _kind(args)
     if args.command == "train":
-        train(kind, args.base, args.out)
+        train(kind, args.base, args.out, _data("AIPOOL_DATA_TRAIN"))
     elif args.command == "evaluate":
-        report = evaluate(kind, args.model, args.out)
+        report = evaluate(kind, args.model, args.out, _data("AIPOOL_DATA_EVAL"))
         print(json.dumps(report["metrics"]))
     elif args.command == "serve":
         serve(kind, args.model, args.conn, args.host)

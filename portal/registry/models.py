@@ -112,10 +112,11 @@ class ModelVersion(Base):
     encrypted: Mapped[bool] = mapped_column(Boolean, default=False)
     tags: Mapped[dict[str, str]] = mapped_column(JSON, default=dict)
     metrics: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)  # latest evaluation
-    # lineage: the job and dataset version that produced it, and the version it started from.
-    # dataset_version_id points at the datasets' table once it exists (a plain id until then)
+    # lineage: the job and dataset version that produced it, and the version it started from
     job_id: Mapped[int | None] = mapped_column(Integer)
-    dataset_version_id: Mapped[int | None] = mapped_column(Integer)
+    dataset_version_id: Mapped[int | None] = mapped_column(
+        ForeignKey("dataset_versions.id", ondelete="SET NULL")
+    )
     parent_id: Mapped[int | None] = mapped_column(
         ForeignKey("model_versions.id", ondelete="SET NULL")
     )
@@ -172,7 +173,9 @@ class Evaluation(Base):
     job_id: Mapped[int | None] = mapped_column(Integer)
     state: Mapped[str] = mapped_column(String(16), default=EvalState.QUEUED.value)
     dataset: Mapped[str] = mapped_column(String(255), default="")
-    dataset_version_id: Mapped[int | None] = mapped_column(Integer)
+    dataset_version_id: Mapped[int | None] = mapped_column(
+        ForeignKey("dataset_versions.id", ondelete="SET NULL")
+    )
     metrics: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     per_class: Mapped[list[dict[str, Any]]] = mapped_column(JSON, default=list)
     labels: Mapped[list[str]] = mapped_column(JSON, default=list)

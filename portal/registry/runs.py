@@ -121,6 +121,24 @@ def _log_tail(workdir: Path, limit: int = 600) -> str:
     return logs[-1].read_text(errors="replace")[-limit:]
 
 
+def dataset_mount(
+    session: Session, access: Access, dataset_version_id: int | None, name: str
+) -> list[dict[str, str]]:
+    """The job spec's read-only mount of a dataset version the caller can read."""
+    if dataset_version_id is None:
+        return []
+    from portal.datasets.service import version_by_id as dataset_version
+    from portal.errors import NotFound
+
+    try:
+        version = dataset_version(session, access, dataset_version_id)
+    except NotFound:
+        raise ValidationFailed(
+            {"dataset_version_id": [f"no dataset version {dataset_version_id} you can read"]}
+        ) from None
+    return [{"name": name, "path": version.path, "mode": "ro", "kind": "data"}]
+
+
 # ---------------------------------------------------------------------- fine-tuning
 def fine_tune(
     session: Session,
@@ -144,6 +162,7 @@ def fine_tune(
         )
         if data.get("resources"):
             spec["resources"] = {**spec["resources"], **data["resources"]}
+        spec["mounts"] = dataset_mount(session, access, data.get("dataset_version_id"), "train")
         job_id = submit(session, access, port, base.model.project_id, spec)
     except BaseException:
         session.rollback()
@@ -220,11 +239,18 @@ def evaluate(
             {"model": str(workdir / "model"), "out": str(workdir), "mirror": str(storage.mirror())},
             workdir,
         )
+        dataset_version_id = data.get("dataset_version_id")
+        spec["mounts"] = dataset_mount(session, access, dataset_version_id, "eval")
         job_id = submit(session, access, port, version.model.project_id, spec)
+        default = (
+            f"dataset version {dataset_version_id}"
+            if dataset_version_id
+            else f"preset:{preset.name}:test"
+        )
         row = Evaluation(
             version_id=version.id,
             job_id=job_id,
-            dataset=data.get("dataset") or f"preset:{preset.name}:test",
+            dataset=data.get("dataset") or default,
             dataset_version_id=data.get("dataset_version_id"),
             workdir=str(workdir),
             created_by=access.user_id,

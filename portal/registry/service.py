@@ -246,6 +246,10 @@ def upload_version(
     model, _ = get_model(session, access, model_id, Level.WRITE)
     if data.get("card"):
         cards.check(data["card"])  # before the upload is written anywhere
+    if data.get("dataset_version_id") is not None:
+        from portal.registry.runs import dataset_mount
+
+        dataset_mount(session, access, data["dataset_version_id"], "lineage")  # readable
     staged = storage.stage_upload(stream, filename)
     return new_version(
         session,

@@ -132,6 +132,12 @@ def upgrade() -> None:
             name=op.f("fk_model_versions_parent_id_model_versions"),
             ondelete="SET NULL",
         ),
+        sa.ForeignKeyConstraint(
+            ["dataset_version_id"],
+            ["dataset_versions.id"],
+            name=op.f("fk_model_versions_dataset_version_id_dataset_versions"),
+            ondelete="SET NULL",
+        ),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_model_versions")),
         sa.UniqueConstraint("model_id", "number", name=op.f("uq_model_versions_model_id_number")),
     )
@@ -245,6 +251,12 @@ def upgrade() -> None:
             ["model_versions.id"],
             name=op.f("fk_model_evaluations_version_id_model_versions"),
             ondelete="CASCADE",
+        ),
+        sa.ForeignKeyConstraint(
+            ["dataset_version_id"],
+            ["dataset_versions.id"],
+            name=op.f("fk_model_evaluations_dataset_version_id_dataset_versions"),
+            ondelete="SET NULL",
         ),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_model_evaluations")),
     )

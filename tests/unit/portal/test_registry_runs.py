@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 import shlex
 from pathlib import Path
 from typing import Any
@@ -129,3 +130,79 @@ def test_jobs_need_write_access_and_a_runnable_preset(reg: Env) -> None:  # noqa
     assert len(alice.get(f"/api/v1/models/{model_id}/versions").json) == 1
     work = Path(reg.app.config["MODEL_WORK"])
     assert not any(work.iterdir())
+
+
+def dataset_version(env: Env, path: Path, owner: str = "alice", project: str = "nlp") -> int:
+    from portal.datasets.models import Dataset, DatasetVersion
+    from portal.extensions import db
+
+    with env.app.app_context():
+        s = db.session
+        ds = Dataset(
+            project_id=env.world.projects[project], owner_id=env.world.users[owner], name="digits"
+        )
+        s.add(ds)
+        s.flush()
+        files = list(path.rglob("*.png"))
+        row = DatasetVersion(
+            dataset_id=ds.id,
+            version=1,
+            path=str(path),
+            checksum="0" * 64,
+            file_count=len(files),
+            size_bytes=sum(f.stat().st_size for f in files),
+            source="path",
+        )
+        s.add(row)
+        s.commit()
+        return row.id
+
+
+def test_train_and_evaluate_on_a_dataset_version(reg: Env, tmp_path: Path) -> None:  # noqa: F811
+    from PIL import Image
+    from sklearn.datasets import load_digits
+
+    digits = load_digits()
+    folder = tmp_path / "digits-images"
+    for i in range(30):
+        label = folder / str(digits.target[i])
+        label.mkdir(parents=True, exist_ok=True)
+        pixels = (digits.images[i] * 255 / 16).astype("uint8")
+        Image.fromarray(pixels, mode="L").save(label / f"{i}.png")
+    dv = dataset_version(reg, folder)
+    model_id = import_digits(reg)
+    v2 = train(reg, model_id)
+    alice = reg.api("alice")
+    r = alice.post(
+        f"/api/v1/models/{model_id}/versions/2/evaluations", json={"dataset_version_id": dv}
+    )
+    assert r.status_code == 201, r.json
+    assert (r.json["dataset"], r.json["dataset_version_id"]) == (f"dataset version {dv}", dv)
+    job_id = r.json["job_id"]
+    _, script, _ = submitted(reg, job_id)
+    assert f"AIPOOL_DATA_EVAL={folder}" in script  # mounted read-only by the job spec
+    os.environ["AIPOOL_DATA_EVAL"] = str(folder)
+    try:
+        run_like_the_job(reg, job_id)
+    finally:
+        del os.environ["AIPOOL_DATA_EVAL"]
+    set_job(reg, job_id, JobState.COMPLETED)
+    [ev] = alice.get(f"/api/v1/models/{model_id}/versions/2/evaluations").json
+    assert ev["metrics"]["samples"] == 30
+    assert ev["metrics"]["accuracy"] > 0.8
+    # lineage of a fine-tuned version to the dataset version it was trained on
+    r = alice.post(
+        f"/api/v1/models/{model_id}/versions/2/fine-tune", json={"dataset_version_id": dv}
+    )
+    assert r.json["dataset_version_id"] == dv
+    assert f"AIPOOL_DATA_TRAIN={folder}" in submitted(reg, r.json["job_id"])[1]
+    # a dataset version the caller cannot read is refused, nothing submitted
+    theirs = dataset_version(reg, folder, owner="bob", project="vision")
+    before = len(reg.slurm.submitted)
+    r = alice.post(
+        f"/api/v1/models/{model_id}/versions/2/evaluations", json={"dataset_version_id": theirs}
+    )
+    assert r.status_code == 422
+    assert "dataset_version_id" in r.json["errors"]["json"]
+    assert len(reg.slurm.submitted) == before
+    assert v2["status"] == "ready"
