@@ -15,11 +15,12 @@ from __future__ import annotations
 import tempfile
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from datetime import timedelta
 from pathlib import Path
 from typing import IO, Any
 
 from PIL import Image, UnidentifiedImageError
-from sqlalchemy import Select, func, select
+from sqlalchemy import Select, func, or_, select, update
 from sqlalchemy.orm import Session
 
 from portal.audit.service import record
@@ -36,6 +37,7 @@ from portal.models import utcnow
 from portal.tenancy.models import Project
 
 MAX_ITEMS = 100_000
+CLAIM = timedelta(minutes=30)  # how long an item handed out by next_item stays its annotator's
 
 
 def _project(session: Session, access: Access, project_id: int, perm: Perm) -> Project:
@@ -192,7 +194,7 @@ def progress(session: Session, task: LabelTask) -> dict[str, Any]:
     by_user = session.execute(
         select(User.username, func.count())
         .join(LabelItem, LabelItem.annotated_by_id == User.id)
-        .where(LabelItem.task_id == task.id)
+        .where(LabelItem.task_id == task.id, LabelItem.status != ItemStatus.NEW.value)
         .group_by(User.username)
     ).all()
     total = sum(counts.values())
@@ -229,13 +231,33 @@ def annotations_of(session: Session, item_id: int) -> list[Annotation]:
 
 
 def next_item(session: Session, access: Access, task_id: int) -> LabelItem | None:
-    """The first item still to do (new, or rejected by a reviewer)."""
+    """The first item still to do (new, or rejected by a reviewer) that no other annotator
+    holds. An annotator asking holds a new item for :data:`CLAIM` (in its annotator and
+    time columns), so several annotators working through one task get different items;
+    a rejected item goes back to whoever annotated it, or to anyone after :data:`CLAIM`."""
     task = get_task(session, access, task_id)
-    todo = (ItemStatus.NEW.value, ItemStatus.REJECTED.value)
-    item: LabelItem | None = session.scalar(
-        items_query(task.id).where(LabelItem.status.in_(todo)).limit(1)
-    )
-    return item
+    may_annotate = Perm.JOBS_SUBMIT in access.on_project(project_of(session, task.project_id))
+    todo = LabelItem.status.in_((ItemStatus.NEW.value, ItemStatus.REJECTED.value))
+    for _ in range(5):  # a claim lost to a concurrent request: take the next one
+        now = utcnow()
+        free = or_(
+            LabelItem.annotated_by_id.is_(None),
+            LabelItem.annotated_by_id == access.user_id,
+            LabelItem.updated_at < now - CLAIM,
+        )
+        item: LabelItem | None = session.scalar(items_query(task.id).where(todo, free).limit(1))
+        if item is None or not may_annotate or item.status != ItemStatus.NEW:
+            return item
+        claimed = session.execute(
+            update(LabelItem)
+            .where(LabelItem.id == item.id, free)
+            .values(annotated_by_id=access.user_id, updated_at=now)
+        )
+        session.commit()
+        if claimed.rowcount == 1:  # type: ignore[attr-defined]
+            session.refresh(item)
+            return item
+    raise Conflict("other annotators took the next items; try again")
 
 
 # ---------------------------------------------------------------------------- annotating

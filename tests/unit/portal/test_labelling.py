@@ -8,6 +8,7 @@ import json
 import warnings
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,8 @@ import yaml
 from pycocotools.coco import COCO
 
 from portal.extensions import db
-from portal.labelling.models import Annotation
+from portal.labelling.models import Annotation, LabelItem
+from portal.models import utcnow
 from tests.unit.portal.conftest import Env
 from tests.unit.portal.test_datasets import configure, make_dataset, png, untar, upload
 
@@ -139,6 +141,35 @@ def test_annotate_review_and_progress(env: Env, task: Task) -> None:
     assert env.api("alice").get(f"{API}/tasks/{task.id}/next").status_code == 404
     actions = {e["action"] for e in env.api("admin").get("/api/v1/audit").json}
     assert {"labelitem.annotate", "labelitem.accept", "labelitem.reject"} <= actions
+
+
+def test_several_annotators_get_different_items(env: Env, task: Task) -> None:
+    def nxt(who: str) -> str:
+        r = env.api(who).get(f"{API}/tasks/{task.id}/next")
+        return str(r.json["path"]) if r.status_code == 200 else str(r.status_code)
+
+    assert nxt("alice") == "img/a.png"
+    assert nxt("sam") == "img/b.png"  # a.png is alice's for now
+    assert nxt("alice") == "img/a.png"  # still hers
+    assert nxt("gina") == "img/c.png"  # a viewer may look, and claims nothing
+    assert nxt("erin") == "img/c.png"
+    assert nxt("admin") == "404"  # all three are held
+    progress = env.api("alice").get(f"{API}/tasks/{task.id}/progress").json
+    assert (progress["new"], progress["by_annotator"]) == (3, {})  # claims are not work
+    annotate(env, "alice", task, "img/a.png", [BOX])
+    assert nxt("alice") == "404"
+    # a rejected item goes back to its annotator
+    review(env, "erin", task, "img/a.png", "reject", note="tighter")
+    assert nxt("alice") == "img/a.png"
+    assert nxt("sam") == "img/b.png"
+    # claims run out: an abandoned item is handed to the next annotator
+    with env.app.app_context():
+        item = db.session.get(LabelItem, task.items["img/b.png"])
+        assert item is not None
+        item.updated_at = utcnow() - timedelta(hours=1)
+        db.session.commit()
+    assert nxt("alice") == "img/a.png"
+    assert nxt("admin") == "img/b.png"
 
 
 BAD_SHAPES: list[tuple[str, dict[str, Any], str]] = [
