@@ -253,3 +253,16 @@ def test_pages_import_deploy_scale_stop_delete(reg: Env) -> None:  # noqa: F811
     assert r.headers["Location"].endswith("/inference")
     assert client.get("/models").status_code == 200
     assert login(reg, "bob").get(f"/models/{model_id}").status_code == 404
+
+
+def test_reconcile_command_restarts_failed_replicas(
+    deployed: tuple[Env, dict[str, Any], list[subprocess.Popen[bytes]]],
+) -> None:
+    env, svc, _ = deployed
+    job = svc["replica_jobs"][0]["job_id"]
+    set_job(env, job, JobState.NODE_FAIL)
+    result = env.app.test_cli_runner().invoke(args=["inference", "reconcile"])
+    assert result.exit_code == 0, result.output
+    assert f"{svc['id']}\t{svc['name']}\trunning\t0/1 ready" in result.output
+    [replica] = env.api("alice").get(f"/api/v1/inference/{svc['id']}").json["replica_jobs"]
+    assert (replica["restarts"], replica["job_id"] != job) == (1, True)
