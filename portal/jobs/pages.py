@@ -9,6 +9,7 @@ from typing import Any
 from flask import Blueprint, flash, redirect, render_template, request, url_for
 from flask_login import login_required
 from flask_wtf import FlaskForm
+from sqlalchemy import select
 from werkzeug.wrappers import Response
 from wtforms import IntegerField, SelectField, StringField, TextAreaField
 from wtforms.validators import DataRequired, Length, NumberRange, Optional
@@ -19,6 +20,7 @@ from portal.jobs import history, monitor, service
 from portal.jobs.chart import line_chart
 from portal.pages import show_error
 from portal.slurm import slurm
+from portal.tenancy.models import Project
 from portal.tenancy.service import projects_query
 from portal.web import current_access, session
 
@@ -106,7 +108,10 @@ def history_index() -> str:
     page = _Page(max(1, min(request.args.get("page", 1, type=int) or 1, 2**31 // PAGE)))
     rows = history.history_page(session(), current_access(), {}, page)
     pages = max(1, -(-(page.item_count or 0) // PAGE))
-    return render_template("jobs/history.html", rows=rows, page=page.page, pages=pages)
+    shown = {r.project_id for r in rows}
+    named = select(Project.id, Project.name).where(Project.id.in_(shown))
+    names = dict(session().execute(named).all())
+    return render_template("jobs/history.html", rows=rows, names=names, page=page.page, pages=pages)
 
 
 @bp.route("/jobs/<id:job_id>")

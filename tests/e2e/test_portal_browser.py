@@ -91,6 +91,15 @@ def test_member_submits_and_cancels_a_job(page: Page, base_url: str) -> None:
     page.click("text=Cancel job")
     expect(page.locator(".flash")).to_contain_text("cancelled")
     expect(page.locator("td.state-CANCELLED")).to_have_text("CANCELLED")
+    first = page.url
+    page.click("text=Run again")  # the stored request, submitted again as alice
+    expect(page.locator(".flash")).to_contain_text("submitted again")
+    expect(page.locator("td.state-PENDING")).to_have_text("PENDING")
+    assert page.url != first
+    expect(page.locator("#util-summary")).to_contain_text("No utilisation samples")
+    page.goto(f"{base_url}/jobs/history")
+    expect(page.locator("table tr")).to_have_count(3)  # the header, the job and its re-run
+    page.screenshot(path=str(SHOTS / "history.png"), full_page=True)
 
 
 def test_foreign_projects_are_not_found(page: Page, base_url: str) -> None:
@@ -108,6 +117,11 @@ def test_admin_previews_the_slurm_sync(page: Page, base_url: str) -> None:
     page.click("text=Preview the sync")
     expect(page.locator("pre")).to_contain_text("add user")
     expect(page.locator("text=Apply to Slurm")).to_be_visible()
+    page.click("text=Preview the policy")
+    expect(page.locator("#policy-state")).to_contain_text("differs in")
+    page.click("text=Install the policy")
+    expect(page.locator(".flash")).to_contain_text("installed: wrote")
+    page.screenshot(path=str(SHOTS / "quotas.png"), full_page=True)
 
 
 def test_wrong_password_stays_on_login(page: Page, base_url: str) -> None:

@@ -193,7 +193,9 @@ def test_jupyter_urls_other_than_http_are_not_shown(env: Env, tmp_path: Path, ur
 def test_history_and_rerun_pages(env: Env) -> None:
     job = env.api("alice").post("/api/v1/jobs", json=form(env)).json["job_id"]
     client = login(env, "alice")
-    assert f">{job}</a>" in client.get("/jobs/history").get_data(as_text=True)
+    listed = client.get("/jobs/history").get_data(as_text=True)
+    assert f">{job}</a>" in listed
+    assert "<td>train</td><td>nlp</td>" in listed
     page = client.get(f"/jobs/{job}").get_data(as_text=True)
     assert "Run again" in page
     token = page.split('name="csrf_token" value="')[1].split('"')[0]
