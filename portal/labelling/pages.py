@@ -2,24 +2,87 @@
 
 from __future__ import annotations
 
-from flask import Blueprint, render_template, request, url_for
+from flask import Blueprint, redirect, render_template, request, url_for
 from flask_login import login_required
+from flask_wtf import FlaskForm
+from sqlalchemy import select
+from werkzeug.wrappers import Response
+from wtforms import SelectField, StringField
+from wtforms.validators import DataRequired, Length
 
 from portal.authz import Perm
+from portal.datasets import service as datasets
+from portal.datasets.models import Dataset, DatasetVersion
+from portal.datasets.views import settings
+from portal.errors import DomainError
 from portal.labelling import service
 from portal.labelling.models import ItemStatus
+from portal.pages import show_error
+from portal.tenancy.models import Project
 from portal.web import current_access, session
 
 bp = Blueprint("labelling_pages", __name__)
 
 
-@bp.route("/labelling")
+class LabelSetForm(FlaskForm):
+    project_id = SelectField("Project", coerce=int)
+    name = StringField("Name", validators=[DataRequired(), Length(max=64)])
+    labels = StringField("Labels (comma-separated)", validators=[DataRequired(), Length(max=2000)])
+
+
+class TaskForm(FlaskForm):
+    project_id = SelectField("Project", coerce=int)
+    name = StringField("Name", validators=[DataRequired(), Length(max=64)])
+    dataset_version_id = SelectField("Images", coerce=int)
+    label_set_id = SelectField("Label set", coerce=int)
+
+
+@bp.route("/labelling", methods=["GET", "POST"])
 @login_required
-def index() -> str:
+def index() -> str | Response | tuple[str, int]:
+    """The tasks with their progress; for managers, new label sets and tasks."""
     access = current_access()
+    managed = [
+        (p.id, p.name)
+        for p in session().scalars(select(Project).where(access.project_filter()))
+        if Perm.PROJECT_MANAGE in access.on_project(p)
+    ]
+    sets_form, task_form = LabelSetForm(prefix="set"), TaskForm(prefix="task")
+    sets_form.project_id.choices = task_form.project_id.choices = managed
+    task_form.label_set_id.choices = [
+        (ls.id, f"{ls.name}: {', '.join(ls.labels)}")
+        for ls in session().scalars(service.label_sets_query(access))
+    ]
+    task_form.dataset_version_id.choices = [
+        (v.id, f"{v.dataset.name} v{v.version} ({v.file_count} files)")
+        for v in session().scalars(
+            select(DatasetVersion)
+            .join(Dataset, Dataset.id == DatasetVersion.dataset_id)
+            .where(datasets.visible(access))
+            .order_by(Dataset.name, DatasetVersion.version.desc())
+        )
+    ]
+    status = 200
+    try:
+        if request.form.get("set-name") is not None and sets_form.validate_on_submit():
+            labels = [x.strip() for x in (sets_form.labels.data or "").split(",") if x.strip()]
+            data = {"project_id": sets_form.project_id.data, "name": sets_form.name.data}
+            service.create_label_set(session(), access, {**data, "labels": labels})
+            return redirect(url_for(".index"))
+        if request.form.get("task-name") is not None and task_form.validate_on_submit():
+            made = service.create_task(session(), access, settings(), task_form.data)
+            return redirect(url_for(".task", task_id=made.id))
+    except DomainError as exc:
+        session().rollback()
+        show_error(None, exc)
+        status = exc.status
     tasks = list(session().scalars(service.tasks_query(access)))
     rows = [(t, service.progress(session(), t)) for t in tasks]
-    return render_template("labelling/index.html", rows=rows)
+    page = render_template(
+        "labelling/index.html", rows=rows, sets_form=sets_form, task_form=task_form,
+        may_manage=bool(managed),
+    )  # fmt: skip
+    return page, status
 
 
 @bp.route("/labelling/tasks/<id:task_id>")

@@ -114,3 +114,31 @@ def test_labelling_pages(env: Env, store: Path) -> None:
     with alice.get("/static/labelling.js") as script:
         assert script.status_code == 200
         assert b"keydown" in script.data
+
+
+def test_managers_make_label_sets_and_tasks_on_the_page(env: Env, store: Path) -> None:
+    ds = make_dataset(env, "alice", "nlp", name="birds", visibility="project")
+    upload(env, "alice", ds, {"a.png": png(), "b.png": png()})
+    version = env.api("alice").get(f"/api/v1/datasets/{ds}/versions/1").json["id"]
+    nlp = env.world.projects["nlp"]
+    alice = login(env, "alice")  # a member: no forms
+    assert 'id="new-task"' not in alice.get("/labelling").get_data(as_text=True)
+    erin = login(env, "erin")
+    page = erin.get("/labelling").get_data(as_text=True)
+    assert "birds v1 (2 files)" in page
+    form = {"set-project_id": nlp, "set-name": "birds", "set-labels": "gull, tern ,",
+            "set-csrf_token": csrf_of(page)}  # fmt: skip
+    assert erin.post("/labelling", data=form).status_code == 302
+    sets = env.api("erin").get("/api/v1/labelling/label-sets").json
+    assert [(s["name"], s["labels"]) for s in sets] == [("birds", ["gull", "tern"])]
+    again = erin.post("/labelling", data=form)
+    assert again.status_code == 409
+    assert "exists" in again.get_data(as_text=True)
+    page = erin.get("/labelling").get_data(as_text=True)
+    task = {"task-project_id": nlp, "task-name": "birds-1", "task-dataset_version_id": version,
+            "task-label_set_id": sets[0]["id"], "task-csrf_token": csrf_of(page)}  # fmt: skip
+    r = erin.post("/labelling", data=task)
+    assert r.status_code == 302
+    page = erin.get(r.headers["Location"]).get_data(as_text=True)
+    assert "Labelling: birds-1" in page
+    assert "new 2" in page
