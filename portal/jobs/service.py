@@ -205,8 +205,9 @@ def _submit(
 
 
 # ---------------------------------------------------------------------- reads
-def _projects_by_account(session: Session) -> dict[str, Project]:
-    return {p.name: p for p in session.scalars(select(Project))}
+def _project_of(session: Session, account: str) -> Project | None:
+    project: Project | None = session.scalar(select(Project).where(Project.name == account))
+    return project
 
 
 def _visible(access: Access, job: Job, project: Project | None) -> bool:
@@ -285,7 +286,7 @@ def get_job(session: Session, access: Access, port: SlurmPort, job_id: int) -> J
         job = port.job(job_id)
     except SlurmError as exc:
         raise _slurm_call("job", exc) from exc
-    project = _projects_by_account(session).get(job.account) if job else None
+    project = _project_of(session, job.account) if job else None
     if job is None or not _visible(access, job, project):
         raise NotFound("job not found")
     return JobView(job, project.id if project else None)
