@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from flask import Blueprint, redirect, render_template, request, url_for
+from flask import Blueprint, flash, redirect, render_template, request, url_for
 from flask_login import login_required
 from flask_wtf import FlaskForm
 from sqlalchemy import select
@@ -17,9 +17,10 @@ from portal.authz import Perm
 from portal.datasets import service, sources
 from portal.datasets.models import Visibility
 from portal.datasets.preview import preview
+from portal.datasets.schemas import DatasetUpdateSchema
 from portal.datasets.storage import iter_files
 from portal.datasets.views import settings
-from portal.errors import DomainError, NotFound
+from portal.errors import DomainError, NotFound, ValidationFailed
 from portal.pages import show_error
 from portal.tenancy.models import Project
 from portal.web import current_access, session
@@ -66,8 +67,18 @@ def detail(dataset_id: int) -> str | Response | tuple[str, int]:
     ds = service.get_dataset(session(), access, dataset_id)
     form = FlaskForm()
     status = 200
-    if form.validate_on_submit():  # the upload form
+    action = request.form.get("action", "upload")
+    if form.validate_on_submit():
         try:
+            if action == "settings":
+                data = {k: request.form.get(k, "") for k in ("description", "visibility")}
+                _check_settings(data)
+                service.update_dataset(session(), access, ds.id, data)
+                return redirect(url_for(".detail", dataset_id=ds.id))
+            if action == "delete":
+                service.delete_dataset(session(), access, settings(), ds.id)
+                flash(f"Dataset {ds.name} deleted.", "info")
+                return redirect(url_for(".index"))
             # an empty file input still sends a part without a file name
             uploads = [(f.filename, f.stream) for f in request.files.getlist("files") if f.filename]
             fill = sources.upload(uploads, extract=bool(request.form.get("extract")))
@@ -89,6 +100,12 @@ def detail(dataset_id: int) -> str | Response | tuple[str, int]:
         may_write=service.can(access, ds)[1],
     )  # fmt: skip
     return page, status
+
+
+def _check_settings(data: dict[str, str]) -> None:
+    errors = DatasetUpdateSchema().validate(data)
+    if errors:
+        raise ValidationFailed(errors)
 
 
 def _shown_version(versions: list[Any]) -> Any:

@@ -142,3 +142,31 @@ def test_managers_make_label_sets_and_tasks_on_the_page(env: Env, store: Path) -
     page = erin.get(r.headers["Location"]).get_data(as_text=True)
     assert "Labelling: birds-1" in page
     assert "new 2" in page
+
+
+def test_settings_and_delete_on_the_page(env: Env, store: Path) -> None:
+    ds = make_dataset(env, "alice", "nlp", name="shared", visibility="project")
+    upload(env, "alice", ds, {"a.txt": b"1"})
+    alice = login(env, "alice")
+    url = f"/datasets/{ds}"
+    token = csrf_of(alice.get(url).get_data(as_text=True))
+    bad = {"action": "settings", "visibility": "everyone", "description": "", "csrf_token": token}
+    r = alice.post(url, data=bad)
+    assert r.status_code == 422
+    assert "Must be one of" in r.get_data(as_text=True)
+    good = {**bad, "visibility": "public", "description": "for all"}
+    assert alice.post(url, data=good).status_code == 302
+    dave = login(env, "dave")
+    page = dave.get(url).get_data(as_text=True)
+    assert "for all" in page
+    assert 'id="settings"' not in page  # a reader of a public dataset changes nothing
+    dave_token = csrf_of(page)
+    r = dave.post(url, data={**good, "visibility": "private", "csrf_token": dave_token})
+    assert r.status_code == 403
+    r = dave.post(url, data={"action": "delete", "csrf_token": dave_token})
+    assert r.status_code == 403
+    r = alice.post(url, data={"action": "delete", "csrf_token": token})
+    assert r.status_code == 302
+    assert "deleted" in alice.get("/datasets").get_data(as_text=True)
+    assert alice.get(url).status_code == 404
+    assert not (store / str(ds) / "v1").exists()
