@@ -65,6 +65,8 @@ def as_slurm_did(s: Snapshot, p: Plan, dt: float) -> Snapshot:
             j = replace(j, excluded_nodes=tuple(filter(None, c.exc_nodes.split(","))))  # noqa: PLW2901
         if c is not None and c.req_nodes is not None:
             j = replace(j, required_nodes=tuple(filter(None, c.req_nodes.split(","))))  # noqa: PLW2901
+        if c is not None and c.qos is not None and j.pending:
+            j = replace(j, qos=c.qos)  # noqa: PLW2901
         if j.job_id in held:
             j = replace(j, held=True, reason="JobHeldAdmin")  # noqa: PLW2901
         if j.job_id in freed:
