@@ -292,10 +292,11 @@ def _minutes_left(svc: InferenceService) -> int:
 
 
 def _cancel_replicas(session: Session, port: SlurmPort, svc: InferenceService, keep: int) -> None:
+    surplus = [r for r in svc.replica_rows if r.index >= keep]
+    if not surplus:
+        return
     owner = _owner_access(session, svc)
-    for replica in list(svc.replica_rows):
-        if replica.index < keep:
-            continue
+    for replica in surplus:
         state = runs.job_state(port, replica.job_id)
         if replica.job_id is not None and state is not None and state.is_active:
             with contextlib.suppress(Conflict, NotFound):  # ended meanwhile
@@ -315,35 +316,46 @@ def _read_url(svc: InferenceService, replica: Replica) -> str | None:
     return f"http://{conn['host']}:{int(conn['port'])}"
 
 
-def reconcile(session: Session, port: SlurmPort, svc: InferenceService) -> InferenceService:
+def reconcile(
+    session: Session, port: SlurmPort, svc: InferenceService, *, commit: bool = True
+) -> InferenceService:
     if svc.state == ServiceState.RUNNING and svc.expires_at is not None and svc.expires_at <= now():
         svc.state = ServiceState.EXPIRED.value
     want = svc.replicas if svc.state == ServiceState.RUNNING else 0
     _cancel_replicas(session, port, svc, keep=want)
-    if want:
-        owner = _owner_access(session, svc)
-        have = {r.index: r for r in svc.replica_rows}
-        for index in range(want):
-            replica = have.get(index)
-            if replica is None:
-                replica = Replica(index=index)
-                svc.replica_rows.append(replica)
-            state = runs.job_state(port, replica.job_id)
-            if replica.job_id is None or (state is not None and state.is_finished):
-                if replica.job_id is not None:
-                    replica.restarts += 1
-                replica.url = None
-                session.flush()
-                replica.job_id = jobs.submit_spec(
-                    session, owner, port, svc.project_id, _spec(svc, replica)
-                )
-            elif replica.url is None and state is not None and state.value == "RUNNING":
-                replica.url = _read_url(svc, replica)
-    session.commit()
+    have = {r.index: r for r in svc.replica_rows}
+    for index in range(want):
+        replica = have.get(index)
+        if replica is None:
+            replica = Replica(index=index)
+            svc.replica_rows.append(replica)
+        state = runs.job_state(port, replica.job_id)
+        if replica.job_id is None or (state is not None and state.is_finished):
+            if replica.job_id is not None:
+                replica.restarts += 1
+            replica.url = None
+            session.flush()
+            owner = _owner_access(session, svc)
+            replica.job_id = jobs.submit_spec(
+                session, owner, port, svc.project_id, _spec(svc, replica)
+            )
+        elif replica.url is None and state is not None and state.value == "RUNNING":
+            replica.url = _read_url(svc, replica)
+    if commit and (session.dirty or session.new or session.deleted):
+        session.commit()
     return svc
 
 
 # ---------------------------------------------------------------------- calls
+def _http() -> httpx.Client:
+    """One connection-pooling client per app (a new client costs an SSL context, ~0.1 s)."""
+    client: httpx.Client | None = current_app.extensions.get("aipool.inference.http")
+    if client is None:
+        client = httpx.Client(timeout=float(current_app.config["INFERENCE_TIMEOUT"]))
+        current_app.extensions["aipool.inference.http"] = client
+    return client
+
+
 def _allowed(svc: InferenceService, remote: str | None) -> bool:
     if not svc.allow_ips:
         return True
@@ -370,23 +382,25 @@ def call(
         raise NotFound("inference service not found (or wrong token)")
     if not _allowed(svc, remote):
         raise Forbidden(f"{remote} is not on the service's IP allow-list")
-    reconcile(session, port, svc)
+    reconcile(session, port, svc, commit=False)  # committed with the call's counter
     if svc.state == ServiceState.EXPIRED:
+        session.commit()
         raise Gone("the service has expired")
     if svc.state != ServiceState.RUNNING:
+        session.commit()
         raise Unavailable("the service is stopped")
     ready = [r for r in svc.replica_rows if r.url]
     if not ready:
+        session.commit()
         raise Unavailable("no replica is ready yet; try again shortly")
     replica = ready[svc.calls % len(ready)]
     ok = True
     try:
-        resp = httpx.request(
+        resp = _http().request(
             "GET" if path == "health" else "POST",
             f"{replica.url}/{path}",
             json=body if path != "health" else None,
             headers={"X-Replica-Key": replica_key(svc.id)},
-            timeout=float(current_app.config["INFERENCE_TIMEOUT"]),
         )
         status, payload = resp.status_code, resp.json()
         ok = status < 500

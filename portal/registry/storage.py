@@ -91,7 +91,8 @@ def _safe_name(name: str) -> PurePosixPath:
 def _extract_tar(archive: Path, dest: Path, limit: int) -> None:
     try:
         with tarfile.open(archive) as tar:
-            members = tar.getmembers()
+            # "." (an archive of a directory's contents, tar -C dir .) is the target itself
+            members = [m for m in tar.getmembers() if m.name.rstrip("/") not in ("", ".")]
             total = 0
             for m in members:
                 _safe_name(m.name)

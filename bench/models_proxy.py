@@ -1,0 +1,194 @@
+"""What the portal adds to a call of an inference service: p50/p95 of ``POST /predict``
+through the portal (token check, allow-list, reconcile with Slurm, proxy by httpx, call
+counter) against the same call sent straight to the replica, measured in the same run.
+
+The replica is the real preset server (``python -m portal.presets.runtime serve``) for the
+digits classifier, in a process of its own; Slurm is a stand-in that reports the replica's
+job as running, so the figure is the portal's own overhead, not squeue's.
+
+    python bench/models_proxy.py [--calls 300]
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import os
+import statistics
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import httpx
+from flask_migrate import upgrade
+from sklearn.datasets import load_digits
+
+from portal import create_app
+from portal.authz import load_access
+from portal.extensions import db
+from portal.identity.models import User
+from portal.identity.service import hash_password
+from portal.inference import service as inference
+from portal.presets import runtime
+from portal.registry import service as registry
+from portal.roles.service import role_by_name
+from portal.tenancy.models import Domain, Membership, Project
+from slurm_plugins.client.models import Job, JobState
+
+
+class RunningJobs:
+    """Slurm as far as a running service needs it: submitted jobs are running."""
+
+    def __init__(self) -> None:
+        self.next = 100
+
+    def submit_as(self, user: str, script: str, props: Mapping[str, Any]) -> int:
+        self.next += 1
+        return self.next
+
+    def job(self, job_id: int) -> Job:
+        return Job(
+            job_id=job_id,
+            name="svc",
+            user="bench",
+            account="bench",
+            partition="cpu",
+            qos="normal",
+            state=JobState.RUNNING,
+        )
+
+    def jobs(self) -> list[Job]:
+        return []
+
+    def cancel_as(self, user: str, job_id: int) -> None: ...
+
+
+def _times(call: Callable[[], int], n: int) -> list[float]:
+    out = []
+    for _ in range(n):
+        start = time.perf_counter()
+        assert call() == 200
+        out.append((time.perf_counter() - start) * 1000)
+    return out
+
+
+def _stats(ms: list[float]) -> tuple[float, float]:
+    return statistics.median(ms), statistics.quantiles(ms, n=20)[-1]
+
+
+def _deploy(tmp: Path) -> tuple[Any, int, str, Path, str, int]:
+    """A portal with a trained digits classifier deployed: (app, service, token, workdir,
+    replica key, replica job)."""
+    port = RunningJobs()
+    app = create_app(
+        {
+            "SECRET_KEY": "bench",
+            "DATABASE_URL": f"sqlite:///{tmp}/portal.db",
+            "SLURM": port,
+            "MODEL_STORAGE": str(tmp / "store"),
+            "MODEL_WORK": str(tmp / "work"),
+            "JOB_WORKDIR": str(tmp),
+        }
+    )
+    kind = runtime._kind(argparse.Namespace(preset="digits-classifier", mirror=None))
+    runtime.train(kind, tmp / "base", tmp / "trained")
+    archive = io.BytesIO()
+    with tarfile.open(fileobj=archive, mode="w:gz") as tar:
+        tar.add(tmp / "trained" / "model", arcname=".")
+    with app.test_request_context():
+        upgrade()
+        s = db.session
+        user = User(username="bench", password_hash=hash_password("bench password"))
+        project = Project(name="bench", domain=Domain(name="benchd"), qos="normal")
+        s.add_all([user, project])
+        s.flush()
+        s.add(
+            Membership(project_id=project.id, user_id=user.id, role_id=role_by_name(s, "member").id)
+        )
+        s.commit()
+        access = load_access(s, user)
+        v1 = registry.import_preset(
+            s, access, {"preset": "digits-classifier", "project_id": project.id}
+        )
+        archive.seek(0)
+        v2 = registry.upload_version(
+            s, access, v1.model_id, stream=archive, filename="m.tar.gz", data={}
+        )
+        svc, token = inference.create(s, access, port, {"version_id": v2.id})
+        service_id, workdir, key = svc.id, Path(svc.workdir), inference.replica_key(svc.id)
+        job_id = svc.replica_rows[0].job_id
+    return app, service_id, token, workdir, key, int(job_id or 0)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--calls", type=int, default=300)
+    args = parser.parse_args()
+    tmp = Path(tempfile.mkdtemp(prefix="aipool-bench-models-"))
+    app, service_id, token, workdir, key, job_id = _deploy(tmp)
+    conn = workdir / "replica-0.json"
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "portal.presets.runtime",
+            "serve",
+            "--preset",
+            "digits-classifier",
+            "--model",
+            str(workdir / "model"),
+            "--conn",
+            str(conn),
+            "--host",
+            "127.0.0.1",
+        ],
+        env={**os.environ, "SERVE_KEY": key, "SLURM_JOB_ID": str(job_id)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not conn.is_file():
+            if time.monotonic() > deadline or server.poll() is not None:
+                raise SystemExit("the replica did not start")
+            time.sleep(0.05)
+        portal = app.test_client()
+        body = {"pixels": load_digits().data[0].tolist()}
+        url = f"/api/v1/inference/{service_id}/predict"
+        headers = {"X-Service-Token": token}
+        assert (
+            portal.post(url, json=body, headers=headers).status_code == 200
+        )  # warm, reads the URL
+        with app.app_context():
+            replica_url = db.session.get(inference.InferenceService, service_id).replica_rows[0].url
+        direct_client = httpx.Client()
+
+        def direct() -> int:
+            r = direct_client.post(
+                f"{replica_url}/predict", json=body, headers={"X-Replica-Key": key}
+            )
+            return r.status_code
+
+        def proxied() -> int:
+            return portal.post(url, json=body, headers=headers).status_code
+
+        _times(direct, 20)
+        d50, d95 = _stats(_times(direct, args.calls))
+        p50, p95 = _stats(_times(proxied, args.calls))
+        print(f"{args.calls} calls each (digits-classifier replica on this host)")
+        print(f"  direct to the replica   p50 {d50:6.2f} ms   p95 {d95:6.2f} ms")
+        print(f"  through the portal      p50 {p50:6.2f} ms   p95 {p95:6.2f} ms")
+        print(f"  ratio portal/direct     p50 {p50 / d50:6.2f}x    p95 {p95 / d95:6.2f}x")
+        print(f"  portal overhead         p50 {p50 - d50:6.2f} ms")
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+
+
+if __name__ == "__main__":
+    main()
