@@ -10,6 +10,7 @@ PACKAGES=(
   openmpi-bin
   postgresql chromium poppler-utils
   python3-venv util-linux passwd
+  logrotate
 )
 
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
