@@ -35,7 +35,6 @@ from slurm_plugins.client.models import Job, JobState
 from slurm_plugins.policy import collect
 from slurm_plugins.policy.config import parse_config
 from slurm_plugins.policy.daemon import CycleReport, Daemon
-from slurm_plugins.policy.resources import expand_hostlist
 from slurm_plugins.policy.snapshot import NodeInfo
 
 SCRIPT = "#!/bin/bash\nsleep 900\n"
@@ -120,6 +119,7 @@ def probe_cards(
     at a time; per request the free shards before, the cards it gave (``[]``: it did not
     start) and what each candidate rule predicts. Jobs are cancelled at the end."""
     out: list[dict[str, Any]] = []
+    wait_idle(client, {node.name}, timeout)
     try:
         for k, gres in enumerate(requests):
             free = _free_cards(client, node.name, node.gpu_count, spg)
@@ -156,6 +156,17 @@ def probe_cards(
         if mine:
             client.cancel(mine)
     return out
+
+
+def wait_idle(client: SlurmClient, names: set[str], timeout: float) -> None:
+    """Until slurmctld has nothing allocated on ``names`` (ending jobs included) and they
+    take work."""
+
+    def idle() -> bool:
+        nodes = [n for n in client.nodes() if n.name in names]
+        return all(n.available and n.alloc_cpus == 0 for n in nodes)
+
+    _wait(idle, timeout, f"nodes {', '.join(sorted(names))} to be idle and up")
 
 
 def _settle(client: SlurmClient, job_id: int, timeout: float) -> Job:
@@ -291,11 +302,7 @@ def run_slice(
     if not names:
         raise LabCheckError(f"partition {partition} has no GPU nodes")
 
-    def idle() -> bool:
-        busy = [j for j in client.jobs() if j.is_running and set(expand_hostlist(j.nodes)) & names]
-        return not busy and all(n.available for n in client.nodes() if n.name in names)
-
-    _wait(idle, timeout, f"the nodes of partition {partition} to be idle and up")
+    wait_idle(client, names, timeout)
     weights = {n.name: n.weight for n in client.nodes() if n.name in names}
     config = parse_config(
         {
