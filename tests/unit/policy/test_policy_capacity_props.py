@@ -2,7 +2,8 @@
 
 The model below restates Kueue's admission rules plainly (pool sums recomputed from
 scratch for every job) and the policy must agree with it job by job; reclaim must only
-take from tenants that are borrowing, and never for a job that would itself borrow.
+take from tenants that are borrowing, and never for a job that would itself borrow; work
+admitted beyond its tenant's nominal quota, and only that, is moved to the preemptible QOS.
 """
 
 from __future__ import annotations
@@ -79,6 +80,7 @@ def test_capacity_agrees_with_kueue_model(case: tuple[list[Tenant], list[JobInfo
     use0 = {n: sum(j.amounts.gpu for j in s.jobs if j.running and j.account == n) for n in tenants}
     use = dict(use0)
     held = held_ids(p)
+    moved = {c.job_id: c.qos for c in p.job_changes if c.qos is not None}
     reclaimers: list[JobInfo] = []
     for jid in p.order:
         j = by_id[jid]
@@ -97,10 +99,15 @@ def test_capacity_agrees_with_kueue_model(case: tuple[list[Tenant], list[JobInfo
             if not within:
                 assert limit is None or use[j.account] <= nominal + limit + EPS
                 assert pool_room(tenants, use) >= -EPS
-            elif not fits:
-                reclaimers.append(j)
+                # borrowed work runs preemptible: moved to low unless it already is
+                assert moved.get(jid) == (None if j.qos == "low" else "low")
+            else:
+                assert jid not in moved, "work within its guarantee keeps its own QOS"
+                if not fits:
+                    reclaimers.append(j)
         else:
             assert jid in held, f"job {jid} should be held"
+            assert jid not in moved, "held work keeps its own QOS"
     victims = [by_id[a.job_id] for a in p.actions_of(Action.REQUEUE)]
     assert len(p.actions) == len(victims)
     if victims:
