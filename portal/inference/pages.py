@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 from flask import Blueprint, flash, redirect, render_template, request, url_for
 from flask_login import login_required
 from werkzeug.wrappers import Response
@@ -30,6 +32,19 @@ def detail(service_id: int) -> str:
     return render_template("inference/detail.html", svc=svc, url=service.service_url(svc))
 
 
+def _edit_form() -> dict[str, object]:
+    """Allow-list (comma-separated) and expiry (``YYYY-MM-DDTHH:MM``, UTC; empty: none)."""
+    ips = [p.strip() for p in request.form.get("allow_ips", "").split(",") if p.strip()]
+    raw = request.form.get("expires_at", "").strip()
+    try:
+        expires = datetime.fromisoformat(raw).replace(tzinfo=UTC) if raw else None
+    except ValueError:
+        raise ValidationFailed(
+            {"expires_at": ["a date and time, YYYY-MM-DDTHH:MM (UTC)"]}
+        ) from None
+    return {"allow_ips": ips, "expires_at": expires}
+
+
 @bp.post("/inference/<id:service_id>/<string:action>")
 @login_required
 def act(service_id: int, action: str) -> Response:
@@ -44,6 +59,8 @@ def act(service_id: int, action: str) -> Response:
             if replicas is None or not 0 <= replicas <= service.MAX_REPLICAS:
                 raise ValidationFailed({"replicas": ["0-8"]})
             service.edit(session(), access, slurm(), service_id, {"replicas": replicas})
+        elif action == "edit":
+            service.edit(session(), access, slurm(), service_id, _edit_form())
         elif action == "delete":
             service.delete(session(), access, slurm(), service_id)
             flash("Service deleted.", "info")

@@ -245,6 +245,26 @@ def test_pages_import_deploy_scale_stop_delete(reg: Env) -> None:  # noqa: F811
     r = client.post(f"/inference/{service_id}/scale", data={"replicas": 2, "csrf_token": token})
     assert r.status_code == 302
     assert reg.api("alice").get(f"/api/v1/inference/{service_id}").json["replicas"] == 2
+    r = client.post(
+        f"/inference/{service_id}/edit",
+        data={
+            "allow_ips": "10.0.0.0/8, 127.0.0.1",
+            "expires_at": "2026-12-01T10:30",
+            "csrf_token": token,
+        },
+    )
+    assert r.status_code == 302
+    seen = reg.api("alice").get(f"/api/v1/inference/{service_id}").json
+    assert seen["allow_ips"] == ["10.0.0.0/8", "127.0.0.1/32"]
+    assert seen["expires_at"].startswith("2026-12-01T10:30")
+    client.post(
+        f"/inference/{service_id}/edit",
+        data={"allow_ips": "nope", "expires_at": "", "csrf_token": token},
+    )
+    assert reg.api("alice").get(f"/api/v1/inference/{service_id}").json["allow_ips"] == [
+        "10.0.0.0/8",
+        "127.0.0.1/32",
+    ]  # refused whole
     client.post(f"/inference/{service_id}/stop", data={"csrf_token": token})
     assert reg.api("alice").get(f"/api/v1/inference/{service_id}").json["state"] == "stopped"
     assert "Inference services" in client.get("/inference").get_data(as_text=True)
