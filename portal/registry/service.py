@@ -123,11 +123,36 @@ def update_model(
 
 def delete_model(session: Session, access: Access, model_id: int) -> None:
     model, _ = get_model(session, access, model_id, Level.ADMIN)
-    _refuse_if_served(session, [v.id for v in versions(session, model)])
+    found = versions(session, model)
+    _refuse_if_served(session, [v.id for v in found])
+    leftovers = _leftovers(session, found)
     _audit(session, access, "model.delete", model, before=model.audit_view())
     session.delete(model)
     session.commit()
     storage.remove(storage.root() / str(model_id))
+    _remove(leftovers)
+
+
+def _leftovers(session: Session, found: list[ModelVersion]) -> list[Path]:
+    """Files that outlive the rows: evaluation plots, work directories of unfinished jobs."""
+    from portal.registry.models import Evaluation
+
+    ids = [v.id for v in found]
+    rows = list(session.scalars(select(Evaluation).where(Evaluation.version_id.in_(ids))))
+    paths = [storage.root() / "evaluations" / f"{e.id}.png" for e in rows]
+    paths += [Path(e.workdir) for e in rows if e.workdir]
+    paths += [Path(v.workdir) for v in found if v.workdir]
+    return paths
+
+
+def _remove(paths: list[Path]) -> None:
+    from portal.registry.runs import remove_workdir
+
+    for path in paths:
+        if path.suffix == ".png":
+            path.unlink(missing_ok=True)
+        else:
+            remove_workdir(str(path))
 
 
 def _refuse_if_served(session: Session, version_ids: list[int]) -> None:
@@ -382,11 +407,13 @@ def delete_version(session: Session, access: Access, model_id: int, number: int)
     version = get_version(session, access, model_id, number, Level.ADMIN)
     _refuse_if_served(session, [version.id])
     path = storage.root() / version.storage if version.storage else None
+    leftovers = _leftovers(session, [version])
     _audit(session, access, "model.version.delete", version.model, before={"number": number})
     session.delete(version)
     session.commit()
     if path is not None:
         storage.remove(path)
+    _remove(leftovers)
 
 
 def artifact(session: Session, access: Access, model_id: int, number: int, path: str) -> Path:

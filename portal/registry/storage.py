@@ -54,7 +54,9 @@ class Staged:
 def root() -> Path:
     configured = current_app.config["MODEL_STORAGE"]
     path = Path(configured) if configured else Path(current_app.instance_path) / "models"
-    path.mkdir(parents=True, exist_ok=True)
+    if not path.is_dir():
+        # the portal's alone: jobs get copies in their own directories (runs.stage_model)
+        path.mkdir(parents=True, mode=0o700)
     return path
 
 

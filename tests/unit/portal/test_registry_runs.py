@@ -96,6 +96,14 @@ def test_fine_tune_then_evaluate_and_compare(reg: Env) -> None:  # noqa: F811
     assert alice.get(f"/api/v1/models/{model_id}/versions/3").json["status"] == "failed"
     r = alice.post(f"/api/v1/models/{model_id}/versions/3/evaluations", json={})
     assert r.status_code == 409
+    # deleting the model takes its files, plots and unfinished jobs' directories with it
+    queued = alice.post(f"/api/v1/models/{model_id}/versions/2/evaluations", json={})
+    assert queued.status_code == 201
+    store = Path(reg.app.config["MODEL_STORAGE"])
+    assert (store / "evaluations" / f"{ev['id']}.png").is_file()
+    assert alice.delete(f"/api/v1/models/{model_id}").status_code == 204
+    assert [p for p in store.rglob("*") if p.is_file()] == []
+    assert list(Path(reg.app.config["MODEL_WORK"]).iterdir()) == []
 
 
 def test_jobs_need_write_access_and_a_runnable_preset(reg: Env) -> None:  # noqa: F811
