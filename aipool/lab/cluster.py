@@ -322,11 +322,53 @@ class Lab:
         )
         return self.start(ledger, report, name, argv, expect="slurmctld")
 
+    def state_saved_at(self) -> float:
+        """When the controller in charge last wrote its job state (shared StateSaveLocation)."""
+        try:
+            return (self.cfg.state / "job_state").stat().st_mtime
+        except FileNotFoundError:
+            return 0.0
+
+    def wait_state_saved(self, since: float, *, timeout: float = 30) -> float:
+        """Wait until the job state on disk is newer than ``since`` (a ``time.time()``).
+
+        slurmctld writes it asynchronously, a few seconds after a job changed. Before crashing
+        a controller, wait for this (else the latest jobs are lost with it); before bringing
+        the primary back to a backup that has just taken over, change a job and wait for this:
+        the write proves the backup's state-save thread runs (22.05 can hang for good when
+        asked to hand control back before that thread has started). Returns the seconds
+        waited."""
+        return daemons.wait_for(
+            "job state saved", lambda: self.state_saved_at() > since, timeout=timeout
+        )
+
+    def heal_controllers(self, *, timeout: float = 60) -> list[int]:
+        """Bring every controller back to answering: start the stopped ones, and kill and
+        restart one whose process runs but does not answer (22.05 can hang for good in
+        "Saving all slurm state" when asked to hand control back just after it took over with
+        a failed slurmdbd connection). Returns the indexes it had to act on."""
+        acted = []
+        ctlds = self.client.controllers()
+        for c in ctlds:
+            index = c.index + 1
+            if c.up:
+                continue
+            if self.controller_running(index):
+                self.stop_controller(index, crash=True)
+            self.start_controller(index)
+            acted.append(index)
+        if acted:
+            daemons.wait_for(
+                "controllers answering", self._all_controllers_up, timeout=timeout, interval=0.2
+            )
+        return acted
+
     def controller_running(self, index: int) -> bool:
         return self._running(self.ledger(), self.controller_name(index))
 
-    def stop_controller(self, index: int) -> bool:
-        """Stop controller ``index`` (as a crash or maintenance would); False if not running.
+    def stop_controller(self, index: int, *, crash: bool = False) -> bool:
+        """Stop controller ``index`` for maintenance (SIGTERM: it saves its state), or with
+        ``crash`` as a machine failure would (SIGKILL); False if it was not running.
 
         It stays in the ledger, so ``start_controller`` brings it back and ``is_up`` is False
         meanwhile."""
@@ -334,7 +376,10 @@ class Lab:
         entry = ledger["daemons"].get(self.controller_name(index))
         if not entry or not daemons.alive(entry["pid"], entry["expect"]):
             return False
-        daemons.stop([(entry["pid"], entry["expect"])])
+        if crash:
+            daemons.kill(entry["pid"], entry["expect"])
+        else:
+            daemons.stop([(entry["pid"], entry["expect"])])
         return True
 
     # ------------------------------------------------------------------ nodes, members

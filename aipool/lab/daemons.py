@@ -97,6 +97,17 @@ def stop(procs: Iterable[tuple[int, str]], *, grace: float = 15.0) -> list[int]:
     return killed
 
 
+def kill(pid: int, expect: str, *, timeout: float = 10.0) -> None:
+    """SIGKILL ``pid`` (if it still runs ``expect``) and wait until it is gone."""
+    if not alive(pid, expect):
+        return
+    _signal(pid, signal.SIGKILL)
+    deadline = time.monotonic() + timeout
+    while alive(pid, expect) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    _forget_exited()
+
+
 def _forget_exited() -> None:
     for proc in list(_CHILDREN):
         if proc.poll() is not None:

@@ -18,7 +18,7 @@ import pytest
 
 from aipool.lab.cluster import Lab
 from aipool.lab.config import MEMBER_INVENTORY, LabConfig
-from slurm_plugins.client import SlurmClient
+from slurm_plugins.client import JobUpdate, SlurmClient
 from tests.integration.conftest import wait_job, wait_until
 
 pytestmark = pytest.mark.slurm
@@ -47,9 +47,7 @@ def ha_lab(lab: Lab) -> Iterator[Lab]:
 def client(ha_lab: Lab) -> Iterator[SlurmClient]:
     client = SlurmClient(env=ha_lab.cfg.env(), timeout=60)
     yield client
-    for index in (1, 2, 3):  # whatever a test stopped comes back
-        ha_lab.start_controller(index)
-    wait_until(lambda: all(c.up for c in client.controllers()), 30)
+    ha_lab.heal_controllers()  # whatever a test stopped (or left hanging) comes back
     left = [j.job_id for j in client.jobs()]
     if left:
         client.cancel(left)
@@ -101,8 +99,9 @@ def test_primary_stops_backup_takes_over_and_no_job_is_lost(
     new = client.submit(SLEEP, ["--partition=gpu", "--gres=gpu:a100:1", "--output=/dev/null"])
     wait_job(client, new, lambda j: j.is_running, 30)
     # the primary comes back and takes control again, with every job
+    settle(ha_lab, client, before)
     ha_lab.start_controller(1)
-    wait_until(lambda: client.controllers()[0].up, 30)
+    wait_until(lambda: client.controllers()[0].up, 60)  # a backup may take 30 s to let go
     assert ha_lab.is_up()
     final = {j.job_id: j.state.value for j in client.jobs()}
     assert {k: final[k] for k in before} == before
@@ -119,13 +118,22 @@ def test_controllers_down_one_at_a_time_for_maintenance(ha_lab: Lab, client: Slu
             client.takeover(1)
             wait_until(lambda took=took: _log(ha_lab, 2).count(IN_CONTROL) > took, 30)
             wait_until(lambda: not ha_lab.controller_running(1), 30)
+            settle(ha_lab, client, before)  # before the primary asks for control back
         else:
             assert ha_lab.stop_controller(index)
         assert {j.job_id: j.state.value for j in client.jobs()} == before
         ha_lab.start_controller(index)
-        wait_until(lambda i=index: client.controllers()[i - 1].up, 30)
+        wait_until(lambda i=index: client.controllers()[i - 1].up, 60)
     assert ha_lab.is_up()
     assert {j.job_id: j.state.value for j in client.jobs()} == before
+
+
+def settle(lab: Lab, client: SlurmClient, jobs: dict[int, str]) -> None:
+    """Change a pending job; wait until the controller in charge has written its state."""
+    mark = time.time()
+    pending = min(k for k, v in jobs.items() if v == "PENDING")
+    client.update_jobs([JobUpdate(pending, site_factor=int(mark) % 1000 + 1)])
+    lab.wait_state_saved(mark)
 
 
 def _log(lab: Lab, index: int) -> str:
