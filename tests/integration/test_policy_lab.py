@@ -6,6 +6,7 @@ steers only its own jobs (a unique name prefix), so it does not disturb other te
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -103,8 +104,10 @@ def test_capacity_borrowed_work_is_preemptible_reclaimed_and_comes_back(h: Harne
     )
     # nlp submits within its guarantee: slurmctld preempts (requeues) the borrowed job by
     # itself, before the daemon's next cycle
+    t0 = time.monotonic()
     owner = h.submit("nlp-owner", *npu1, user="alice", seconds=12)
     wait_until(lambda: h.state(owner) is RUNNING, 60)
+    print(f"\ncapacity: owner's job running {time.monotonic() - t0:.1f} s after submission")
     back = h.job(borrowed)
     assert back is not None
     assert back.state is PENDING
