@@ -13,7 +13,7 @@ from portal.authz import Perm
 from portal.errors import DomainError
 from portal.inference import service as inference
 from portal.presets.catalog import presets
-from portal.registry import runs, service
+from portal.registry import runs, service, sharing
 from portal.registry.cards import render
 from portal.slurm import slurm
 from portal.tenancy.service import projects_query
@@ -55,7 +55,7 @@ def detail(model_id: int) -> str:
         level=level.name.lower(),
         versions=versions,
         evaluations=evaluations,
-        aliases=service.aliases(session(), model),
+        aliases=sharing.aliases(session(), model),
         card=card,
         latest=latest,
     )

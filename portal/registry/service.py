@@ -5,39 +5,33 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from datetime import datetime
 from pathlib import Path
 from typing import IO, Any
 
 from flask import current_app
 from sqlalchemy import Select, func, select
-from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from portal.audit.service import record
 from portal.authz import Access, Perm
 from portal.errors import Conflict, NotFound, ValidationFailed
-from portal.identity.models import User
 from portal.presets.catalog import get as get_preset
 from portal.registry import cards, storage
-from portal.registry.access import Level, crosses_tenants, now, require, visible_filter
+from portal.registry.access import Level, crosses_tenants, require, visible_filter
 from portal.registry.models import (
-    GranteeKind,
-    ModelAlias,
-    ModelShare,
     ModelVersion,
     RegisteredModel,
     Source,
     VersionStatus,
     Visibility,
 )
-from portal.tenancy.models import Domain, Project
+from portal.tenancy.models import Project
 from portal.tenancy.service import get_project
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
 
-def _audit(
+def audit_model(
     session: Session, access: Access, action: str, model: RegisteredModel, **kw: Any
 ) -> None:
     record(
@@ -101,7 +95,7 @@ def create_model(session: Session, access: Access, data: Mapping[str, Any]) -> R
     )
     session.add(model)
     session.flush()
-    _audit(session, access, "model.create", model, after=model.audit_view())
+    audit_model(session, access, "model.create", model, after=model.audit_view())
     return model
 
 
@@ -116,7 +110,7 @@ def update_model(
             setattr(model, key, data[key])
     session.flush()
     protect(session, model)
-    _audit(session, access, "model.update", model, before=before, after=model.audit_view())
+    audit_model(session, access, "model.update", model, before=before, after=model.audit_view())
     session.commit()
     return model
 
@@ -126,7 +120,7 @@ def delete_model(session: Session, access: Access, model_id: int) -> None:
     found = versions(session, model)
     _refuse_if_served(session, [v.id for v in found])
     leftovers = _leftovers(session, found)
-    _audit(session, access, "model.delete", model, before=model.audit_view())
+    audit_model(session, access, "model.delete", model, before=model.audit_view())
     session.delete(model)
     session.commit()
     storage.remove(storage.root() / str(model_id))
@@ -241,7 +235,7 @@ def new_version(
             if crosses_tenants(session, model):
                 storage.encrypt_dir(final, storage.tenant_key(model.project.domain_id))
                 version.encrypted = True
-        _audit(
+        audit_model(
             session,
             access,
             "model.version.create",
@@ -391,7 +385,7 @@ def update_version(
     if "card" in data:
         version.card_meta = cards.check(data["card"]).meta
         version.card = data["card"]
-    _audit(
+    audit_model(
         session,
         access,
         "model.version.update",
@@ -408,7 +402,7 @@ def delete_version(session: Session, access: Access, model_id: int, number: int)
     _refuse_if_served(session, [version.id])
     path = storage.root() / version.storage if version.storage else None
     leftovers = _leftovers(session, [version])
-    _audit(session, access, "model.version.delete", version.model, before={"number": number})
+    audit_model(session, access, "model.version.delete", version.model, before={"number": number})
     session.delete(version)
     session.commit()
     if path is not None:
@@ -426,131 +420,6 @@ def artifact(session: Session, access: Access, model_id: int, number: int, path:
             "decrypted only for jobs; evaluate, fine-tune or deploy it instead"
         )
     return storage.root() / version.storage / path
-
-
-# ---------------------------------------------------------------------- aliases
-def aliases(session: Session, model: RegisteredModel) -> dict[str, int]:
-    rows = session.execute(
-        select(ModelAlias.alias, ModelVersion.number)
-        .join(ModelVersion, ModelVersion.id == ModelAlias.version_id)
-        .where(ModelAlias.model_id == model.id)
-    )
-    return {str(alias): int(number) for alias, number in rows}
-
-
-def set_alias(
-    session: Session, access: Access, model_id: int, alias: str, number: int
-) -> ModelVersion:
-    version = get_version(session, access, model_id, number, Level.WRITE)
-    row = session.scalar(
-        select(ModelAlias).where(ModelAlias.model_id == model_id, ModelAlias.alias == alias)
-    )
-    if row is None:
-        session.add(ModelAlias(model_id=model_id, alias=alias, version_id=version.id))
-    else:
-        row.version_id = version.id
-    _audit(
-        session, access, "model.alias.set", version.model, after={"alias": alias, "number": number}
-    )
-    session.commit()
-    return version
-
-
-def delete_alias(session: Session, access: Access, model_id: int, alias: str) -> None:
-    model, _ = get_model(session, access, model_id, Level.WRITE)
-    row = session.scalar(
-        select(ModelAlias).where(ModelAlias.model_id == model_id, ModelAlias.alias == alias)
-    )
-    if row is None:
-        raise NotFound(f"model {model.name} has no alias {alias}")
-    session.delete(row)
-    _audit(session, access, "model.alias.delete", model, before={"alias": alias})
-    session.commit()
-
-
-def resolve_alias(session: Session, access: Access, model_id: int, alias: str) -> ModelVersion:
-    model, _ = get_model(session, access, model_id, Level.READ)
-    version = session.scalar(
-        select(ModelVersion)
-        .join(ModelAlias, ModelAlias.version_id == ModelVersion.id)
-        .where(ModelAlias.model_id == model.id, ModelAlias.alias == alias)
-    )
-    if version is None:
-        raise NotFound(f"model {model.name} has no alias {alias}")
-    return version
-
-
-# ---------------------------------------------------------------------- shares
-def shares(session: Session, access: Access, model_id: int) -> list[ModelShare]:
-    model, _ = get_model(session, access, model_id, Level.ADMIN)
-    return list(session.scalars(select(ModelShare).where(ModelShare.model_id == model.id)))
-
-
-def _check_grantee(session: Session, kind: str, grantee_id: int) -> None:
-    table = {GranteeKind.USER: User, GranteeKind.PROJECT: Project, GranteeKind.DOMAIN: Domain}
-    if session.get(table[GranteeKind(kind)], grantee_id) is None:
-        raise ValidationFailed({"grantee_id": [f"no {kind} with id {grantee_id}"]})
-
-
-def share(session: Session, access: Access, model_id: int, data: Mapping[str, Any]) -> ModelShare:
-    model, _ = get_model(session, access, model_id, Level.ADMIN)
-    _check_grantee(session, data["grantee_kind"], data["grantee_id"])
-    expires: datetime | None = data.get("expires_at")
-    if expires is not None and expires <= now():
-        raise ValidationFailed({"expires_at": ["in the future (or leave it out: no expiry)"]})
-    row = session.scalar(
-        select(ModelShare).where(
-            ModelShare.model_id == model.id,
-            ModelShare.grantee_kind == data["grantee_kind"],
-            ModelShare.grantee_id == data["grantee_id"],
-        )
-    )
-    if row is None:
-        row = ModelShare(
-            model_id=model.id,
-            grantee_kind=data["grantee_kind"],
-            grantee_id=data["grantee_id"],
-            created_by=access.user_id,
-        )
-        session.add(row)
-    row.mode = data.get("mode", "read")
-    row.expires_at = expires
-    try:
-        session.flush()
-    except IntegrityError:
-        session.rollback()
-        raise Conflict("the share changed meanwhile; try again") from None
-    protect(session, model)
-    _audit(
-        session,
-        access,
-        "model.share",
-        model,
-        after={
-            "grantee_kind": row.grantee_kind,
-            "grantee_id": row.grantee_id,
-            "mode": row.mode,
-            "expires_at": row.expires_at,
-        },
-    )
-    session.commit()
-    return row
-
-
-def unshare(session: Session, access: Access, model_id: int, share_id: int) -> None:
-    model, _ = get_model(session, access, model_id, Level.ADMIN)
-    row = session.get(ModelShare, share_id)
-    if row is None or row.model_id != model.id:
-        raise NotFound("share not found")
-    _audit(
-        session,
-        access,
-        "model.unshare",
-        model,
-        before={"grantee_kind": row.grantee_kind, "grantee_id": row.grantee_id},
-    )
-    session.delete(row)
-    session.commit()
 
 
 def protect(session: Session, model: RegisteredModel) -> None:

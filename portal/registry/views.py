@@ -13,7 +13,7 @@ from portal.identity.models import User
 from portal.pagination import PageParams, page_of_query
 from portal.presets.catalog import get as get_preset
 from portal.presets.catalog import presets
-from portal.registry import runs, schemas, service
+from portal.registry import runs, schemas, service, sharing
 from portal.registry.access import Level, level
 from portal.registry.models import Evaluation, ModelVersion, RegisteredModel
 from portal.registry.runs import python
@@ -39,7 +39,7 @@ def model_data(model: RegisteredModel, lvl: Level | None = None) -> dict[str, An
         "preset": model.preset,
         "access": (lvl or level(s, current_access(), model)).name.lower(),
         "versions": count,
-        "aliases": service.aliases(s, model),
+        "aliases": sharing.aliases(s, model),
         "created_at": model.created_at,
         "updated_at": model.updated_at,
     }
@@ -229,38 +229,38 @@ class ConfusionPng(AuthedView):
 class Alias(AuthedView):
     @blp.response(200, schemas.ModelVersionSchema)
     def get(self, model_id: int, alias: str) -> ModelVersion:
-        return service.resolve_alias(session(), current_access(), model_id, alias)
+        return sharing.resolve_alias(session(), current_access(), model_id, alias)
 
     @blp.arguments(schemas.ModelAliasSchema)
     @blp.response(200, schemas.ModelVersionSchema)
     def put(self, args: dict[str, Any], model_id: int, alias: str) -> ModelVersion:
         if not schemas.ALIAS.match(alias):
             raise ValidationFailed({"alias": ["a letter, then letters, digits, _ -"]})
-        return service.set_alias(session(), current_access(), model_id, alias, args["version"])
+        return sharing.set_alias(session(), current_access(), model_id, alias, args["version"])
 
     @blp.response(204)
     def delete(self, model_id: int, alias: str) -> None:
-        service.delete_alias(session(), current_access(), model_id, alias)
+        sharing.delete_alias(session(), current_access(), model_id, alias)
 
 
 @blp.route("/models/<id:model_id>/shares")
 class Shares(AuthedView):
     @blp.response(200, schemas.ModelShareSchema(many=True))
     def get(self, model_id: int) -> list[Any]:
-        return service.shares(session(), current_access(), model_id)
+        return sharing.shares(session(), current_access(), model_id)
 
     @blp.arguments(schemas.ModelShareCreateSchema)
     @blp.response(201, schemas.ModelShareSchema)
     def post(self, args: dict[str, Any], model_id: int) -> Any:
         """Share with a user, a project or another tenant, read or write, until an expiry."""
-        return service.share(session(), current_access(), model_id, args)
+        return sharing.share(session(), current_access(), model_id, args)
 
 
 @blp.route("/models/<id:model_id>/shares/<id:share_id>")
 class ShareById(AuthedView):
     @blp.response(204)
     def delete(self, model_id: int, share_id: int) -> None:
-        service.unshare(session(), current_access(), model_id, share_id)
+        sharing.unshare(session(), current_access(), model_id, share_id)
 
 
 @blp.route("/presets")
