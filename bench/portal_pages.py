@@ -30,8 +30,9 @@ from typing import Any
 from flask import Flask
 from flask.testing import FlaskClient
 from flask_migrate import upgrade
-from sqlalchemy import insert, select
+from sqlalchemy import func, insert, select
 
+from accounting.models import UsageRecord
 from portal import create_app
 from portal.audit.models import AuditEvent
 from portal.demo import DEMO_USERS, seed
@@ -46,6 +47,7 @@ from slurm_plugins.client.specs import AccountSpec, UserSpec
 
 TARGET_MS = 300.0
 BULK = {"/api/v1/slurm/sync"}
+COUNTED = (User, Project, JobRecord, AuditEvent, UsageRecord)
 PASSWORD = "bench password"  # noqa: S105 - a throwaway database
 
 
@@ -97,8 +99,8 @@ class BigCluster:
         raise NotImplementedError
 
 
-def populate(n_users: int, n_projects: int, n_jobs: int, rng: random.Random) -> list[Job]:
-    """Bulk rows beside the demo tenants; returns the queue the stand-in serves."""
+def populate(n_users: int, n_projects: int, n_jobs: int, rng: random.Random) -> None:
+    """Bulk rows beside the demo tenants."""
     s = db.session
     seed(s, dict.fromkeys(DEMO_USERS, PASSWORD))
     domains = {d.name: d for d in s.scalars(select(Domain))}
@@ -131,8 +133,7 @@ def populate(n_users: int, n_projects: int, n_jobs: int, rng: random.Random) -> 
     users = list(s.execute(select(User.id, User.username)))
     projects = list(s.execute(select(Project.id, Project.name, Project.domain_id)))
     members: set[tuple[int, int]] = {
-        (pid, uid)
-        for pid, uid in s.execute(select(Membership.project_id, Membership.user_id))
+        (pid, uid) for pid, uid in s.execute(select(Membership.project_id, Membership.user_id))
     }
     rows = []
     for uid, _ in users:  # every user in one or two projects
@@ -147,7 +148,7 @@ def populate(n_users: int, n_projects: int, n_jobs: int, rng: random.Random) -> 
         by_project.setdefault(pid, []).append((uid, names[uid]))
     project_of = {pid: (name, dom) for pid, name, dom in projects}
     owners = sorted(members)
-    history, audit, queue = [], [], []
+    history, audit = [], []
     for i in range(1, n_jobs + 1):
         pid, uid = owners[rng.randrange(len(owners))]
         account, domain_id = project_of[pid]
@@ -176,24 +177,34 @@ def populate(n_users: int, n_projects: int, n_jobs: int, rng: random.Random) -> 
                 "after": {"name": f"job{i}", "account": account},
             }
         )
-        queue.append(
-            Job(
-                job_id=i,
-                name=f"job{i}",
-                user=names[uid],
-                account=account,
-                partition="gpu",
-                qos="normal",
-                state=JobState.RUNNING if i % 10 == 0 else JobState.PENDING,
-                reason="" if i % 10 == 0 else "Priority",
-                tres_req=Tres({"gres/shard": 8}),
-            )
-        )
     for start in range(0, n_jobs, 20_000):
         s.execute(insert(JobRecord), history[start : start + 20_000])
         s.execute(insert(AuditEvent), audit[start : start + 20_000])
     s.commit()
-    return queue
+
+
+def queue_of_history() -> list[Job]:
+    """The queue the stand-in serves: every job of the history, still active."""
+    rows = db.session.execute(
+        select(JobRecord.job_id, User.username, Project.name)
+        .join(User, User.id == JobRecord.user_id)
+        .join(Project, Project.id == JobRecord.project_id)
+        .order_by(JobRecord.job_id)
+    )
+    return [
+        Job(
+            job_id=i,
+            name=f"job{i}",
+            user=user,
+            account=account,
+            partition="gpu",
+            qos="normal",
+            state=JobState.RUNNING if i % 10 == 0 else JobState.PENDING,
+            reason="" if i % 10 == 0 else "Priority",
+            tres_req=Tres({"gres/shard": 8}),
+        )
+        for i, user, account in rows
+    ]
 
 
 def _login(app: Flask, user: str) -> FlaskClient:
@@ -275,29 +286,36 @@ def main() -> None:
     ap.add_argument("--usage-jobs", type=int, default=1_000_000)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--profile", type=Path, default=None, help="pyinstrument HTML output")
+    ap.add_argument(
+        "--db", type=Path, default=None, help="keep the database here; reused when it exists"
+    )
     args = ap.parse_args()
-    tmp = Path(tempfile.mkdtemp(prefix="aipool-bench-portal-"))
+    path = args.db or Path(tempfile.mkdtemp(prefix="aipool-bench-portal-")) / "portal.db"
+    reuse = path.exists()
     app = create_app(
         {
             "SECRET_KEY": "bench",
-            "DATABASE_URL": f"sqlite:///{tmp}/portal.db",
+            "DATABASE_URL": f"sqlite:///{path}",
             "LOGIN_RATE_LIMIT": "1000 per minute",
         }
     )
     t0 = time.perf_counter()
     with app.app_context():
         upgrade()
-        queue = populate(args.users, args.projects, args.jobs, random.Random(args.seed))  # noqa: S311
-        usage = 0
-        if args.usage_jobs:
-            from accounting_ingest import run_ingest  # bench/accounting_ingest.py, beside this
+        if not reuse:
+            populate(args.users, args.projects, args.jobs, random.Random(args.seed))  # noqa: S311
+            if args.usage_jobs:
+                from accounting_ingest import run_ingest  # bench/accounting_ingest.py, beside
 
-            usage = run_ingest(db.engine, args.usage_jobs)[2]
+                run_ingest(db.engine, args.usage_jobs)
+        s = db.session
+        counts = [s.scalar(select(func.count()).select_from(t)) for t in COUNTED]
+        queue = queue_of_history()
     app.config["SLURM"] = BigCluster(queue)
     print(
-        f"database: {args.users} users, {args.projects} projects, {args.jobs} job records and "
-        f"audit events, {usage} usage rows; queue: {len(queue)} active jobs "
-        f"(built in {time.perf_counter() - t0:.0f} s)"
+        f"database {path}{' (reused)' if reuse else ''}: "
+        + ", ".join(f"{n} {t.__tablename__}" for n, t in zip(counts, COUNTED, strict=True))
+        + f"; queue: {len(queue)} active jobs (ready in {time.perf_counter() - t0:.0f} s)"
     )
     base = _measure(app.test_client(), "/static/portal.css", args.runs)
     login = _measure(app.test_client(), "/login", args.runs)
