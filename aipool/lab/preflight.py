@@ -24,6 +24,8 @@ REQUIRED: dict[str, str] = {
     "sacctmgr": "slurm-client",
     "scontrol": "slurm-client",
     "setpriv": "util-linux",
+    "unshare": "util-linux",  # backup controllers (--controllers) in their own UTS namespace
+    "mount": "mount",
     "useradd": "passwd",
     "mknod": "coreutils",
 }

@@ -1,0 +1,79 @@
+"""The lab's further clusters and backup controllers: ports, paths and rendered configs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from aipool.lab.config import DEFAULT_INVENTORY, MEMBER_INVENTORY, LabConfig
+from aipool.lab.nsexec import main as nsexec_main
+from aipool.lab.nsexec import nsexec_argv
+from aipool.lab.render import render_lab
+from gres.inventory import load_inventory
+
+
+def lines(text: str, key: str) -> list[str]:
+    return [ln.split("=", 1)[1] for ln in text.splitlines() if ln.startswith(f"{key}=")]
+
+
+def render(cfg: LabConfig, inventory: Path = DEFAULT_INVENTORY) -> str:
+    inv = load_inventory(inventory).with_device_dir(str(cfg.dev))
+    return render_lab(cfg, inv, db_password="pw")["slurm.conf"]
+
+
+def test_one_controller_renders_as_before(tmp_path: Path) -> None:
+    conf = render(LabConfig(root=tmp_path))
+    assert lines(conf, "SlurmctldHost") == ["localhost(127.0.0.1)"]
+    assert lines(conf, "SlurmctldTimeout") == []
+    assert lines(conf, "SlurmctldPidFile") == [f"{tmp_path}/run/slurmctld.pid"]
+
+
+def test_three_controllers_share_the_state_directory(tmp_path: Path) -> None:
+    cfg = LabConfig.from_env({"AIPOOL_LAB_DIR": str(tmp_path), "AIPOOL_LAB_CONTROLLERS": "3"})
+    conf = render(cfg)
+    assert lines(conf, "SlurmctldHost") == [
+        "aipool-ctl1(127.0.2.1)",
+        "aipool-ctl2(127.0.2.2)",
+        "aipool-ctl3(127.0.2.3)",
+    ]
+    assert lines(conf, "SlurmctldTimeout") == ["5"]
+    assert lines(conf, "StateSaveLocation") == [f"{tmp_path}/state"]
+    # each controller bind-mounts its own run/ctld-N here
+    assert lines(conf, "SlurmctldPidFile") == [f"{tmp_path}/run/ctld/slurmctld.pid"]
+    with pytest.raises(ValueError, match=r"controllers must be 1\.\.3"):
+        LabConfig().with_controllers(4)
+    with pytest.raises(ValueError, match="AIPOOL_LAB_CONTROLLERS must be an integer"):
+        LabConfig.from_env({"AIPOOL_LAB_CONTROLLERS": "two"})
+
+
+def test_a_second_cluster_has_its_own_ports_and_shares_the_slurmdbd(tmp_path: Path) -> None:
+    cfg = LabConfig.from_env({"AIPOOL_LAB_DIR": str(tmp_path), "AIPOOL_LAB_PORT_OFFSET": "300"})
+    b = cfg.member(2)
+    assert b.cluster == "aipool2"
+    assert b.root == tmp_path / "clusters" / "aipool2"
+    assert (b.ports.slurmctld, b.ports.slurmd_base) == (7147, 17331)
+    assert (b.ports.slurmdbd, b.ports.mariadb) == (cfg.ports.slurmdbd, cfg.ports.mariadb)
+    assert cfg.member(3).ports.slurmctld == 7177  # still below the next lab's (offset 400)
+    conf = render(b, MEMBER_INVENTORY)
+    assert lines(conf, "ClusterName") == ["aipool2"]
+    assert lines(conf, "AccountingStoragePort") == ["7119"]
+    assert lines(conf, "StateSaveLocation") == [f"{b.root}/state"]
+    nodes = [ln.split()[0] for ln in conf.splitlines() if ln.startswith("NodeName=")]
+    assert nodes == ["NodeName=bgpu1", "NodeName=bcpu1"]
+    assert "Port=17331" in conf
+    with pytest.raises(ValueError, match=r"cluster index must be 2\.\.3"):
+        cfg.member(4)
+
+
+def test_nsexec_command_line_keeps_the_daemon_argv_last() -> None:
+    argv = nsexec_argv("/py", "aipool-ctl2", [("/h", "/etc/hosts")], ["slurmctld", "-D"])
+    assert argv[:4] == ["unshare", "--uts", "--mount", "--"]
+    assert argv[argv.index("--hostname") + 1] == "aipool-ctl2"
+    assert argv[argv.index("--bind") : argv.index("--bind") + 3] == ["--bind", "/h", "/etc/hosts"]
+    assert argv[-3:] == ["--", "slurmctld", "-D"]
+
+
+def test_nsexec_needs_a_command() -> None:
+    with pytest.raises(SystemExit):
+        nsexec_main(["--hostname", "x", "--"])
