@@ -225,9 +225,13 @@ MINILM = "sentence-transformers/all-MiniLM-L6-v2"
 def _encoder(path: str) -> Any:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    import torch
     from sentence_transformers import SentenceTransformer
 
-    return SentenceTransformer(path, device="cpu")
+    # a card only when Slurm gave the job one (it sets CUDA_VISIBLE_DEVICES for gpu and shard)
+    granted = bool(os.environ.get("CUDA_VISIBLE_DEVICES"))
+    device = "cuda" if granted and torch.cuda.is_available() else "cpu"
+    return SentenceTransformer(path, device=device)
 
 
 class _MiniLMHead(Kind):
