@@ -105,6 +105,8 @@ def parse_month(text: str) -> tuple[datetime, datetime]:
         start = datetime.strptime(text, "%Y-%m").replace(tzinfo=UTC)
     except ValueError as exc:
         raise ReportError(f"month {text!r} is not YYYY-MM") from exc
+    if not 1970 <= start.year <= 9000:
+        raise ReportError(f"month {text!r} is out of range (years 1970 to 9000)")
     return start, next_month(start)
 
 

@@ -8,7 +8,6 @@ admins' (operators'), and are audited.
 
 from __future__ import annotations
 
-from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
@@ -17,6 +16,7 @@ from sqlalchemy.orm import Session
 
 from accounting import billing
 from accounting.billing_models import Bill, BillingAccount, BillLine, Package, PricePlan
+from accounting.report import ReportError, parse_month
 from portal.audit.service import record
 from portal.authz import Access, Perm
 from portal.errors import Conflict, NotFound, ValidationFailed
@@ -106,9 +106,13 @@ def top_up(
     return view(session, access, tenant)
 
 
-def post_bill(session: Session, access: Access, tenant: str, month: datetime) -> dict[str, Any]:
+def post_bill(session: Session, access: Access, tenant: str, month_text: str) -> dict[str, Any]:
     acct = require_account(session, access, tenant)
     access.require_platform_admin()
+    try:
+        month, _ = parse_month(month_text)
+    except ReportError as exc:
+        raise ValidationFailed({"month": [str(exc)]}) from exc
     record(
         session,
         access.user,

@@ -25,33 +25,38 @@ class ExportQuerySchema(UsageQuerySchema):
     format = fields.String(required=True, validate=validate.OneOf(FORMATS))
 
 
-class LineSchema(Schema):
+def _decimal() -> fields.String:
+    """An exact decimal, sent as a string ("4.5000")."""
+    return fields.String(metadata={"description": "an exact decimal, as a string"})
+
+
+class UsageLineSchema(Schema):
     key = fields.String()
     jobs = fields.Integer()
-    gpu_card_hours = fields.Decimal(as_string=True)
-    npu_card_hours = fields.Decimal(as_string=True)
-    cpu_hours = fields.Decimal(as_string=True)
-    mem_gib_hours = fields.Decimal(as_string=True)
-    avg_wait_min = fields.Decimal(as_string=True)
+    gpu_card_hours = _decimal()
+    npu_card_hours = _decimal()
+    cpu_hours = _decimal()
+    mem_gib_hours = _decimal()
+    avg_wait_min = _decimal()
 
 
-class UtilisationSchema(Schema):
+class PoolUtilisationSchema(Schema):
     pool = fields.String()
     gpu_cards = fields.Integer()
     npu_cards = fields.Integer()
-    gpu_card_hours = fields.Decimal(as_string=True)
-    npu_card_hours = fields.Decimal(as_string=True)
-    ratio = fields.Decimal(as_string=True)
+    gpu_card_hours = _decimal()
+    npu_card_hours = _decimal()
+    ratio = _decimal()
 
 
-class ReportSchema(Schema):
+class UsageReportSchema(Schema):
     start = fields.DateTime()
     end = fields.DateTime()
     by = fields.String()
-    lines = fields.List(fields.Nested(LineSchema))
-    total = fields.Nested(LineSchema)
-    utilisation = fields.List(fields.Nested(UtilisationSchema))
-    top_users = fields.List(fields.Nested(LineSchema))
+    lines = fields.List(fields.Nested(UsageLineSchema))
+    total = fields.Nested(UsageLineSchema)
+    utilisation = fields.List(fields.Nested(PoolUtilisationSchema))
+    top_users = fields.List(fields.Nested(UsageLineSchema))
 
 
 def args_of(loaded: dict[str, Any]) -> dict[str, Any]:
@@ -87,23 +92,23 @@ def report_data(rep: Report) -> dict[str, Any]:
 
 class BillLineSchema(Schema):
     description = fields.String()
-    quantity = fields.Decimal(as_string=True)
-    unit_price = fields.Decimal(as_string=True)
-    amount = fields.Decimal(as_string=True)
+    quantity = _decimal()
+    unit_price = _decimal()
+    amount = _decimal()
 
 
 class BillSchema(Schema):
     id = fields.Integer()
     month = fields.String()
-    total = fields.Decimal(as_string=True)
+    total = _decimal()
     lines = fields.List(fields.Nested(BillLineSchema))
 
 
-class LedgerSchema(Schema):
+class LedgerEntrySchema(Schema):
     at = fields.DateTime()
     kind = fields.String()
-    amount = fields.Decimal(as_string=True)
-    balance_after = fields.Decimal(as_string=True)
+    amount = _decimal()
+    balance_after = _decimal()
     note = fields.String()
     actor = fields.String()
 
@@ -113,17 +118,20 @@ class BillingSchema(Schema):
     plan = fields.String()
     currency = fields.String()
     package = fields.String(allow_none=True)
-    balance = fields.Decimal(as_string=True)
+    balance = _decimal()
     bills = fields.List(fields.Nested(BillSchema))
-    ledger = fields.List(fields.Nested(LedgerSchema))
+    ledger = fields.List(fields.Nested(LedgerEntrySchema))
 
 
-class AccountSchema(Schema):
+class BillingAccountSchema(Schema):
     tenant = fields.String()
-    balance = fields.Decimal(as_string=True)
+    balance = _decimal()
 
 
 def _cents(value: Decimal) -> None:
+    # a plain function, not validate.Range: apispec would publish Decimal bounds as strings
+    if not Decimal(0) < value <= Decimal(1_000_000_000):
+        raise ValidationError("must be more than 0 and at most 1,000,000,000")
     if value != value.quantize(Decimal("0.01")):
         raise ValidationError("at most 2 decimal places")
 
@@ -134,10 +142,8 @@ class TopUpSchema(Schema):
 
     amount = fields.Decimal(
         required=True,
-        validate=[
-            validate.Range(min=Decimal("0.01"), max=Decimal("1000000000")),
-            _cents,
-        ],
+        validate=_cents,
+        metadata={"description": "0.01 to 1,000,000,000, at most 2 decimal places"},
     )
     note = fields.String(load_default="", validate=validate.Length(max=255))
 

@@ -8,17 +8,16 @@ from flask import Flask, Response
 from flask_smorest import Blueprint
 
 from accounting import export
-from accounting.report import parse_month
 from portal.slurm import slurm
 from portal.usage import billing, service
 from portal.usage.schemas import (
-    AccountSchema,
+    BillingAccountSchema,
     BillingSchema,
     ExportQuerySchema,
     PostBillSchema,
-    ReportSchema,
     TopUpSchema,
     UsageQuerySchema,
+    UsageReportSchema,
     args_of,
     report_data,
 )
@@ -36,7 +35,7 @@ MIME = {
 @blp.route("")
 class Usage(AuthedView):
     @blp.arguments(UsageQuerySchema, location="query")
-    @blp.response(200, ReportSchema)
+    @blp.response(200, UsageReportSchema)
     def get(self, args: dict[str, Any]) -> dict[str, Any]:
         """Card-hours, CPU-hours, waits by domain, project, user, GPU type or pool."""
         rep = service.report(session(), current_access(), args_of(args), slurm())
@@ -61,7 +60,7 @@ class Export(AuthedView):
 
 @blp.route("/billing")
 class Accounts(AuthedView):
-    @blp.response(200, AccountSchema(many=True))
+    @blp.response(200, BillingAccountSchema(many=True))
     def get(self) -> list[Any]:
         """The billing accounts the caller may see, with their balances."""
         return billing.accounts(session(), current_access())
@@ -90,8 +89,7 @@ class Bills(AuthedView):
     @blp.response(200, BillingSchema)
     def post(self, args: dict[str, Any], tenant: str) -> dict[str, Any]:
         """Bill a finished month and debit the balance (platform admins; once per month)."""
-        month, _ = parse_month(args["month"])
-        return billing.post_bill(session(), current_access(), tenant, month)
+        return billing.post_bill(session(), current_access(), tenant, args["month"])
 
 
 def register(app: Flask) -> None:

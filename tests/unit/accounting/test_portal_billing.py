@@ -110,6 +110,12 @@ def test_only_operators_change_balances(billed: Env) -> None:
         assert db.session.scalars(select(AuditEvent.action)).all().count("billing.topup") == 0
 
 
+def test_a_bad_month_is_refused(billed: Env) -> None:
+    res = billed.api("admin").post("/api/v1/usage/billing/nlp/bills", json={"month": "0000-01"})
+    assert res.status_code == 422
+    assert "month" in res.json["errors"]["json"]
+
+
 def test_an_open_month_is_not_billed(billed: Env) -> None:
     month = datetime.now(UTC).strftime("%Y-%m")
     res = billed.api("admin").post("/api/v1/usage/billing/nlp/bills", json={"month": month})

@@ -99,6 +99,8 @@ def test_bad_periods_say_what_is_wrong(start: datetime, end: datetime, message: 
         cover(start, end)
     with pytest.raises(ReportError, match="YYYY-MM"):
         parse_month("Nov 2026")
+    with pytest.raises(ReportError, match="out of range"):
+        parse_month("9999-12")
 
 
 def test_any_period_sums_the_same_as_its_parts(filled: Engine) -> None:
