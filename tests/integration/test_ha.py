@@ -9,6 +9,7 @@ the lab under test's port offset +80, in its own directory) and takes it down at
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Iterator
 from dataclasses import replace
@@ -41,6 +42,8 @@ def ha_lab(lab: Lab) -> Iterator[Lab]:
         yield ha
     finally:
         ha.down()
+        with contextlib.suppress(OSError):  # the emptied lab directory
+            cfg.root.rmdir()
 
 
 @pytest.fixture

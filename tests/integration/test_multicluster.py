@@ -7,6 +7,7 @@ The test brings up its own two-cluster lab (beside the lab under test, at its po
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 from collections.abc import Iterator
@@ -43,6 +44,8 @@ def mc_lab(lab: Lab) -> Iterator[Lab]:
         yield mc
     finally:
         mc.down()
+        with contextlib.suppress(OSError):  # the emptied lab directory
+            cfg.root.rmdir()
 
 
 @pytest.fixture
