@@ -38,7 +38,7 @@ from portal.registry.models import (
     Source,
     VersionStatus,
 )
-from portal.registry.service import get_version, new_version
+from portal.registry.service import audit_model, get_version, new_version
 from portal.slurm import SlurmPort
 from slurm_plugins.client.errors import SlurmError
 from slurm_plugins.client.models import JobState
@@ -256,6 +256,14 @@ def evaluate(
             created_by=access.user_id,
         )
         session.add(row)
+        session.flush()
+        audit_model(
+            session,
+            access,
+            "model.evaluate",
+            version.model,
+            after={"number": number, "evaluation_id": row.id, "job_id": job_id},
+        )
         session.commit()
     except BaseException:
         session.rollback()

@@ -69,6 +69,8 @@ def test_fine_tune_then_evaluate_and_compare(reg: Env) -> None:  # noqa: F811
     r = alice.post(f"/api/v1/models/{model_id}/versions/2/evaluations", json={})
     assert r.status_code == 201, r.json
     assert r.json["state"] == "queued"
+    audit = reg.api("admin").get(f"/api/v1/audit?action=model.evaluate&target_id={model_id}").json
+    assert [e["after"]["evaluation_id"] for e in audit] == [r.json["id"]]
     job_id = r.json["job_id"]
     run_like_the_job(reg, job_id)
     set_job(reg, job_id, JobState.COMPLETED)
