@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import json
+import os
 from pathlib import Path
 
 import pytest
 
+from aipool.lab.cluster import Lab
 from aipool.lab.config import DEFAULT_INVENTORY, MEMBER_INVENTORY, LabConfig
+from aipool.lab.daemons import LabError
 from aipool.lab.nsexec import main as nsexec_main
 from aipool.lab.nsexec import nsexec_argv
 from aipool.lab.render import render_lab
@@ -77,3 +81,25 @@ def test_nsexec_command_line_keeps_the_daemon_argv_last() -> None:
 def test_nsexec_needs_a_command() -> None:
     with pytest.raises(SystemExit):
         nsexec_main(["--hostname", "x", "--"])
+
+
+def test_a_running_lab_keeps_its_shape(tmp_path: Path) -> None:
+    """Fewer clusters or other controllers need `down` first; more clusters are added."""
+    cfg = LabConfig(root=tmp_path)
+    me = {"pid": os.getpid(), "expect": "python"}  # a daemon that is certainly running
+    ledger = {"daemons": {"slurmctld": me}, "users_created": [], "clusters": 2, "controllers": 1}
+    tmp_path.joinpath("lab.json").write_text(json.dumps(ledger))
+    lab = Lab(cfg)
+    with pytest.raises(LabError, match="runs 2 clusters: `aipool lab down` it before"):
+        lab._set_shape(lab.ledger(), 1, None)
+    with pytest.raises(LabError, match=r"runs 1 controller\(s\)"):
+        lab._set_shape(lab.ledger(), None, 3)
+    with pytest.raises(LabError, match=r"--clusters must be 1\.\.3"):
+        lab._set_shape(lab.ledger(), 4, None)
+    lab._set_shape(lab.ledger(), 3, None)
+    assert lab.cluster_count == 3
+    assert [m.cluster for m in lab.members()] == ["aipool2", "aipool3"]
+    # a lab brought up with backups keeps them for every later `Lab()` of the same root
+    ledger["controllers"] = 3
+    tmp_path.joinpath("lab.json").write_text(json.dumps(ledger))
+    assert Lab(LabConfig(root=tmp_path)).cfg.controllers == 3
