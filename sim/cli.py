@@ -367,6 +367,28 @@ def predict(nodes_csv: Path, pods_csv: Path, policy: str, limit: int | None) -> 
     click.echo(json.dumps({"policy": policy, "placements": placements}, indent=2))
 
 
+@cli.command("slice")
+@click.option("--nodes", "nodes_csv", type=_CSV, required=True, help="The trace's nodes as CSV.")
+@click.option("--pods", "pods_csv", type=_CSV, required=True, help="The trace's tasks as CSV.")
+@click.option("--lab", "lab_csv", type=_CSV, required=True, help="The lab's GPU nodes as CSV.")
+@click.option("--start", default=0, show_default=True, type=click.IntRange(0))
+@click.option("--count", default=16, show_default=True, type=click.IntRange(1))
+def slice_(nodes_csv: Path, pods_csv: Path, lab_csv: Path, start: int, count: int) -> None:
+    """A slice of GPU tasks scaled to the lab's nodes (CSV on stdout, for predict)."""
+    import sys
+
+    from sim.consistency import scale_slice, typical_node, write_rows
+    from sim.trace import TraceError, load_nodes, load_tasks
+
+    try:
+        reference = typical_node(load_nodes(nodes_csv))
+        lab = load_nodes(lab_csv)
+        tasks = scale_slice(load_tasks(pods_csv), lab[0], reference, count=count, start=start)
+    except (TraceError, ValueError) as exc:
+        raise click.ClickException(str(exc)) from exc
+    write_rows(tasks, sys.stdout)
+
+
 @cli.command()
 @click.argument("predicted", type=_JSON)
 @click.argument("observed", type=_JSON)

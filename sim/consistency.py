@@ -19,7 +19,7 @@ import random
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from gres.placement import SCORERS, Request, Workload
 from sim.cluster import SHARDS, Cluster, Grid
@@ -115,12 +115,16 @@ def scale_slice(
 def write_tasks(tasks: Sequence[Task], path: Path) -> None:
     """A task list in the trace's CSV format (the columns a slice needs)."""
     with path.open("w", newline="", encoding="utf-8") as handle:
-        w = csv.writer(handle, lineterminator="\n")
-        w.writerow(SLICE_COLUMNS)
-        for t in tasks:
-            r = t.request
-            spec = "|".join(r.gpu_models)
-            w.writerow([t.name, r.cpu_milli, r.mem_mib, r.gpu_count, r.gpu_milli, spec, t.qos])
+        write_rows(tasks, handle)
+
+
+def write_rows(tasks: Sequence[Task], handle: TextIO) -> None:
+    w = csv.writer(handle, lineterminator="\n")
+    w.writerow(SLICE_COLUMNS)
+    for t in tasks:
+        r = t.request
+        spec = "|".join(r.gpu_models)
+        w.writerow([t.name, r.cpu_milli, r.mem_mib, r.gpu_count, r.gpu_milli, spec, t.qos])
 
 
 def sbatch_resources(task: Task, grid: Grid = SHARDS) -> list[str]:

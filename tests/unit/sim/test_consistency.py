@@ -152,3 +152,34 @@ def test_model_cards_reads_the_node_as_slurm_reports_it() -> None:
     assert model_cards(Request(1000, 1, 62, 1), node) == (0,)  # 2 shards: lowest with room
     assert model_cards(Request(1000, 1, 1000, 1), node) == (3,)
     assert model_cards(Request(1000, 1, 1000, 2), node) == ()
+
+
+def test_cli_slice_predict_agree(tmp_path: Path) -> None:
+    """The commands chained as an operator would: slice a trace for the lab, predict it,
+    compare with what the lab did."""
+    from click.testing import CliRunner
+
+    from sim.cli import cli
+
+    lab = str(DATA / "lab_nodes.csv")
+    args = ["slice", "--nodes", str(DATA / "nodes.csv"), "--pods", str(DATA / "pods.csv")]
+    out = CliRunner().invoke(cli, [*args, "--lab", lab, "--count", "5"])
+    assert out.exit_code == 0, out.output
+    path = tmp_path / "slice.csv"
+    path.write_text(out.output)
+    sliced = load_tasks(path)
+    assert len(sliced) == 5
+    assert all(t.request.gpu_count and t.request.cpu_milli % 1000 == 0 for t in sliced)
+    bad = CliRunner().invoke(cli, [*args, "--lab", str(DATA / "pods.csv")])
+    assert bad.exit_code != 0
+    assert "missing column" in bad.output
+
+    pred = CliRunner().invoke(
+        cli, ["predict", "--nodes", lab, "--pods", str(DATA / "lab_slice.csv")]
+    )
+    assert pred.exit_code == 0, pred.output
+    (tmp_path / "p.json").write_text(pred.output)
+    (tmp_path / "o.json").write_text(json.dumps(OBSERVED["placements"]))
+    agree = CliRunner().invoke(cli, ["agree", str(tmp_path / "p.json"), str(tmp_path / "o.json")])
+    assert agree.exit_code == 0, agree.output
+    assert json.loads(agree.output)["node_agreement"] == 1.0
