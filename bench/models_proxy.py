@@ -38,7 +38,7 @@ from portal.presets import runtime
 from portal.registry import service as registry
 from portal.roles.service import role_by_name
 from portal.tenancy.models import Domain, Membership, Project
-from slurm_plugins.client.models import Job, JobState
+from slurm_plugins.client.models import Job, JobState, Node, NodeState
 
 
 class RunningJobs:
@@ -60,10 +60,14 @@ class RunningJobs:
             partition="cpu",
             qos="normal",
             state=JobState.RUNNING,
+            nodes="node1",
         )
 
     def jobs(self) -> list[Job]:
         return []
+
+    def nodes(self) -> list[Node]:
+        return [Node(name="node1", state=NodeState.IDLE, address="127.0.0.1")]
 
     def cancel_as(self, user: str, job_id: int) -> None: ...
 

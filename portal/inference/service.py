@@ -39,6 +39,7 @@ from portal.registry.service import version_by_id
 from portal.slurm import SlurmPort
 from portal.tenancy.models import Project
 from portal.tenancy.service import get_project
+from slurm_plugins.client.errors import SlurmError
 
 MAX_REPLICAS = 8
 
@@ -305,15 +306,26 @@ def _cancel_replicas(session: Session, port: SlurmPort, svc: InferenceService, k
     session.flush()
 
 
-def _read_url(svc: InferenceService, replica: Replica) -> str | None:
+def _read_url(port: SlurmPort, svc: InferenceService, replica: Replica) -> str | None:
+    """The replica's address: the host from Slurm (the NodeAddr of the job's node), only the
+    port from the connection file the job wrote, so a job cannot point the portal elsewhere."""
     path = Path(svc.workdir) / f"replica-{replica.index}.json"
     try:
         conn = json.loads(path.read_text())
-    except (OSError, ValueError):
+        port_number = int(conn["port"])
+    except (OSError, ValueError, KeyError, TypeError):
         return None
-    if conn.get("job_id") != replica.job_id:
-        return None  # left by an earlier run of this replica
-    return f"http://{conn['host']}:{int(conn['port'])}"
+    if conn.get("job_id") != replica.job_id or not 1024 <= port_number <= 65535:
+        return None  # left by an earlier run of this replica, or not a port a job may use
+    job = runs.job_of(port, replica.job_id)
+    if job is None or not job.nodes:
+        return None
+    try:
+        nodes = {n.name: n.address or n.name for n in port.nodes()}
+    except SlurmError:
+        return None
+    host = nodes.get(job.nodes)
+    return f"http://{host}:{port_number}" if host else None
 
 
 def reconcile(
@@ -340,7 +352,7 @@ def reconcile(
                 session, owner, port, svc.project_id, _spec(svc, replica)
             )
         elif replica.url is None and state is not None and state.value == "RUNNING":
-            replica.url = _read_url(svc, replica)
+            replica.url = _read_url(port, svc, replica)
     if commit and (session.dirty or session.new or session.deleted):
         session.commit()
     return svc

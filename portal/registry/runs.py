@@ -41,7 +41,7 @@ from portal.registry.models import (
 from portal.registry.service import audit_model, get_version, new_version
 from portal.slurm import SlurmPort
 from slurm_plugins.client.errors import SlurmError
-from slurm_plugins.client.models import JobState
+from slurm_plugins.client.models import Job, JobState
 
 
 def work_root() -> Path:
@@ -104,13 +104,17 @@ def submit(
     return jobs.submit_spec(session, access, port, project_id, spec)
 
 
-def job_state(port: SlurmPort, job_id: int | None) -> JobState | None:
+def job_of(port: SlurmPort, job_id: int | None) -> Job | None:
     if job_id is None:
         return None
     try:
-        job = port.job(job_id)
+        return port.job(job_id)
     except SlurmError:
         return None  # Slurm unreachable: look again next time
+
+
+def job_state(port: SlurmPort, job_id: int | None) -> JobState | None:
+    job = job_of(port, job_id)
     return job.state if job is not None else None
 
 

@@ -5,6 +5,8 @@ proxied to a real replica process (the program a replica job runs) and counted."
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import json
 import os
 import shlex
 import subprocess
@@ -18,6 +20,7 @@ from typing import Any
 import pytest
 from sklearn.datasets import load_digits
 
+from portal.extensions import db
 from slurm_plugins.client.models import JobState
 from tests.unit.portal.conftest import Env
 from tests.unit.portal.test_registry import T0, clock, reg  # noqa: F401 -- fixture
@@ -59,7 +62,10 @@ def start_replica(env: Env, job_id: int, procs: list[subprocess.Popen[bytes]]) -
         with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(timeout=0.05)
             raise AssertionError(f"the replica exited with {proc.returncode}")
-    set_job(env, job_id, JobState.RUNNING)
+    # running on cpu1, whose NodeAddr in the recorded sinfo is 127.0.0.1
+    env.slurm._jobs[job_id] = dataclasses.replace(
+        env.slurm._jobs[job_id], state=JobState.RUNNING, nodes="cpu1"
+    )
 
 
 def test_deploy_call_scale_restart_stop_start_delete(
@@ -286,3 +292,31 @@ def test_reconcile_command_restarts_failed_replicas(
     assert f"{svc['id']}\t{svc['name']}\trunning\t0/1 ready" in result.output
     [replica] = env.api("alice").get(f"/api/v1/inference/{svc['id']}").json["replica_jobs"]
     assert (replica["restarts"], replica["job_id"] != job) == (1, True)
+
+
+def test_the_replica_address_comes_from_slurm_not_from_the_job(
+    deployed: tuple[Env, dict[str, Any], list[subprocess.Popen[bytes]]],
+) -> None:
+    env, svc, _ = deployed
+    from portal.inference.models import InferenceService
+
+    job_id = svc["replica_jobs"][0]["job_id"]
+    env.slurm._jobs[job_id] = dataclasses.replace(
+        env.slurm._jobs[job_id], state=JobState.RUNNING, nodes="gpu2"
+    )
+    with env.app.app_context():
+        workdir = Path(db.session.get(InferenceService, svc["id"]).workdir)
+    conn = workdir / "replica-0.json"
+    url = f"/api/v1/inference/{svc['id']}"
+    for bad in (
+        {"host": "10.9.9.9", "port": 80, "job_id": job_id},  # a privileged port
+        {"host": "10.9.9.9", "port": 8000, "job_id": job_id - 1},  # an earlier run
+        {"port": "x", "job_id": job_id},
+    ):
+        conn.write_text(json.dumps(bad))
+        assert env.api("alice").get(url).json["ready_replicas"] == 0
+    conn.write_text(json.dumps({"host": "metadata.internal", "port": 8000, "job_id": job_id}))
+    assert env.api("alice").get(url).json["ready_replicas"] == 1
+    with env.app.app_context():
+        replica = db.session.get(InferenceService, svc["id"]).replica_rows[0]
+        assert replica.url == "http://127.0.0.1:8000"  # gpu2's NodeAddr, not the file's host
