@@ -219,7 +219,12 @@ def _alert_config(path: Path) -> AlertConfig:
 
 
 def alert_cycle(
-    engine: Engine, client: SlurmClient, cfg: AlertConfig, *, dry_run: bool = False
+    engine: Engine,
+    client: SlurmClient,
+    cfg: AlertConfig,
+    *,
+    dry_run: bool = False,
+    now: datetime | None = None,
 ) -> list[str]:
     """One alert check: quotas from the rollups, pools from Slurm's nodes and queue."""
     from collections import Counter
@@ -227,7 +232,7 @@ def alert_cycle(
     from accounting.alerts import pool_conditions, process, quota_conditions
     from accounting.mail import Mailer
 
-    now = datetime.now(UTC)
+    now = now or datetime.now(UTC)
     with engine.connect() as conn:
         holding = quota_conditions(conn, cfg, now)
     pending = Counter(j.partition for j in client.jobs() if j.is_pending)
