@@ -1,0 +1,87 @@
+"""The same ingestion, reports and billing on PostgreSQL (a server this test starts)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from decimal import Decimal
+
+import pytest
+from sqlalchemy import Engine, create_engine
+from sqlalchemy.orm import Session
+
+from accounting import export
+from accounting.billing import post_bill, top_up
+from accounting.billing_models import BillingAccount, Price, PricePlan
+from accounting.ingest import ingest
+from accounting.meter import meter
+from accounting.models import TABLES
+from accounting.report import Dim, build, parse_month
+from portal.extensions import Base
+from tests.unit.accounting.builders import acct
+from tests.unit.accounting.test_report import GOLDEN, POOLS, TOPO, d
+from tests.unit.portal.test_postgres import pg_url  # noqa: F401  (fixture)
+
+
+@pytest.fixture
+def pg(pg_url: str) -> Iterator[Engine]:  # noqa: F811
+    engine = create_engine(pg_url)
+    Base.metadata.drop_all(engine, tables=TABLES)
+    Base.metadata.create_all(engine, tables=TABLES)
+    yield engine
+    Base.metadata.drop_all(engine, tables=TABLES)
+    engine.dispose()
+
+
+def test_ingest_report_and_bill_on_postgres(pg: Engine) -> None:
+    jobs = [
+        acct(1, "cpu=2,mem=8G,gres/gpu=2,gres/gpu:a100=2", hours=2, user="alice"),
+        acct(2, "cpu=1,mem=2G,gres/shard=8", hours=2, user="alice", wait_s=600),
+        acct(
+            3,
+            "cpu=4,gres/npu=1,gres/npu:910b=1",
+            hours=1.5,
+            user="bob",
+            account="vision",
+            partition="npu",
+            nodes="npu1",
+        ),
+        acct(
+            4,
+            "cpu=1,gres/shard=16",
+            hours=4,
+            user="carol",
+            account="cs101",
+            start=d(2026, 11, 30, 22),
+        ),
+        acct(
+            5,
+            "cpu=8",
+            hours=1,
+            user="dave",
+            account="cs101",
+            partition="cpu",
+            nodes="cpu1",
+            start=d(2026, 10, 31, 23, 30),
+        ),
+    ]
+    usages = [u for j in jobs if (u := meter(j, TOPO)) is not None]
+    assert ingest(pg, usages).written == 5
+    assert ingest(pg, usages).written == 0
+    with pg.connect() as conn:
+        report = build(conn, *parse_month("2026-11"), Dim.PROJECT, pools=POOLS)
+    assert export.to_csv(report) == GOLDEN.read_text()
+
+    with Session(pg) as s:
+        plan = PricePlan(name="std", currency="CNY", storage_price=Decimal(0))
+        s.add(plan)
+        s.flush()
+        s.add(Price(plan_id=plan.id, resource="gpu", model="a100", rate=Decimal("3.25")))
+        s.add(BillingAccount(tenant="nlp", plan_id=plan.id))
+        s.commit()
+        top_up(s, "nlp", Decimal("20.00"), actor="admin")
+        bill = post_bill(s, "nlp", datetime(2026, 11, 1, tzinfo=UTC), now=d(2026, 12, 2))
+        assert bill.total == Decimal("14.62")  # 4.5 card-hours x 3.25 = 14.625, half-even
+        acct_row = s.get(BillingAccount, bill.account_id)
+        assert acct_row is not None
+        assert acct_row.balance == Decimal("5.38")
