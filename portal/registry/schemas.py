@@ -89,6 +89,7 @@ class ModelVersionSchema(Schema):
     job_id = fields.Integer(allow_none=True)
     dataset_version_id = fields.Integer(allow_none=True)
     parent_id = fields.Integer(allow_none=True)
+    created_by = fields.Integer(allow_none=True, metadata={"description": "user id"})
     created_at = fields.DateTime()
     updated_at = fields.DateTime()
 

@@ -111,6 +111,7 @@ def test_models_versions_aliases_and_card(reg: Env) -> None:
     assert (model["owner"], model["access"], model["versions"]) == ("alice", "admin", 1)
     [v1] = alice.get(f"/api/v1/models/{model_id}/versions").json
     assert v1["source"] == "upload"
+    assert v1["created_by"] == reg.world.users["alice"]
     assert v1["status"] == "ready"
     assert v1["card_meta"] == {"license": "mit", "tags": ["digits"]}
     assert {f["path"]: f["sha256"] for f in v1["files"]} == {
