@@ -27,18 +27,23 @@ log = logging.getLogger("aipool.accounting")
 
 def _engine(url: str | None) -> Engine:
     from sqlalchemy import create_engine, inspect
+    from sqlalchemy.exc import ArgumentError, OperationalError
 
     if not url:
         raise click.UsageError("no database: pass --db or set AIPOOL_DATABASE_URL")
     try:
         engine = create_engine(url)
-        if not inspect(engine).has_table("acct_usage"):
-            raise click.ClickException(
-                f"{engine.url.render_as_string()} has no accounting tables: migrate it first "
-                "(`aipool portal` applies the migrations)"
-            )
-    except ValueError as exc:  # bad URL
+    except (ArgumentError, ValueError) as exc:
         raise click.UsageError(f"database URL not understood: {exc}") from exc
+    try:
+        has_tables = inspect(engine).has_table("acct_usage")
+    except OperationalError as exc:
+        raise click.ClickException(f"cannot open the database: {exc.orig}") from exc
+    if not has_tables:
+        raise click.ClickException(
+            f"{engine.url.render_as_string()} has no accounting tables: migrate it first "
+            "(`aipool portal` applies the migrations)"
+        )
     return engine
 
 

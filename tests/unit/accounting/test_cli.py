@@ -81,7 +81,16 @@ def test_a_database_without_the_tables_is_refused(tmp_path: Path) -> None:
     res = CliRunner().invoke(accounting, ["report", "--db", url(empty), "--month", "2026-11"])
     assert res.exit_code == 1
     assert "no accounting tables" in res.output
-    res = CliRunner().invoke(accounting, ["report", "--month", "2026-11"], env={})
+    res = CliRunner().invoke(accounting, ["report", "--db", "nonsense", "--month", "2026-11"])
+    assert res.exit_code == 2
+    assert "database URL not understood" in res.output
+    missing = f"sqlite:///{tmp_path / 'no' / 'such.db'}"
+    res = CliRunner().invoke(accounting, ["report", "--db", missing, "--month", "2026-11"])
+    assert res.exit_code == 1
+    assert "cannot open the database" in res.output
+    res = CliRunner().invoke(
+        accounting, ["report", "--month", "2026-11"], env={"AIPOOL_DATABASE_URL": None}
+    )
     assert res.exit_code == 2
     assert "AIPOOL_DATABASE_URL" in res.output
 
