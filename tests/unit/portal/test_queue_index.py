@@ -35,7 +35,13 @@ def test_visible_matches_a_filter_of_the_whole_queue(
         key=lambda j: j.job_id,
         reverse=True,
     )
-    assert list(build(shuffled).visible(accounts, user)) == expected
+    seen = build(shuffled).visible(accounts, user)
+    assert list(seen) == expected
+    assert len(seen) == len(expected)
+    assert seen[3:9] == expected[3:9]
+    assert seen[100:] == []
+    if expected:
+        assert (seen[0], seen[-1]) == (expected[0], expected[-1])
 
 
 def test_the_index_is_built_once_per_snapshot() -> None:
