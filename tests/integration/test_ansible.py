@@ -1,0 +1,326 @@
+"""The Ansible roles deploy a real cluster onto this host, and a second run changes nothing.
+
+``ansible/site.yml`` runs with a local connection and ``aipool_service_manager: direct`` (this
+host has no systemd) into its own prefix and ports (+500 over the lab's), so it never meets the
+lab that CI runs at the same time: its own munged (own socket and key), MariaDB datadir,
+slurmdbd, slurmctld, two ``slurmd -N`` nodes with fake A100s, slurmrestd, the admission hook,
+the policy daemon, two node agents and the portal on SQLite. Everything it started is stopped by
+its PID file and the prefix is removed at the end.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import shutil
+import stat
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+import yaml
+
+from aipool.lab import daemons
+from slurm_plugins.client import SlurmClient
+from slurm_plugins.client.errors import SlurmError
+from slurm_plugins.client.models import JobState, NodeState
+from slurm_plugins.client.rest import RestClient, read_key
+from tests.integration.conftest import wait_until
+
+pytestmark = [pytest.mark.slurm, pytest.mark.timeout(1200)]
+
+log = logging.getLogger(__name__)
+
+REPO = Path(__file__).resolve().parents[2]
+ANSIBLE = REPO / "ansible"
+PREFIX = Path("/tmp/aipool-ansible")
+OFFSET = 500  # the lab's ports + 500
+CTLD, SLURMD, DBD, RESTD = 6817 + OFFSET, 6818 + OFFSET, 6819 + OFFSET, 6820 + OFFSET
+MARIADB, PORTAL, NODE_BASE = 13306 + OFFSET, 8080 + OFFSET, 17001 + OFFSET
+CLUSTER = "ansibletest"
+NODES = ("node1", "node2")
+RECAP = re.compile(
+    r"^(?P<host>\S+)\s*: ok=(?P<ok>\d+)\s+changed=(?P<changed>\d+)\s+"
+    r"unreachable=(?P<unreachable>\d+)\s+failed=(?P<failed>\d+)",
+    re.MULTILINE,
+)
+# PID file name (prefix) -> what the process's command line must contain
+EXPECT = {
+    "aipool-": "aipool.cli",
+    "slurmd-": "slurmd",
+    "slurmctld": "slurmctld",
+    "slurmrestd": "slurmrestd",
+    "slurmdbd": "slurmdbd",
+    "slurm-mariadb": "mariadbd",
+    "munge": "munged",
+}
+STOP_ORDER = (("aipool-",), ("slurmd-", "slurmctld", "slurmrestd"), ("slurmdbd",))
+STOP_LAST = (("slurm-mariadb", "munge"),)
+
+
+@dataclass(frozen=True, slots=True)
+class Run:
+    seconds: float
+    ok: int
+    changed: int
+    failed: int
+    output: str
+
+
+def inventory() -> dict[str, object]:
+    """The test site: one host that is controller, accounting, compute (two slurmd), REST
+    and portal, everything under PREFIX on ports of its own."""
+    policy = yaml.safe_load((REPO / "slurm_plugins/admission/lab-policy.yaml").read_text())
+    host = {"ansible_connection": "local", "ansible_host": "127.0.0.1"}
+    host["ansible_python_interpreter"] = "/usr/bin/python3"
+    settings = {
+        "aipool_prefix": str(PREFIX),
+        "aipool_service_manager": "direct",
+        # bootstrap.sh installed the Debian packages; the roles still check the binaries
+        "aipool_install_packages": False,
+        "aipool_venv": str(Path(sys.executable).parent.parent),
+        "aipool_python": sys.executable,
+        # the venv lives under /root here, which only root can read
+        "aipool_user": "root",
+        "munge_generate_key": True,
+        "slurm_cluster_name": CLUSTER,
+        "slurm_ctld_port": CTLD,
+        "slurm_slurmd_port": SLURMD,
+        "slurm_dbd_port": DBD,
+        "slurm_restd_port": RESTD,
+        "slurm_dbd_storage_port": MARIADB,
+        "slurm_dbd_storage_pass": "ansibletest0123456789",
+        "slurm_dbd_mariadb_buffer_pool": "128M",
+        "slurm_loopback_only": True,
+        "slurm_job_submit_lua": True,
+        "slurm_conf_extra": {
+            "ProctrackType": "proctrack/linuxproc",
+            "TaskPlugin": "task/none",
+            "SlurmdParameters": "config_overrides",
+            "MailProg": "/bin/true",
+        },
+        "slurm_partitions": [{"name": "gpu", "nodes": "node[1-2]", "default": True}],
+        "slurm_compute_nodes": [
+            {"name": n, "port": NODE_BASE + i, "addr": "127.0.0.1", "hostname": "localhost"}
+            for i, n in enumerate(NODES)
+        ],
+        # fake A100s: declared, since the probe of this host finds no GPU
+        "slurm_compute_gres": {
+            "cpus": 8,
+            "sockets": 1,
+            "cores_per_socket": 8,
+            "memory_mb": 16000,
+            "device_dir": str(PREFIX / "dev"),
+            "gpus": [{"model": "a100", "count": 2}],
+        },
+        "aipool_admission_policy": policy,
+        "aipool_policy_daemon_config": {
+            "version": 1,
+            "interval": "30s",
+            "policies": [{"name": "priority"}],
+        },
+        "aipool_node_agent_source": f"file:{PREFIX / 'util'}",
+        "aipool_portal_port": PORTAL,
+    }
+    groups = ("slurm_controller", "slurm_dbd", "slurm_compute", "slurm_restd", "aipool_portal")
+    return {
+        "all": {
+            "hosts": {"localhost": host},
+            "vars": settings,
+            "children": {g: {"hosts": {"localhost": {}}} for g in groups},
+        }
+    }
+
+
+def playbook(inv: Path, log_file: Path) -> Run:
+    """Run site.yml; ok/changed/failed come from the PLAY RECAP."""
+    env = {
+        **os.environ,
+        "ANSIBLE_CONFIG": str(ANSIBLE / "ansible.cfg"),
+        "ANSIBLE_NOCOLOR": "1",
+        "ANSIBLE_DISPLAY_SKIPPED_HOSTS": "false",
+        "ANSIBLE_LOCAL_TEMP": str(PREFIX / "ansible-tmp"),
+    }
+    argv = [str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(inv), "site.yml"]
+    t0 = time.monotonic()
+    done = subprocess.run(
+        argv, cwd=ANSIBLE, env=env, capture_output=True, text=True, check=False, timeout=900
+    )
+    seconds = time.monotonic() - t0
+    output = done.stdout + done.stderr
+    log_file.write_text(output)
+    recaps = [m for m in RECAP.finditer(output) if m["host"] == "localhost"]
+    assert done.returncode == 0, f"ansible-playbook failed:\n{output[-12000:]}"
+    assert recaps, f"no PLAY RECAP in:\n{output[-12000:]}"
+    last = recaps[-1]
+    return Run(seconds, int(last["ok"]), int(last["changed"]), int(last["failed"]), output)
+
+
+def slurm() -> SlurmClient:
+    return SlurmClient(env={"SLURM_CONF": str(PREFIX / "etc/slurm/slurm.conf")}, timeout=30)
+
+
+def _expect(pidfile: Path) -> str | None:
+    return next((e for p, e in EXPECT.items() if pidfile.name.startswith(p)), None)
+
+
+def teardown() -> None:
+    """Cancel the jobs, stop every daemon by its PID file (Slurm daemons in parallel), wipe."""
+    piddir = PREFIX / "run/aipool-services"
+    if (piddir / "slurmctld.pid").exists():
+        client = slurm()
+        try:
+            client.cancel(sorted({j.job_id for j in client.jobs()}))
+            wait_until(lambda: not client.jobs(), 30)
+        except (SlurmError, AssertionError) as exc:
+            log.warning("could not drain the jobs before stopping: %s", exc)
+    pidfiles = sorted(piddir.glob("*.pid")) if piddir.is_dir() else []
+    for group in (*STOP_ORDER, *STOP_LAST):
+        targets = []
+        for f in pidfiles:
+            expect = _expect(f)
+            if expect and f.name.startswith(group):
+                try:
+                    targets.append((int(f.read_text().strip()), expect))
+                except (OSError, ValueError):
+                    continue
+        daemons.stop(targets)
+    shutil.rmtree(PREFIX, ignore_errors=True)
+
+
+@dataclass(frozen=True, slots=True)
+class Site:
+    first: Run
+    inventory: Path
+    work: Path
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
+    """The deployed test site; the second run happens in its own test."""
+    if not (Path(sys.executable).parent / "ansible-playbook").exists():
+        pytest.fail("ansible-playbook is missing: install the dev extra (ansible-core)")
+    teardown()  # leftovers of an interrupted run
+    for d in ("dev", "util", "jobs"):
+        (PREFIX / d).mkdir(parents=True, exist_ok=True)
+    (PREFIX / "jobs").chmod(0o1777)
+    for i in range(2):  # fake /dev/nvidiaN: character devices, as slurmd wants
+        os.mknod(PREFIX / f"dev/nvidia{i}", 0o666 | stat.S_IFCHR, os.makedev(195, i))
+    work = tmp_path_factory.mktemp("ansible")
+    inv = work / "inventory.yml"
+    inv.write_text(yaml.safe_dump(inventory(), sort_keys=False))
+    try:
+        first = playbook(inv, work / "first.log")
+        log.warning("first run: %.1f s, changed=%d", first.seconds, first.changed)
+        yield Site(first, inv, work)
+    finally:
+        teardown()
+
+
+def test_first_run_deploys(site: Site) -> None:
+    first = site.first
+    assert first.failed == 0
+    assert first.changed > 20  # a fresh prefix: everything was created and started
+
+
+def test_nodes_idle_with_their_gpus(site: Site) -> None:
+    nodes = {n.name: n for n in slurm().nodes()}
+    assert set(nodes) == set(NODES)
+    for node in nodes.values():
+        assert node.state is NodeState.IDLE, node
+        assert node.port in {NODE_BASE, NODE_BASE + 1}
+        count = {
+            name: sum(g.count for g in node.gres if g.name == name) for name in ("gpu", "shard")
+        }
+        assert count == {"gpu": 2, "shard": 64}, node.gres
+        assert {g.type for g in node.gres if g.name == "gpu"} == {"a100"}
+
+
+def test_shard_job_sees_its_gpu_and_is_accounted(site: Site) -> None:
+    client = slurm()
+    script = (
+        "#!/bin/bash\nset -euo pipefail\n"
+        'echo "CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-}"\n'
+        'echo "SLURM_SHARDS_ON_NODE=${SLURM_SHARDS_ON_NODE:-}"\n'
+    )
+    job_id = client.submit(
+        script,
+        [
+            "--job-name=ansible-shard",
+            f"--output={PREFIX}/jobs/shard-%j.out",
+            f"--chdir={PREFIX}/jobs",
+            "--gres=shard:8",
+            "--time=5",
+        ],
+    )
+    out = PREFIX / f"jobs/shard-{job_id}.out"
+    wait_until(lambda: out.exists() and "SHARDS" in out.read_text(), 60)
+    env = dict(line.split("=", 1) for line in out.read_text().splitlines() if "=" in line)
+    assert env["CUDA_VISIBLE_DEVICES"] in {"0", "1"}
+    assert env["SLURM_SHARDS_ON_NODE"] == "8"
+
+    def recorded() -> bool:
+        rec = [r for r in client.accounting(job_ids=[job_id]) if r.job_id == job_id]
+        return bool(rec) and rec[0].state is JobState.COMPLETED and rec[0].cluster == CLUSTER
+
+    wait_until(recorded, 60)
+
+
+def test_restd_answers_with_a_token(site: Site) -> None:
+    key = read_key(PREFIX / "etc/slurm/jwt_hs256.key")
+    with RestClient(f"http://127.0.0.1:{RESTD}", "root", key=key) as rest:
+        assert rest.ping()
+        assert {n.name for n in rest.nodes()} == set(NODES)
+
+
+def test_aipool_services_run(site: Site) -> None:
+    assert (PREFIX / "etc/slurm/job_submit.lua").exists()
+    login = httpx.get(f"http://127.0.0.1:{PORTAL}/login", timeout=10)
+    assert login.status_code == 200
+    piddir = PREFIX / "run/aipool-services"
+    for name in ("aipool-policy", *(f"aipool-agent-{n}" for n in NODES)):
+        pid = int((piddir / f"{name}.pid").read_text())
+        assert daemons.alive(pid, "aipool.cli"), name
+
+
+def test_retention_at_least_180_days(site: Site) -> None:
+    dbd = (PREFIX / "etc/slurm/slurmdbd.conf").read_text()
+    purges = dict(re.findall(r"^(Purge\w+After)=(\d+)days$", dbd, re.MULTILINE))
+    expected = {"Event", "Job", "Resv", "Step", "Suspend", "TXN", "Usage"}
+    assert set(purges) == {f"Purge{k}After" for k in expected}
+    assert min(int(v) for v in purges.values()) >= 180
+    rotate = (PREFIX / "etc/logrotate.d/aipool").read_text()
+    assert int(re.search(r"^\s+rotate (\d+)$", rotate, re.MULTILINE)[1]) >= 180  # type: ignore[index]
+    assert "daily" in rotate
+
+
+def test_units_rendered_and_verified(site: Site) -> None:
+    units = sorted((PREFIX / "etc/systemd/system").glob("*.service"))
+    names = {u.stem for u in units}
+    assert names >= {"munge", "slurm-mariadb", "slurmdbd", "slurmctld", "slurmrestd"}
+    assert names >= {"slurmd-node1", "slurmd-node2", "aipool-policy", "aipool-portal"}
+    analyze = shutil.which("systemd-analyze")
+    if analyze is None:
+        log.warning("systemd-analyze is not installed: unit files rendered but not verified")
+        assert "not verified" in site.first.output
+        return
+    done = subprocess.run(
+        [analyze, "verify", *map(str, units)], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_second_run_changes_nothing(site: Site) -> None:
+    second = playbook(site.inventory, site.work / "second.log")
+    log.warning("second run: %.1f s, changed=%d", second.seconds, second.changed)
+    changed = [ln for ln in second.output.splitlines() if ln.startswith("changed:")]
+    assert second.failed == 0
+    assert second.changed == 0, "\n".join(changed) + second.output[-4000:]
+    # and the cluster still works after it
+    assert all(n.state is NodeState.IDLE for n in slurm().nodes())
