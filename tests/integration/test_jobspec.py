@@ -7,6 +7,7 @@ with deadlines and cancels what it submitted.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import os
@@ -94,10 +95,8 @@ class Jobs:
             states[:] = [r.state.value for r in records]
             return bool(records) and all(r.state.is_finished for r in records)
 
-        try:
+        with contextlib.suppress(AssertionError):  # report what was seen; the caller asserts
             wait_until(recorded, timeout, interval=0.5)
-        except AssertionError:
-            pass
         return states[0] if states else "UNKNOWN"
 
 
