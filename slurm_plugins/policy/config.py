@@ -44,6 +44,8 @@ class DaemonConfig:
     usage_refresh_s: float = 300
     notify_log: bool = True
     notify_file: Path | None = None
+    #: accounting's alert configuration (SMTP server, users' addresses): e-mail the notices too
+    notify_email: Path | None = None
     samples_dir: Path | None = None
     samples_max_age_s: float = 3600
     #: Node health checks (``aipool health run``); None: not enabled.
@@ -90,6 +92,7 @@ class UsageSchema(_Strict):
 class NotifySchema(_Strict):
     log = fields.Boolean(load_default=True)
     file = fields.String(load_default=None, allow_none=True)
+    email = fields.String(load_default=None, allow_none=True)
 
 
 class SamplesSchema(_Strict):
@@ -195,6 +198,7 @@ def parse_config(data: Any, *, base: Path | None = None) -> DaemonConfig:
         usage_refresh_s=raw["usage"]["refresh"],
         notify_log=raw["notify"]["log"],
         notify_file=path(raw["notify"]["file"]),
+        notify_email=path(raw["notify"]["email"]),
         samples_dir=path(raw["samples"]["dir"]),
         samples_max_age_s=raw["samples"]["max_age"],
         health=health_config(raw["health"], samples_dir=path(raw["samples"]["dir"]), path=path),

@@ -24,9 +24,9 @@ from slurm_plugins.client.models import AcctJob, Association
 from slurm_plugins.policy import collect
 from slurm_plugins.policy.agent import SampleReader
 from slurm_plugins.policy.apply import ApplyResult, apply
-from slurm_plugins.policy.config import DaemonConfig
+from slurm_plugins.policy.config import ConfigError, DaemonConfig
 from slurm_plugins.policy.engine import build_policies, plan
-from slurm_plugins.policy.notify import FileSink, LogSink, MultiSink, Notifier
+from slurm_plugins.policy.notify import FileSink, LogSink, MultiSink, Notifier, email_sink
 from slurm_plugins.policy.plan import Plan
 from slurm_plugins.policy.snapshot import DaemonState, Snapshot
 from slurm_plugins.policy.store import ReasonLog, StateStore
@@ -62,6 +62,11 @@ def notifier_for(config: DaemonConfig) -> Notifier:
         sinks.append(LogSink())
     if config.notify_file is not None:
         sinks.append(FileSink(config.notify_file))
+    if config.notify_email is not None:
+        try:
+            sinks.append(email_sink(config.notify_email))
+        except ValueError as exc:
+            raise ConfigError([str(exc)]) from exc
     return MultiSink(sinks)
 
 

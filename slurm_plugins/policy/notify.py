@@ -75,8 +75,9 @@ class EmailSink:
     def send(self, note: Notification) -> None:
         from accounting.mail import Mail, MailError, render
 
+        # Node alerts (job 0) come once per episode from the health checker already.
         key = (note.job_id, note.kind)
-        if key in self._sent:
+        if note.job_id and key in self._sent:
             return
         to = tuple(dict.fromkeys(a for u in note.users if (a := self.address(u))))
         if not to:
@@ -89,9 +90,26 @@ class EmailSink:
             self.mailer.send([Mail(to, subject, body)])
         except MailError as exc:
             raise OSError(str(exc)) from exc  # MultiSink logs sink failures and goes on
-        self._sent[key] = None
+        if note.job_id:
+            self._sent[key] = None
         while len(self._sent) > self.remember:
             del self._sent[next(iter(self._sent))]
+
+
+def email_sink(config_path: Path) -> EmailSink:
+    """An :class:`EmailSink` from accounting's alert configuration (SMTP server and the users'
+    addresses); the admins' own account (``root``) gets no mail."""
+    import yaml
+
+    from accounting.alerts import AlertConfigError, load_config
+    from accounting.mail import Mailer
+
+    try:
+        raw = yaml.safe_load(config_path.read_text()) or {}
+        cfg = load_config(raw)
+    except (OSError, yaml.YAMLError, AlertConfigError) as exc:
+        raise ValueError(f"notify.email: {config_path}: {exc}") from exc
+    return EmailSink(Mailer(cfg.smtp), lambda u: None if u == "root" else cfg.address(u))
 
 
 class MultiSink:

@@ -11,9 +11,11 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from decimal import Decimal
 from email.message import Message
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from aiosmtpd.controller import Controller
 from sqlalchemy import Engine, select
 
@@ -31,6 +33,8 @@ from accounting.mail import Mail, Mailer, MailError, SmtpSettings
 from accounting.meter import NodeCards, Topology, meter
 from accounting.models import AlertEpisode
 from slurm_plugins.client.models import Gres, Node, NodeState, Tres
+from slurm_plugins.policy.config import ConfigError, DaemonConfig, parse_config
+from slurm_plugins.policy.daemon import notifier_for
 from slurm_plugins.policy.notify import EmailSink, MultiSink
 from slurm_plugins.policy.plan import Notification
 from tests.unit.accounting.builders import acct
@@ -240,3 +244,43 @@ def test_header_injection_is_refused() -> None:
 
     with pytest.raises(MailError):
         compose("aipool@example.org", Mail(("a@example.org\nBcc: x@evil.example",), "s", "b"))
+
+
+def _daemon_config(tmp_path: Path, alerts: Path) -> DaemonConfig:
+    return parse_config(
+        {
+            "policies": [{"name": "fifo"}],
+            "state_dir": str(tmp_path),
+            "notify": {"email": str(alerts)},
+        }
+    )
+
+
+def test_the_policy_daemon_mails_its_notices_through_the_alert_configuration(
+    smtp: tuple[Inbox, Mailer], tmp_path: Path
+) -> None:
+    inbox, mailer = smtp
+    alerts = tmp_path / "alerts.yaml"
+    smtp_cfg = {**CONFIG["smtp"], "port": mailer.settings.port}
+    alerts.write_text(yaml.safe_dump({**CONFIG, "smtp": smtp_cfg}))
+    cfg = _daemon_config(tmp_path, alerts)
+    notifier = notifier_for(cfg)
+    idle = Notification("idle_cancel", 77, ("bob", "root"), "job 77 stopped", "idle for 60 min")
+    notifier.send(idle)
+    notifier.send(idle)  # the reaper may report the same stop again: one mail
+    for node in ("gpu1", "gpu2"):  # node alerts (job 0) are distinct episodes: one mail each
+        notifier.send(Notification("node_drained", 0, ("root", "erin"), f"{node} drained", "xid"))
+    mails = inbox.take()
+    assert [(to, m["Subject"]) for to, m in mails] == [
+        (["bob@example.org"], "AIPool: job 77 stopped"),
+        (["erin@example.org"], "AIPool: gpu1 drained"),
+        (["erin@example.org"], "AIPool: gpu2 drained"),
+    ]
+
+
+def test_a_bad_alert_configuration_stops_the_daemon_with_its_path(tmp_path: Path) -> None:
+    alerts = tmp_path / "alerts.yaml"
+    alerts.write_text("smtp: {port: 0}\n")
+    cfg = _daemon_config(tmp_path, alerts)
+    with pytest.raises(ConfigError, match=r"alerts\.yaml"):
+        notifier_for(cfg)
