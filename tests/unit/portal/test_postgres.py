@@ -141,3 +141,16 @@ def test_main_flows_on_postgres(pg_app: Flask, tmp_path: Path) -> None:
     )
     assert job.status_code == 201
     assert os.path.isdir(str(pg_app.config["JOB_WORKDIR"]))
+    # the job history on PostgreSQL: a reader's page (the OR of own and readable projects),
+    # its count per branch, and a re-run as the owner
+    job_id = job.json["job_id"]
+    seen = env.api("erin").get("/api/v1/jobs/history")
+    assert [r["job_id"] for r in seen.json] == [job_id]
+    assert '"total": 1' in seen.headers["X-Pagination"]
+    rerun = env.api("alice").post(f"/api/v1/jobs/{job_id}/rerun")
+    assert rerun.status_code == 201, rerun.json
+    rows = env.api("gina").get("/api/v1/jobs/history").json
+    assert [(r["job_id"], r["rerun_of"]) for r in rows] == [
+        (rerun.json["job_id"], job_id),
+        (job_id, None),
+    ]
