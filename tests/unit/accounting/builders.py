@@ -40,3 +40,42 @@ def acct(
         tres_alloc=Tres.parse(tres),
         nodes=nodes,
     )
+
+
+def d(*args: int) -> datetime:
+    return datetime(*args, tzinfo=UTC)  # type: ignore[misc]
+
+
+def month_jobs() -> list[AcctJob]:
+    """The reports' sample month: whole GPUs, shards, an NPU, a job across the month's end."""
+    return [
+        acct(1, "cpu=2,mem=8G,gres/gpu=2,gres/gpu:a100=2", hours=2, user="alice"),
+        acct(2, "cpu=1,mem=2G,gres/shard=8", hours=2, user="alice", wait_s=600),
+        acct(
+            3,
+            "cpu=4,gres/npu=1,gres/npu:910b=1",
+            hours=1.5,
+            user="bob",
+            account="vision",
+            partition="npu",
+            nodes="npu1",
+        ),
+        acct(
+            4,
+            "cpu=1,gres/shard=16",
+            hours=4,
+            user="carol",
+            account="cs101",
+            start=d(2026, 11, 30, 22),
+        ),
+        acct(
+            5,
+            "cpu=8",
+            hours=1,
+            user="dave",
+            account="cs101",
+            partition="cpu",
+            nodes="cpu1",
+            start=d(2026, 10, 31, 23, 30),
+        ),
+    ]

@@ -18,8 +18,8 @@ from accounting.meter import meter
 from accounting.models import TABLES
 from accounting.report import Dim, build, parse_month
 from portal.extensions import Base
-from tests.unit.accounting.builders import acct
-from tests.unit.accounting.test_report import GOLDEN, POOLS, TOPO, d
+from tests.unit.accounting.builders import d, month_jobs
+from tests.unit.accounting.test_report import GOLDEN, POOLS, TOPO
 from tests.unit.portal.test_postgres import pg_url  # noqa: F401  (fixture)
 
 
@@ -34,37 +34,7 @@ def pg(pg_url: str) -> Iterator[Engine]:  # noqa: F811
 
 
 def test_ingest_report_and_bill_on_postgres(pg: Engine) -> None:
-    jobs = [
-        acct(1, "cpu=2,mem=8G,gres/gpu=2,gres/gpu:a100=2", hours=2, user="alice"),
-        acct(2, "cpu=1,mem=2G,gres/shard=8", hours=2, user="alice", wait_s=600),
-        acct(
-            3,
-            "cpu=4,gres/npu=1,gres/npu:910b=1",
-            hours=1.5,
-            user="bob",
-            account="vision",
-            partition="npu",
-            nodes="npu1",
-        ),
-        acct(
-            4,
-            "cpu=1,gres/shard=16",
-            hours=4,
-            user="carol",
-            account="cs101",
-            start=d(2026, 11, 30, 22),
-        ),
-        acct(
-            5,
-            "cpu=8",
-            hours=1,
-            user="dave",
-            account="cs101",
-            partition="cpu",
-            nodes="cpu1",
-            start=d(2026, 10, 31, 23, 30),
-        ),
-    ]
+    jobs = month_jobs()
     usages = [u for j in jobs if (u := meter(j, TOPO)) is not None]
     assert ingest(pg, usages).written == 5
     assert ingest(pg, usages).written == 0

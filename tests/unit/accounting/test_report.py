@@ -19,7 +19,7 @@ from accounting import export
 from accounting.ingest import ingest
 from accounting.meter import NodeCards, Topology, meter
 from accounting.report import Dim, ReportError, build, cover, parse_month
-from tests.unit.accounting.builders import acct
+from tests.unit.accounting.builders import d, month_jobs
 
 GOLDEN = Path(__file__).parents[2] / "data" / "accounting" / "report_by_project.csv"
 TOPO = Topology(
@@ -30,43 +30,9 @@ NOV = parse_month("2026-11")
 POOLS = {"gpu": (8, 0), "npu": (0, 8)}
 
 
-def d(*args: int) -> datetime:
-    return datetime(*args, tzinfo=UTC)  # type: ignore[misc]
-
-
 @pytest.fixture
 def filled(engine: Engine) -> Engine:
-    jobs = [
-        acct(1, "cpu=2,mem=8G,gres/gpu=2,gres/gpu:a100=2", hours=2, user="alice"),
-        acct(2, "cpu=1,mem=2G,gres/shard=8", hours=2, user="alice", wait_s=600),
-        acct(
-            3,
-            "cpu=4,gres/npu=1,gres/npu:910b=1",
-            hours=1.5,
-            user="bob",
-            account="vision",
-            partition="npu",
-            nodes="npu1",
-        ),
-        acct(
-            4,
-            "cpu=1,gres/shard=16",
-            hours=4,
-            user="carol",
-            account="cs101",
-            start=d(2026, 11, 30, 22),
-        ),
-        acct(
-            5,
-            "cpu=8",
-            hours=1,
-            user="dave",
-            account="cs101",
-            partition="cpu",
-            nodes="cpu1",
-            start=d(2026, 10, 31, 23, 30),
-        ),
-    ]
+    jobs = month_jobs()
     ingest(engine, [u for j in jobs if (u := meter(j, TOPO)) is not None])
     return engine
 
