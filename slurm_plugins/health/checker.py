@@ -9,16 +9,13 @@ policy daemon's ``reschedule`` policy (docs/policy.md), not here.
 
 from __future__ import annotations
 
-import fcntl
 import json
 import logging
-import os
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import IO
 
 from slurm_plugins.client import SlurmClient, SlurmError
 from slurm_plugins.client.models import Node
@@ -28,6 +25,7 @@ from slurm_plugins.health.report import Clock, read_reports
 from slurm_plugins.health.verdict import NodeView
 from slurm_plugins.policy import codec
 from slurm_plugins.policy.notify import Notifier
+from slurm_plugins.policy.store import exclusive, write_atomic
 
 log = logging.getLogger("aipool.health")
 
@@ -70,26 +68,12 @@ class HealthStore:
             return HealthState()
 
     def save(self, state: HealthState) -> None:
-        self.dir.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_name(f".{STATE}.{os.getpid()}.tmp")
-        with tmp.open("w") as f:
-            f.write(json.dumps(codec.dump(state), sort_keys=True))
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self.path)
+        write_atomic(self.path, json.dumps(codec.dump(state), sort_keys=True), keep_previous=False)
 
     @contextmanager
     def locked(self) -> Iterator[None]:
-        self.dir.mkdir(parents=True, exist_ok=True)
-        fd: IO[str] = (self.dir / LOCK).open("a")
-        try:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError as exc:
-                raise CheckerLocked(f"another health checker runs on {self.dir}") from exc
+        with exclusive(self.dir, LOCK, CheckerLocked(f"another health checker runs on {self.dir}")):
             yield
-        finally:
-            fd.close()
 
 
 @dataclass

@@ -32,14 +32,16 @@ class StateLocked(RuntimeError):
     """Another daemon holds this state directory."""
 
 
-def _write_atomic(path: Path, text: str) -> None:
+def write_atomic(path: Path, text: str, *, keep_previous: bool = True) -> None:
+    """Replace ``path`` with ``text`` all at once (a crash leaves the old or the new file);
+    the old one is kept as ``<name>.prev`` unless told otherwise."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     with tmp.open("w") as f:
         f.write(text)
         f.flush()
         os.fsync(f.fileno())
-    if path.exists():
+    if keep_previous and path.exists():
         os.replace(path, path.with_name(path.name + ".prev"))
     os.replace(tmp, path)
     dir_fd = os.open(path.parent, os.O_RDONLY)
@@ -47,6 +49,21 @@ def _write_atomic(path: Path, text: str) -> None:
         os.fsync(dir_fd)
     finally:
         os.close(dir_fd)
+
+
+@contextmanager
+def exclusive(directory: Path, lock: str, busy: Exception) -> Iterator[None]:
+    """Hold ``directory/lock`` (flock) for the block; raise ``busy`` if another process has it."""
+    directory.mkdir(parents=True, exist_ok=True)
+    fd: IO[str] = (directory / lock).open("a")
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError as exc:
+            raise busy from exc
+        yield
+    finally:
+        fd.close()
 
 
 class StateStore:
@@ -66,21 +83,13 @@ class StateStore:
         return DaemonState()
 
     def save(self, state: DaemonState) -> None:
-        _write_atomic(self.path, json.dumps(codec.dump(state), sort_keys=True))
+        write_atomic(self.path, json.dumps(codec.dump(state), sort_keys=True))
 
     @contextmanager
     def locked(self) -> Iterator[None]:
         """Hold the directory's lock: two daemons must never steer one cluster."""
-        self.dir.mkdir(parents=True, exist_ok=True)
-        fd: IO[str] = (self.dir / LOCK).open("a")
-        try:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError as exc:
-                raise StateLocked(f"another policy daemon runs on {self.dir}") from exc
+        with exclusive(self.dir, LOCK, StateLocked(f"another policy daemon runs on {self.dir}")):
             yield
-        finally:
-            fd.close()
 
 
 class ReasonLog:
@@ -102,7 +111,7 @@ class ReasonLog:
         data = {k: v for k, v in self.read().items() if v.get("at", 0) > now - REASONS_KEEP_S}
         for job_id, rs in reasons.items():
             data[str(job_id)] = {"at": now, "reasons": list(rs)}
-        _write_atomic(self.path, json.dumps(data, sort_keys=True))
+        write_atomic(self.path, json.dumps(data, sort_keys=True))
 
     def reasons_for(self, job_id: int) -> list[str]:
         entry = self.read().get(str(job_id))
