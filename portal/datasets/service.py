@@ -317,10 +317,13 @@ def export_s3(
 ) -> list[str]:
     version = get_version(session, access, dataset_id, number)
     client = s3.client(settings.s3_stores, args)
-    keys = s3.upload(
-        client, args["bucket"], args.get("prefix", ""), Path(version.path),
-        manifest_of(settings, version),
-    )  # fmt: skip
+    try:
+        keys = s3.upload(
+            client, args["bucket"], args.get("prefix", ""), Path(version.path),
+            manifest_of(settings, version),
+        )  # fmt: skip
+    finally:
+        client.close()
     record(
         session, access.user, "dataset.export", "dataset", dataset_id,
         after={"version": number, "to": f"s3://{args['store']}/{args['bucket']}"},

@@ -104,7 +104,10 @@ def s3_prefix(stores: Mapping[str, Mapping[str, Any]], args: Mapping[str, Any]) 
     bucket, prefix = args["bucket"], args.get("prefix", "")
 
     def fill(staging: Path, budget: Budget) -> str:
-        s3.download(client, bucket, prefix, staging, budget)
+        try:
+            s3.download(client, bucket, prefix, staging, budget)
+        finally:
+            client.close()  # its connection pool; left to the garbage collector it warns
         return f"s3://{args['store']}/{bucket}/{prefix}".rstrip("/")
 
     return fill

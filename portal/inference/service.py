@@ -360,10 +360,15 @@ def reconcile(
 
 # ---------------------------------------------------------------------- calls
 def _http() -> httpx.Client:
-    """One connection-pooling client per app (a new client costs an SSL context, ~0.1 s)."""
+    """One client per app (a new client costs an SSL context, ~0.1 s). It keeps no idle
+    connections: replicas come and go with their jobs, and a pooled socket to one that has
+    gone would only fail the next call (or linger unclosed)."""
     client: httpx.Client | None = current_app.extensions.get("aipool.inference.http")
     if client is None:
-        client = httpx.Client(timeout=float(current_app.config["INFERENCE_TIMEOUT"]))
+        client = httpx.Client(
+            timeout=float(current_app.config["INFERENCE_TIMEOUT"]),
+            limits=httpx.Limits(max_keepalive_connections=0),
+        )
         current_app.extensions["aipool.inference.http"] = client
     return client
 

@@ -10,9 +10,7 @@ The app runs under waitress on a free local port, on a seeded SQLite file and a 
 from __future__ import annotations
 
 import io
-import shutil
 import tarfile
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,16 +19,15 @@ from typing import Any
 import pytest
 from flask import Flask
 from flask_migrate import upgrade
-from playwright.sync_api import Browser, Page, expect, sync_playwright
+from playwright.sync_api import Browser, Page, expect
 from pycocotools.coco import COCO
-from waitress.server import create_server
 
 from portal.extensions import db
+from tests.e2e.conftest import serving
 from tests.unit.portal.conftest import make_app
 from tests.unit.portal.test_datasets import png
 from tests.unit.portal.world import PASSWORD, World, seed_world
 
-CHROMIUM = "/usr/bin/chromium"
 SHOTS = Path("/tmp/aipool-portal-e2e")  # screenshots, for a person to look at
 W, H = 64, 48
 
@@ -93,27 +90,10 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
         upgrade()
         world = seed_world()
     task, items = _prepare(app, world)
-    server = create_server(app, host="127.0.0.1", port=0, threads=4)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    yield Site(f"http://127.0.0.1:{server.effective_port}", app, world, task, items)
-    server.close()
-    thread.join(timeout=10)
+    with serving(app) as url:
+        yield Site(url, app, world, task, items)
     with app.app_context():
         db.engine.dispose()
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    if shutil.which(CHROMIUM) is None:
-        pytest.fail("Chromium is not installed: apt-get install -y chromium")
-    with sync_playwright() as pw:
-        b = pw.chromium.launch(
-            executable_path=CHROMIUM,
-            args=["--headless", "--no-sandbox", "--disable-background-networking"],
-        )
-        yield b
-        b.close()
 
 
 @pytest.fixture

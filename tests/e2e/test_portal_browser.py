@@ -8,21 +8,18 @@ own browser downloads are not used).
 
 from __future__ import annotations
 
-import shutil
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from flask_migrate import upgrade
-from playwright.sync_api import Browser, Page, expect, sync_playwright
-from waitress.server import create_server
+from playwright.sync_api import Browser, Page, expect
 
 from portal.extensions import db
+from tests.e2e.conftest import serving
 from tests.unit.portal.conftest import make_app
 from tests.unit.portal.world import PASSWORD, seed_world
 
-CHROMIUM = "/usr/bin/chromium"
 SHOTS = Path("/tmp/aipool-portal-e2e")  # screenshots, for a person to look at
 
 
@@ -33,27 +30,10 @@ def base_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     with app.app_context():
         upgrade()
         seed_world()
-    server = create_server(app, host="127.0.0.1", port=0, threads=4)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.effective_port}"
-    server.close()
-    thread.join(timeout=10)
+    with serving(app) as url:
+        yield url
     with app.app_context():
         db.engine.dispose()
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    if shutil.which(CHROMIUM) is None:
-        pytest.fail("Chromium is not installed: apt-get install -y chromium")
-    with sync_playwright() as pw:
-        b = pw.chromium.launch(
-            executable_path=CHROMIUM,
-            args=["--headless", "--no-sandbox", "--disable-background-networking"],
-        )
-        yield b
-        b.close()
 
 
 @pytest.fixture
