@@ -50,6 +50,7 @@ def create_app(settings: Mapping[str, Any] | None = None) -> Flask:
 
 def _register(app: Flask) -> None:
     from portal.audit.views import blp as audit
+    from portal.clusters.views import register as register_clusters
     from portal.datasets.views import register as register_datasets
     from portal.identity.views import auth, users
     from portal.jobs.views import blp as jobs
@@ -68,3 +69,4 @@ def _register(app: Flask) -> None:
     register_datasets(app)
     register_usage(app)
     register_models(app)
+    register_clusters(app)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
@@ -26,10 +27,21 @@ from slurm_plugins.client.specs import AccountSpec, UserSpec
 T = TypeVar("T")
 
 
+@dataclass(frozen=True, slots=True)
+class ClusterRead:
+    """One cluster's nodes and queue, read with ``-M <name>``; ``error`` when it did not answer."""
+
+    name: str
+    nodes: tuple[Node, ...] = ()
+    jobs: tuple[Job, ...] = ()
+    error: str | None = None
+
+
 class SlurmPort(Protocol):
     def jobs(self) -> list[Job]: ...
     def job(self, job_id: int) -> Job | None: ...
     def nodes(self) -> list[Node]: ...
+    def clusters(self) -> list[ClusterRead]: ...
     def associations(self) -> list[Association]: ...
     def preview(self, accounts: Sequence[AccountSpec], users: Sequence[UserSpec]) -> list[str]: ...
     def apply(self, accounts: Sequence[AccountSpec], users: Sequence[UserSpec]) -> list[str]: ...
@@ -79,6 +91,7 @@ class ClusterSlurm:
     def _forget_queue(self) -> None:
         with self._lock:
             self._cache.pop("jobs", None)
+            self._cache.pop("clusters", None)
 
     def _rest(self, user: str) -> RestClient:
         if not self.rest_url or not self.key_file:
@@ -118,6 +131,21 @@ class ClusterSlurm:
 
     def nodes(self) -> list[Node]:
         return self._cached("nodes", self.client.nodes)
+
+    def clusters(self) -> list[ClusterRead]:
+        return self._cached("clusters", self._read_clusters)
+
+    def _read_clusters(self) -> list[ClusterRead]:
+        """Every cluster slurmdbd knows, each asked by name: Slurm 22.05's JSON ignores
+        ``-M all`` (see :mod:`slurm_plugins.federation.snapshot`)."""
+        out = []
+        for name in self.client.clusters():
+            on = self.client.on(name)
+            try:
+                out.append(ClusterRead(name, tuple(on.nodes()), tuple(on.jobs())))
+            except SlurmError as exc:
+                out.append(ClusterRead(name, error=str(exc)))
+        return out
 
     def associations(self) -> list[Association]:
         return self.client.associations()
@@ -164,4 +192,4 @@ def slurm() -> SlurmPort:
     return port
 
 
-__all__ = ["ClusterSlurm", "SlurmError", "SlurmPort", "slurm"]
+__all__ = ["ClusterRead", "ClusterSlurm", "SlurmError", "SlurmPort", "slurm"]

@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from portal.slurm import ClusterRead
 from slurm_plugins.client import SubmitRejected, parse
 from slurm_plugins.client import accounts as account_diff
 from slurm_plugins.client.models import Association, Job, JobState, Node, Tres
@@ -27,6 +28,7 @@ class FakeSlurm:
         self.cancelled: list[tuple[str | None, int]] = []
         self.applied: list[list[str]] = []
         self.reject: str | None = None
+        self.clusters_list: list[ClusterRead] | None = None  # None: this one cluster only
 
     # test helpers
     def add_job(
@@ -57,6 +59,11 @@ class FakeSlurm:
 
     def nodes(self) -> list[Node]:
         return list(self.nodes_list)
+
+    def clusters(self) -> list[ClusterRead]:
+        if self.clusters_list is None:
+            return [ClusterRead("local", tuple(self.nodes_list), tuple(self.jobs()))]
+        return list(self.clusters_list)
 
     def associations(self) -> list[Association]:
         return list(self.assocs)

@@ -216,6 +216,8 @@ CASES = [
     C("GET", "/slurm/policy", {"admin"}, rest=403),
     C("POST", "/slurm/policy", {"admin"}, rest=403),
     C("GET", "/audit", {"admin", "erin", "tina"}, rest=403),
+    # clusters
+    C("GET", "/clusters", {"admin", "erin", "tina"}, rest=403),
 ]
 
 
