@@ -35,6 +35,13 @@ class SlurmPlan:
     users: tuple[UserSpec, ...]
 
 
+def slurm_text(text: str) -> str:
+    """Free text as Slurm can store it: its line parser takes no quotes or control characters
+    in a value, so those become spaces (the portal keeps the text as written)."""
+    kept = "".join(" " if c in "\"'" or ord(c) < 32 or 127 <= ord(c) < 160 else c for c in text)
+    return " ".join(kept.split())
+
+
 def render(accounts: Iterable[AccountRow], submitters: Iterable[SubmitterRow]) -> SlurmPlan:
     """Parents before children, both sorted by name, so the plan is stable."""
     rows = sorted(accounts, key=lambda a: (a.parent != "root", a.parent, a.name))
@@ -42,7 +49,7 @@ def render(accounts: Iterable[AccountRow], submitters: Iterable[SubmitterRow]) -
         AccountSpec(
             a.name,
             parent=a.parent,
-            description=a.description,
+            description=slurm_text(a.description),
             grp_tres=dict(sorted(a.grp_tres.items())),
         )
         for a in rows

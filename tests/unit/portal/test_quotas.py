@@ -72,3 +72,19 @@ def test_sync_preview_and_apply(env: Env) -> None:
     assert env.slurm.applied == [applied["commands"]]
     events = admin.get("/api/v1/audit?action=slurm.sync").json
     assert events[0]["after"]["commands"] == applied["commands"]
+
+
+def test_free_text_reaches_slurm_without_quotes_or_control_characters(env: Env) -> None:
+    admin = env.api("admin")
+    said = 'Alice\'s "speech" group\x8a (2026)'  # the portal itself refuses C0 controls
+    r = admin.post(
+        "/api/v1/projects",
+        json={"domain_id": env.world.domains["research"], "name": "speech", "description": said},
+    )
+    assert r.status_code == 201, r.json
+    assert admin.get(f"/api/v1/projects/{r.json['id']}").json["description"] == said  # as written
+    preview = admin.get("/api/v1/slurm/sync")
+    assert preview.status_code == 200, preview.json
+    mine = [c for c in preview.json["commands"] if c.startswith("add account speech")]
+    assert len(mine) == 1, preview.json["commands"]
+    assert 'Description="Alice s speech group (2026)"' in mine[0], mine
