@@ -6,12 +6,16 @@ submits is cancelled when the test ends.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
 from aipool.lab.cluster import Lab
+from aipool.lab.config import LabConfig
 from slurm_plugins.client import JobNotFound, SlurmClient
 from slurm_plugins.client.models import Job
 
@@ -36,6 +40,37 @@ def client(lab: Lab) -> Iterator[SlurmClient]:
     if leftover:
         client.cancel(leftover)
         wait_until(lambda: not ({j.job_id for j in client.jobs()} & set(leftover)), 30)
+
+
+@contextlib.contextmanager
+def side_lab(
+    lab: Lab,
+    suffix: str,
+    cluster: str,
+    port_shift: int,
+    *,
+    inventory: Path | None = None,
+    clusters: int | None = None,
+    controllers: int | None = None,
+) -> Iterator[Lab]:
+    """A lab of a test's own beside the lab under test (its root plus ``-suffix``, its ports
+    shifted by ``port_shift``), brought up in that shape and taken down at the end."""
+    cfg = replace(
+        LabConfig(),
+        root=Path(f"{lab.cfg.root}-{suffix}"),
+        cluster=cluster,
+        ports=lab.cfg.ports.shifted(port_shift),
+    )
+    if inventory is not None:
+        cfg = replace(cfg, inventory=inventory)
+    side = Lab(cfg)
+    try:
+        side.up(clusters=clusters, controllers=controllers)
+        yield side
+    finally:
+        side.down()
+        with contextlib.suppress(OSError):  # the emptied lab directory
+            cfg.root.rmdir()
 
 
 def wait_until(check: Callable[[], bool], timeout: float, interval: float = 0.25) -> None:

@@ -9,18 +9,16 @@ the lab under test's port offset +80, in its own directory) and takes it down at
 
 from __future__ import annotations
 
-import contextlib
 import time
 from collections.abc import Iterator
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from aipool.lab.cluster import Lab
-from aipool.lab.config import MEMBER_INVENTORY, LabConfig
+from aipool.lab.config import MEMBER_INVENTORY
 from slurm_plugins.client import JobUpdate, SlurmClient
-from tests.integration.conftest import wait_job, wait_until
+from tests.integration.conftest import side_lab, wait_job, wait_until
 
 pytestmark = pytest.mark.slurm
 SLEEP = "#!/bin/bash\nsleep 600\n"
@@ -29,21 +27,8 @@ IN_CONTROL = "Running as primary controller"
 
 @pytest.fixture(scope="module")
 def ha_lab(lab: Lab) -> Iterator[Lab]:
-    cfg = replace(
-        LabConfig(),
-        root=Path(f"{lab.cfg.root}-ha"),
-        cluster="ha",
-        ports=lab.cfg.ports.shifted(80),
-        inventory=MEMBER_INVENTORY,
-    )
-    ha = Lab(cfg)
-    try:
-        ha.up(controllers=3)
+    with side_lab(lab, "ha", "ha", 80, inventory=MEMBER_INVENTORY, controllers=3) as ha:
         yield ha
-    finally:
-        ha.down()
-        with contextlib.suppress(OSError):  # the emptied lab directory
-            cfg.root.rmdir()
 
 
 @pytest.fixture

@@ -7,11 +7,9 @@ The test brings up its own two-cluster lab (beside the lab under test, at its po
 
 from __future__ import annotations
 
-import contextlib
 import os
 import subprocess
 from collections.abc import Iterator
-from dataclasses import replace
 from pathlib import Path
 
 import click
@@ -19,11 +17,10 @@ import pytest
 from click.testing import CliRunner, Result
 
 from aipool.lab.cluster import Lab
-from aipool.lab.config import LabConfig
 from jobspec.cli import COMMANDS, Settings
 from slurm_plugins.client import SlurmClient
 from slurm_plugins.federation.cli import clusters
-from tests.integration.conftest import wait_job, wait_until
+from tests.integration.conftest import side_lab, wait_job, wait_until
 
 pytestmark = pytest.mark.slurm
 SLEEP = "#!/bin/bash\nsleep 300\n"
@@ -31,21 +28,8 @@ SLEEP = "#!/bin/bash\nsleep 300\n"
 
 @pytest.fixture(scope="module")
 def mc_lab(lab: Lab) -> Iterator[Lab]:
-    base = lab.cfg
-    cfg = replace(
-        LabConfig(),
-        root=Path(f"{base.root}-multicluster"),
-        cluster="mc",
-        ports=base.ports.shifted(40),
-    )
-    mc = Lab(cfg)
-    try:
-        mc.up(clusters=2)
+    with side_lab(lab, "multicluster", "mc", 40, clusters=2) as mc:
         yield mc
-    finally:
-        mc.down()
-        with contextlib.suppress(OSError):  # the emptied lab directory
-            cfg.root.rmdir()
 
 
 @pytest.fixture
