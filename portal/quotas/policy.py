@@ -134,6 +134,7 @@ def install_policy(session: Session, actor: PortalUser | None, *, apply: bool) -
     except PolicyError as exc:
         raise ValidationFailed({"policy": list(exc.messages)}) from None
     files = render_hook(cfg)
+    digest = build_table(cfg)["digest"]
     directory = Path(out)
     stale = [n for n, text in files.items() if _read(directory / n) != text]
     changed: list[str] = []
@@ -149,13 +150,13 @@ def install_policy(session: Session, actor: PortalUser | None, *, apply: bool) -
             "slurm.policy",
             "slurm",
             "admission",
-            after={"digest": build_table(cfg)["digest"], "changed": changed},
+            after={"digest": digest, "changed": changed},
         )
         session.commit()
     return {
         "applied": apply,
         "directory": str(directory),
-        "digest": build_table(cfg)["digest"],
+        "digest": digest,
         "stale": stale,
         "changed": changed,
         "tenants": [t.name for t in cfg.tenants],
