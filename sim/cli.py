@@ -10,11 +10,15 @@ import json
 import time
 from dataclasses import asdict
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from gres.placement import SCORERS
 from sim.parallel import kueue_one, progress_bar, run_parallel
+
+if TYPE_CHECKING:
+    from sim.trace import NodeSpec, Task
 
 GRIDS = {"raw": 1000, "shards": 32}
 _CSV = click.Path(exists=True, dir_okay=False, path_type=Path)
@@ -26,6 +30,16 @@ _WORKERS = click.option(
     help="Worker processes (default: CPU count).",
 )
 _JSON = click.Path(exists=True, dir_okay=False, path_type=Path)
+
+
+def _load_trace(nodes_csv: Path, pods_csv: Path) -> tuple[list[NodeSpec], list[Task]]:
+    """The node and task lists, or a usage error naming what is wrong with them."""
+    from sim.trace import TraceError, load_nodes, load_tasks
+
+    try:
+        return load_nodes(nodes_csv), load_tasks(pods_csv)
+    except TraceError as exc:
+        raise click.ClickException(str(exc)) from exc
 
 
 @click.group()
@@ -102,13 +116,12 @@ def fgd(  # noqa: PLR0917 - click passes every option as an argument
     from sim.cluster import Grid
     from sim.placer import CardChoice
     from sim.runner import DEFAULT_POLICIES, Job, Variant, parse_seeds, run_matrix, summarise
-    from sim.trace import TraceError, load_nodes, load_tasks
 
     try:
         seed_list = parse_seeds(seeds)
-        nodes, tasks = load_nodes(nodes_csv), load_tasks(pods_csv)
-    except (ValueError, TraceError) as exc:
+    except ValueError as exc:
         raise click.ClickException(str(exc)) from exc
+    nodes, tasks = _load_trace(nodes_csv, pods_csv)
     variants = [
         Variant(Grid(GRIDS[g]), CardChoice(c))
         for g in (grids or ("raw",))
@@ -242,7 +255,7 @@ def replay(  # noqa: PLR0917 - click passes every option as an argument
     """Replay a task list with departures and queueing under the queue policies."""
     from sim import report
     from sim.replay import ReplaySetup, run_replay
-    from sim.trace import TraceError, load_nodes, load_tasks
+    from sim.trace import TraceError
 
     setup = ReplaySetup(
         load,
@@ -254,10 +267,7 @@ def replay(  # noqa: PLR0917 - click passes every option as an argument
         daemon_placement,
         unpinned,
     )
-    try:
-        nodes, tasks = load_nodes(nodes_csv), load_tasks(pods_csv)
-    except TraceError as exc:
-        raise click.ClickException(str(exc)) from exc
+    nodes, tasks = _load_trace(nodes_csv, pods_csv)
     chosen = policies or QUEUE_POLICIES
     try:
         results = run_parallel(run_replay, [(nodes, tasks, p, setup) for p in chosen], workers)
@@ -357,12 +367,8 @@ def kueue(  # noqa: PLR0917 - click passes every option as an argument
 def predict(nodes_csv: Path, pods_csv: Path, policy: str, limit: int | None) -> None:
     """Where the live system should place a slice of tasks (JSON, for the lab check)."""
     from sim.consistency import predict as run_predict
-    from sim.trace import TraceError, load_nodes, load_tasks
 
-    try:
-        nodes, tasks = load_nodes(nodes_csv), load_tasks(pods_csv)
-    except TraceError as exc:
-        raise click.ClickException(str(exc)) from exc
+    nodes, tasks = _load_trace(nodes_csv, pods_csv)
     placements = run_predict(nodes, tasks, scorer=policy, limit=limit)
     click.echo(json.dumps({"policy": policy, "placements": placements}, indent=2))
 
