@@ -22,6 +22,7 @@ from accounting.mail import Mail, Mailer, SmtpSettings, check_address, render
 from accounting.models import AlertEpisode
 from accounting.report import Dim, build, month_start, next_month
 from slurm_plugins.client.models import Node
+from slurm_plugins.validation import flatten
 
 KINDS = ("tenant_budget", "user_quota", "pool_exhausted")
 
@@ -110,7 +111,7 @@ def load_config(raw: Mapping[str, Any]) -> AlertConfig:
     try:
         c = _Config().load(dict(raw))
     except ValidationError as exc:
-        raise AlertConfigError(f"alert configuration: {exc.messages}") from exc
+        raise AlertConfigError(f"alert configuration: {'; '.join(flatten(exc.messages))}") from exc
     if "{user}" not in c["user_email"]:
         raise AlertConfigError("alert configuration: user_email must contain {user}")
     check_address(c["user_email"].format(user="someone"))
