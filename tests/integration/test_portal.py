@@ -169,6 +169,36 @@ def test_a_spec_job_runs_as_its_user(portal: Portal, client: SlurmClient, lab: L
         output.unlink(missing_ok=True)
 
 
+def test_a_job_from_history_runs_again_as_its_owner(portal: Portal, client: SlurmClient) -> None:
+    first = _submit(portal, "alice", "nlp", shards=1, partition="gpu", script=SLEEP)
+    wait_job(client, first, lambda j: True, 10)
+    history = portal.api("alice").get("/api/v1/jobs/history").json
+    assert first in [h["job_id"] for h in history]
+    # someone else may not re-run alice's job
+    assert portal.api(SUBMITTER).post(f"/api/v1/jobs/{first}/rerun").status_code in {403, 404}
+    r = portal.api("alice").post(f"/api/v1/jobs/{first}/rerun")
+    assert r.status_code == 201, r.json
+    again = int(r.json["job_id"])
+    job = wait_job(client, again, lambda j: True, 10)
+    original = wait_job(client, first, lambda j: True, 10)
+    assert again != first
+    assert (job.user, job.account, job.partition) == ("alice", "nlp", "gpu")
+    assert job.gres_request == original.gres_request
+    client.cancel([first, again])
+
+
+def test_the_clusters_view_reads_the_lab(portal: Portal, client: SlurmClient, lab: Lab) -> None:
+    assert portal.api("alice").get("/api/v1/clusters").status_code == 403
+    r = portal.api("pt-admin").get("/api/v1/clusters")
+    assert r.status_code == 200, r.json
+    (mine,) = [c for c in r.json if c["name"] == lab.cfg.cluster]
+    assert mine["reachable"] is True
+    nodes = client.nodes()
+    assert mine["nodes"] == len(nodes)
+    assert mine["gpus"]["total"] == sum(n.gres_total("gpu") for n in nodes)
+    assert mine["cpus"]["total"] == sum(n.cpus for n in nodes)
+
+
 def test_a_quota_set_in_the_portal_is_enforced_by_slurm(
     portal: Portal, client: SlurmClient
 ) -> None:
