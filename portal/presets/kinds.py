@@ -107,17 +107,39 @@ def _pixels(body: dict[str, Any]) -> list[np.ndarray]:
     return [np.asarray(pixels, dtype=float)]
 
 
-class DigitsClassifier(Kind):
-    name = "digits_classifier"
+class _DigitsKind(Kind):
+    """The bundled 8x8 digits: train on them (or on a dataset's image folder), test on their
+    held-out quarter; requests send 64 pixels."""
+
     labels = tuple(str(i) for i in range(10))
+
+    @staticmethod
+    def _train_set(data: Path | None) -> tuple[np.ndarray, np.ndarray]:
+        if data is None:
+            x, _, y, _ = _digits()
+            return x, y
+        x_list, y_list = _image_folder(data)
+        return np.asarray(x_list), np.asarray(y_list)
+
+    def test_set(self) -> tuple[list[Any], list[str]]:
+        _, x, _, y = _digits()
+        return list(x), list(y)
+
+    def parse(self, body: dict[str, Any]) -> list[Any]:
+        return _pixels(body)
+
+    def from_directory(self, path: Path) -> tuple[list[Any], list[str]]:
+        return _image_folder(path)
+
+
+class DigitsClassifier(_DigitsKind):
+    name = "digits_classifier"
 
     def train(self, base: Path, out: Path, data: Path | None = None) -> dict[str, Any]:
         from sklearn.linear_model import LogisticRegression
 
         cfg = {"C": 1.0, "max_iter": 2000, **_config(base)}
-        x, _, y, _ = _digits()
-        if data is not None:
-            x, y = (np.asarray(v) for v in _image_folder(data))
+        x, y = self._train_set(data)
         clf = LogisticRegression(C=float(cfg["C"]), max_iter=int(cfg["max_iter"]))
         clf.fit(x / 16.0, y)
         np.savez(
@@ -126,10 +148,6 @@ class DigitsClassifier(Kind):
         cfg.update(preset="digits-classifier", trained_on=len(y))
         (out / "config.json").write_text(json.dumps(cfg, indent=2))
         return cfg
-
-    def test_set(self) -> tuple[list[Any], list[str]]:
-        _, x, _, y = _digits()
-        return list(x), list(y)
 
     def load(self, model: Path) -> Any:
         with np.load(model / "weights.npz", allow_pickle=False) as w:
@@ -148,24 +166,15 @@ class DigitsClassifier(Kind):
             for row in probs
         ]
 
-    def parse(self, body: dict[str, Any]) -> list[Any]:
-        return _pixels(body)
 
-    def from_directory(self, path: Path) -> tuple[list[Any], list[str]]:
-        return _image_folder(path)
-
-
-class DigitsRetrieval(Kind):
+class DigitsRetrieval(_DigitsKind):
     name = "digits_retrieval"
-    labels = tuple(str(i) for i in range(10))
 
     def train(self, base: Path, out: Path, data: Path | None = None) -> dict[str, Any]:
         from sklearn.decomposition import PCA
 
         cfg = {"components": 16, **_config(base)}
-        x, _, y, _ = _digits()
-        if data is not None:
-            x, y = (np.asarray(v) for v in _image_folder(data))
+        x, y = self._train_set(data)
         pca = PCA(n_components=int(cfg["components"]), random_state=SEED).fit(x)
         gallery = pca.transform(x)
         gallery /= np.linalg.norm(gallery, axis=1, keepdims=True)
@@ -179,10 +188,6 @@ class DigitsRetrieval(Kind):
         cfg.update(preset="digits-retrieval", gallery=len(y))
         (out / "config.json").write_text(json.dumps(cfg, indent=2))
         return cfg
-
-    def test_set(self) -> tuple[list[Any], list[str]]:
-        _, x, _, y = _digits()
-        return list(x), list(y)
 
     def load(self, model: Path) -> Any:
         with np.load(model / "index.npz", allow_pickle=False) as w:
@@ -209,12 +214,6 @@ class DigitsRetrieval(Kind):
                 }
             )
         return results
-
-    def parse(self, body: dict[str, Any]) -> list[Any]:
-        return _pixels(body)
-
-    def from_directory(self, path: Path) -> tuple[list[Any], list[str]]:
-        return _image_folder(path)
 
 
 # ---------------------------------------------------------------------- language: MiniLM
