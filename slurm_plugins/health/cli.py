@@ -12,13 +12,15 @@ import json
 import logging
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING
 
 import click
 
 from slurm_plugins.health.config import HealthConfig
 from slurm_plugins.policy import codec
-from slurm_plugins.policy.config import LAB_CONFIG, ConfigError, DaemonConfig, load_config
+from slurm_plugins.policy.cli import _client, _fail
+from slurm_plugins.policy.cli import _config as _daemon_config
+from slurm_plugins.policy.config import LAB_CONFIG, DaemonConfig
 
 if TYPE_CHECKING:
     from slurm_plugins.health.checker import Checker
@@ -27,33 +29,22 @@ if TYPE_CHECKING:
 log = logging.getLogger("aipool.health")
 
 
-def _fail(messages: tuple[str, ...] | list[str], code: int) -> NoReturn:
-    for m in messages:
-        click.echo(f"error: {m}", err=True)
-    raise click.exceptions.Exit(code)
-
-
 def _config(config_path: Path) -> tuple[DaemonConfig, HealthConfig]:
-    try:
-        config = load_config(config_path)
-    except ConfigError as exc:
-        _fail(exc.messages, 2)
+    config = _daemon_config(config_path)
     if config.health is None:
         _fail([f"{config_path}: no health: section (see docs/health.md)"], 2)
     return config, config.health
 
 
 def _checker(config_path: Path, dry_run: bool) -> Checker:
-    from slurm_plugins.client import SlurmClient
     from slurm_plugins.health.checker import Checker
     from slurm_plugins.health.node import probe_clock
     from slurm_plugins.policy.daemon import notifier_for
 
     config, health = _config(config_path)
-    client = SlurmClient(env=dict(config.env) or None, dry_run=dry_run, timeout=60)
     return Checker(
         health,
-        client,
+        _client(config, dry_run),
         notifier_for(config),
         state_dir=config.state_dir,
         admins=config.engine.admins,
