@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from dataclasses import asdict
 from datetime import UTC
 from decimal import Decimal
 from typing import Any
@@ -7,7 +8,7 @@ from typing import Any
 from marshmallow import RAISE, Schema, ValidationError, fields, validate
 
 from accounting.export import FORMATS
-from accounting.report import Dim, Line, Report
+from accounting.report import Dim, Report
 
 DIMS = [d.value for d in Dim]
 
@@ -68,25 +69,14 @@ def args_of(loaded: dict[str, Any]) -> dict[str, Any]:
 
 
 def report_data(rep: Report) -> dict[str, Any]:
-    def line(ln: Line) -> dict[str, Any]:
-        return {
-            "key": ln.key,
-            "jobs": ln.jobs,
-            "gpu_card_hours": ln.gpu_card_hours,
-            "npu_card_hours": ln.npu_card_hours,
-            "cpu_hours": ln.cpu_hours,
-            "mem_gib_hours": ln.mem_gib_hours,
-            "avg_wait_min": ln.avg_wait_min,
-        }
-
     return {
         "start": rep.start,
         "end": rep.end,
         "by": rep.by.value,
-        "lines": [line(ln) for ln in rep.lines],
-        "total": line(rep.total),
+        "lines": [asdict(ln) for ln in rep.lines],
+        "total": asdict(rep.total),
         "utilisation": list(rep.utilisation),
-        "top_users": [line(ln) for ln in rep.top_users],
+        "top_users": [asdict(ln) for ln in rep.top_users],
     }
 
 
