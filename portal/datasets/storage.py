@@ -19,7 +19,7 @@ import tarfile
 import uuid
 import zipfile
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import IO, Any
@@ -261,10 +261,18 @@ def checksum_of(entries: list[Entry]) -> str:
     return digest.hexdigest()
 
 
+def files_under(directory: Path) -> list[str]:
+    """The regular files under ``directory``, as sorted relative POSIX paths."""
+    return [
+        path.relative_to(directory).as_posix()
+        for path in sorted(p for p in directory.rglob("*") if p.is_file())
+    ]
+
+
 def scan(directory: Path) -> Manifest:
     entries = []
-    for path in sorted(p for p in directory.rglob("*") if p.is_file()):
-        rel = path.relative_to(directory).as_posix()
+    for rel in files_under(directory):
+        path = directory / rel
         entries.append(Entry(rel, path.stat().st_size, sha256_file(path)))
     if not entries:
         raise ValidationFailed({"files": ["a version needs at least one file"]})
@@ -334,11 +342,12 @@ def _manifest_json(manifest: Manifest) -> dict[str, Any]:
     }
 
 
-def write_archive(directory: Path, manifest: Manifest, prefix: str, out: IO[bytes]) -> None:
-    """A gzipped tar of the version's files under ``prefix/``, in manifest order."""
+def write_archive(directory: Path, paths: Iterable[str], prefix: str, out: IO[bytes]) -> None:
+    """A gzipped tar of ``directory``'s files at ``paths`` (relative), in that order, under
+    ``prefix/``."""
     with tarfile.open(fileobj=out, mode="w:gz") as tar:
-        for e in manifest.entries:
-            tar.add(directory / e.path, arcname=f"{prefix}/{e.path}", recursive=False)
+        for rel in paths:
+            tar.add(directory / rel, arcname=f"{prefix}/{rel}", recursive=False)
 
 
 def iter_files(manifest: Manifest, under: str = "") -> Iterator[Entry]:

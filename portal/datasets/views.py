@@ -196,7 +196,8 @@ class Archive(AuthedView):
         row = service.get_version(session(), current_access(), dataset_id, version)
         prefix = f"{row.dataset.name}-v{row.version}"
         spool = tempfile.TemporaryFile()  # noqa: SIM115 - closed with the response
-        write_archive(Path(row.path), service.manifest_of(settings(), row), prefix, spool)
+        manifest = service.manifest_of(settings(), row)
+        write_archive(Path(row.path), (e.path for e in manifest.entries), prefix, spool)
         spool.seek(0)
         response = send_file(
             spool, mimetype="application/gzip", as_attachment=True,

@@ -28,7 +28,7 @@ from portal.authz import Access, Perm
 from portal.datasets import service as datasets
 from portal.datasets.models import DatasetVersion, Source
 from portal.datasets.preview import INLINE_IMAGES, media_type
-from portal.datasets.storage import Budget, copy_tree, scan, write_archive
+from portal.datasets.storage import Budget, copy_tree, files_under, write_archive
 from portal.errors import Conflict, NotFound, ValidationFailed
 from portal.identity.models import User
 from portal.labelling.formats import Format, Item, Shape, export
@@ -381,9 +381,8 @@ def export_archive(
     name = f"{task.name}-{fmt.value}"
     with tempfile.TemporaryDirectory() as tmp:
         export_dir(session, task, fmt, only_accepted, Path(tmp))
-        manifest = scan(Path(tmp))
         spool = tempfile.TemporaryFile()  # noqa: SIM115 - the caller closes it
-        write_archive(Path(tmp), manifest, name, spool)
+        write_archive(Path(tmp), files_under(Path(tmp)), name, spool)
     spool.seek(0)
     return spool, f"{name}.tar.gz"
 
