@@ -13,10 +13,15 @@ from accounting.report import Dim, Report
 DIMS = [d.value for d in Dim]
 
 
-class UsageQuerySchema(Schema):
-    month = fields.String(
-        validate=validate.Regexp(r"^\d{4}-(0[1-9]|1[0-2])$", error="month must be YYYY-MM")
+def _month(*, required: bool = False) -> fields.String:
+    return fields.String(
+        required=required,
+        validate=validate.Regexp(r"^\d{4}-(0[1-9]|1[0-2])$", error="month must be YYYY-MM"),
     )
+
+
+class UsageQuerySchema(Schema):
+    month = _month()
     from_ = fields.AwareDateTime(default_timezone=UTC, data_key="from")
     to = fields.AwareDateTime(default_timezone=UTC)
     by = fields.String(load_default="project", validate=validate.OneOf(DIMS))
@@ -142,7 +147,4 @@ class PostBillSchema(Schema):
     class Meta:
         unknown = RAISE
 
-    month = fields.String(
-        required=True,
-        validate=validate.Regexp(r"^\d{4}-(0[1-9]|1[0-2])$", error="month must be YYYY-MM"),
-    )
+    month = _month(required=True)
