@@ -68,9 +68,20 @@ def jupyter(
         raise Forbidden("only the job's owner sees its Jupyter token")
     if not is_jupyter(view):
         raise Conflict(f"job {job_id} is not a Jupyter job")
-    if not view.job.stdout_path or not view.job.state.is_active:
+    return connection(view)
+
+
+def connection(view: JobView) -> JupyterConnection | None:
+    """The connection file a running Jupyter job wrote, if it is there and well-formed; the
+    caller has checked that the job is a Jupyter job and that the caller owns it."""
+    job = view.job
+    if not job.stdout_path or not job.state.is_active:
         return None
-    conn = read_connection(connection_path(Path(view.job.stdout_path).parent, job_id))
-    if conn is None or conn.job_id != job_id or not conn.url.startswith(("http://", "https://")):
+    conn = read_connection(connection_path(Path(job.stdout_path).parent, job.job_id))
+    if (
+        conn is None
+        or conn.job_id != job.job_id
+        or not conn.url.startswith(("http://", "https://"))
+    ):
         return None
     return conn

@@ -126,7 +126,7 @@ def detail(job_id: int) -> str:
     job = metrics.view.job
     jupyter: dict[str, Any] | None = None
     if job.user == access.username and monitor.is_jupyter(metrics.view):
-        conn = monitor.jupyter(session(), access, slurm(), job_id)
+        conn = monitor.connection(metrics.view)
         jupyter = {"ready": conn is not None, "url": conn.url if conn else None}
     try:
         record = history.record_of(session(), access, job_id)
