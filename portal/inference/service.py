@@ -17,7 +17,7 @@ import json
 import secrets
 import shutil
 from collections.abc import Mapping
-from datetime import datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -160,7 +160,7 @@ def create(
             expires_at=data.get("expires_at"),
             workdir=str(workdir),
         )
-        if svc.expires_at is not None and svc.expires_at <= now():
+        if expired_now(svc):
             raise ValidationFailed({"expires_at": ["in the future"]})
         session.add(svc)
         session.flush()
@@ -217,7 +217,7 @@ def set_state(
     session: Session, access: Access, port: SlurmPort, service_id: int, state: ServiceState
 ) -> InferenceService:
     svc = get_service(session, access, service_id, manage=True)
-    if state == ServiceState.RUNNING and svc.expires_at is not None and svc.expires_at <= now():
+    if state == ServiceState.RUNNING and expired_now(svc):
         raise Conflict("the service has expired: set a later expiry first")
     before = svc.state
     svc.state = state.value
@@ -331,7 +331,7 @@ def _read_url(port: SlurmPort, svc: InferenceService, replica: Replica) -> str |
 def reconcile(
     session: Session, port: SlurmPort, svc: InferenceService, *, commit: bool = True
 ) -> InferenceService:
-    if svc.state == ServiceState.RUNNING and svc.expires_at is not None and svc.expires_at <= now():
+    if svc.state == ServiceState.RUNNING and expired_now(svc):
         svc.state = ServiceState.EXPIRED.value
     want = svc.replicas if svc.state == ServiceState.RUNNING else 0
     _cancel_replicas(session, port, svc, keep=want)
@@ -440,5 +440,5 @@ def service_url(svc: InferenceService) -> str:
     return f"/api/v1/inference/{svc.id}/predict"
 
 
-def expired_now(svc: InferenceService, at: datetime | None = None) -> bool:
-    return svc.expires_at is not None and svc.expires_at <= (at or now())
+def expired_now(svc: InferenceService) -> bool:
+    return svc.expires_at is not None and svc.expires_at <= now()
