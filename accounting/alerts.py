@@ -13,8 +13,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
+import yaml
 from marshmallow import RAISE, Schema, ValidationError, fields, validate
 from sqlalchemy import Connection, Engine, select, update
 
@@ -131,6 +133,20 @@ def load_config(raw: Mapping[str, Any]) -> AlertConfig:
         report_recipients=tuple(c["monthly_report"]["recipients"]),
         report_by=c["monthly_report"]["by"],
     )
+
+
+def load_config_file(path: Path) -> AlertConfig:
+    """:func:`load_config` of a YAML file; a file that cannot be read says which and why."""
+    try:
+        raw = yaml.safe_load(path.read_text()) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        raise AlertConfigError(f"{path}: {exc}") from exc
+    if not isinstance(raw, dict):
+        raise AlertConfigError(f"{path}: the top level must be a mapping")
+    try:
+        return load_config(raw)
+    except AlertConfigError as exc:
+        raise AlertConfigError(f"{path}: {exc}") from exc
 
 
 # ---------------------------------------------------------------------- conditions

@@ -210,16 +210,11 @@ def _json(rep: Any) -> bytes:
 
 
 def _alert_config(path: Path) -> AlertConfig:
-    import yaml
-
-    from accounting.alerts import AlertConfigError, load_config
+    from accounting.alerts import AlertConfigError, load_config_file
 
     try:
-        raw = yaml.safe_load(path.read_text()) or {}
-        if not isinstance(raw, dict):
-            raise AlertConfigError(f"{path}: the top level must be a mapping")
-        return load_config(raw)
-    except (OSError, yaml.YAMLError, AlertConfigError) as exc:
+        return load_config_file(path)
+    except AlertConfigError as exc:
         raise click.UsageError(str(exc)) from exc
 
 

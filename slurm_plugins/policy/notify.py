@@ -99,16 +99,13 @@ class EmailSink:
 def email_sink(config_path: Path) -> EmailSink:
     """An :class:`EmailSink` from accounting's alert configuration (SMTP server and the users'
     addresses); the admins' own account (``root``) gets no mail."""
-    import yaml
-
-    from accounting.alerts import AlertConfigError, load_config
+    from accounting.alerts import AlertConfigError, load_config_file
     from accounting.mail import Mailer
 
     try:
-        raw = yaml.safe_load(config_path.read_text()) or {}
-        cfg = load_config(raw)
-    except (OSError, yaml.YAMLError, AlertConfigError) as exc:
-        raise ValueError(f"notify.email: {config_path}: {exc}") from exc
+        cfg = load_config_file(config_path)
+    except AlertConfigError as exc:
+        raise ValueError(f"notify.email: {exc}") from exc
     return EmailSink(Mailer(cfg.smtp), lambda u: None if u == "root" else cfg.address(u))
 
 
