@@ -399,7 +399,12 @@ def call(
         raise NotFound("inference service not found (or wrong token)")
     if not _allowed(svc, remote):
         raise Forbidden(f"{remote} is not on the service's IP allow-list")
-    reconcile(session, port, svc, commit=False)  # committed with the call's counter
+    rows = svc.replica_rows
+    settled = svc.state == ServiceState.RUNNING and len(rows) == svc.replicas
+    if not settled or expired_now(svc) or not all(r.url for r in rows):
+        # Slurm is asked only when something may have changed: a replica starting, one whose
+        # last call failed (its URL was dropped), a resize or the expiry
+        reconcile(session, port, svc, commit=False)  # committed with the call's counter
     if svc.state == ServiceState.EXPIRED:
         session.commit()
         raise Gone("the service has expired")

@@ -92,10 +92,15 @@ def test_deploy_call_scale_restart_stop_start_delete(
     start_replica(env, replica["job_id"], procs)
     seen = alice.get(f"/api/v1/inference/{svc['id']}").json
     assert seen["ready_replicas"] == 1
+    asked: list[int] = []
+    real_job = env.slurm.job
+    env.slurm.job = lambda job_id: asked.append(job_id) or real_job(job_id)  # type: ignore[method-assign]
     for i in range(3):
         r = call(i)
         assert r.status_code == 200, r.json
         assert r.json["label"] == str(digits.target[i])
+    env.slurm.job = real_job  # type: ignore[method-assign]
+    assert asked == []  # a settled service answers calls without asking Slurm
     health = anon.get(f"/api/v1/inference/{svc['id']}/health", headers={"X-Service-Token": token})
     assert health.json["status"] == "ok"
     assert call(0, "svc_wrong").status_code == 404
