@@ -10,7 +10,7 @@ import json
 import logging
 import os
 import sys
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from sqlalchemy import Engine
 
     from accounting.alerts import AlertConfig
+    from accounting.meter import Topology
     from slurm_plugins.client import SlurmClient
 
 log = logging.getLogger("aipool.accounting")
@@ -83,19 +84,87 @@ def accounting() -> None:
 @click.option("--since", help="read sacct from this ISO time instead of the last import")
 @click.option("--batch-size", default=5000, show_default=True, type=click.IntRange(1, 100_000))
 @click.option("--keep-days", default=180, show_default=True, type=click.IntRange(1, 36500))
-def ingest(db: str | None, lab: bool, since: str | None, batch_size: int, keep_days: int) -> None:
-    """One import of finished and running jobs from sacct (idempotent)."""
-    from accounting.ingest import import_from_slurm
+@click.option(
+    "--window-hours",
+    default=24,
+    show_default=True,
+    type=click.IntRange(1, 24 * 366),
+    help="read a long span (a first import, a backfill) one window of sacct at a time",
+)
+@click.option(
+    "--workers",
+    default=0,
+    show_default=True,
+    type=click.IntRange(0, 64),
+    help="processes that read and meter windows (or files) while this one stores",
+)
+@click.option(
+    "--file",
+    "files",
+    multiple=True,
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="import a saved `sacct --json` document instead of asking Slurm (repeatable)",
+)
+@click.option(
+    "--no-topology",
+    is_flag=True,
+    help="with --file: meter without asking Slurm for node cards and the account tree",
+)
+def ingest(  # noqa: PLR0917 (one parameter per option)
+    db: str | None,
+    lab: bool,
+    since: str | None,
+    batch_size: int,
+    keep_days: int,
+    window_hours: int,
+    workers: int,
+    files: tuple[Path, ...],
+    no_topology: bool,
+) -> None:
+    """Import finished and running jobs from sacct (idempotent; re-running changes nothing)."""
+    from accounting.ingest import import_from_slurm, ingest_files
+    from accounting.meter import Topology
     from accounting.retention import Retention
 
-    res = import_from_slurm(
-        _engine(db),
-        _client(lab),
-        since=_when(since, "--since"),
-        batch_size=batch_size,
-        retention=Retention(keep_days, max(keep_days, 400)),
-    )
+    engine, client = _engine(db), _client(lab)
+    retention = Retention(keep_days, max(keep_days, 400))
+    if files:
+        if since:
+            raise click.UsageError("--since reads Slurm; it cannot be used with --file")
+        res = ingest_files(
+            engine,
+            files,
+            Topology() if no_topology else _topology(client),
+            workers=workers,
+            batch_size=batch_size,
+            retention=retention,
+        )
+    else:
+        res = import_from_slurm(
+            engine,
+            client,
+            since=_when(since, "--since"),
+            batch_size=batch_size,
+            retention=retention,
+            window=timedelta(hours=window_hours),
+            workers=workers,
+        )
     click.echo(f"{res.seen} jobs read, {res.written} written, {res.unchanged} unchanged")
+
+
+def _topology(client: SlurmClient) -> Topology:
+    """The cluster's node cards and account tree, for metering saved documents; without a
+    cluster that answers, GPU models come from the jobs' own TRES and domains are accounts."""
+    from accounting.meter import Topology
+    from slurm_plugins.client import SlurmError
+
+    try:
+        return Topology.from_slurm(client.nodes(), client.associations())
+    except SlurmError as exc:
+        click.echo(
+            f"warning: Slurm did not answer ({exc}); metering without its topology", err=True
+        )
+        return Topology()
 
 
 @accounting.command()

@@ -52,16 +52,21 @@ def main() -> None:
     n = args.jobs
     rounds = 3  # alternate the two loops so warm-up and drift hit both alike
     base_t = cli_t = 0.0
+    mine: list[int] = []  # only what this benchmark submitted is cancelled at the end
     try:
         for _ in range(rounds):
-            base_t += plain_sbatch(n // rounds, env)[0]
-            cli_t += via_client(client, n // rounds)[0]
+            spent, ids = plain_sbatch(n // rounds, env)
+            base_t += spent
+            mine += ids
+            spent, ids = via_client(client, n // rounds)
+            cli_t += spent
+            mine += ids
         n = rounds * (n // rounds)
         t0 = time.perf_counter()
-        client.submit(SCRIPT, ["-H", "--partition=cpu", f"--array=1-{n}"])
+        mine.append(client.submit(SCRIPT, ["-H", "--partition=cpu", f"--array=1-{n}"]))
         arr_t = time.perf_counter() - t0
     finally:
-        client.cancel(sorted({j.job_id for j in client.jobs()}))
+        client.cancel(mine)
     base, cli = n / base_t, n / cli_t
     print(f"plain sbatch loop (baseline): {base:7.1f} jobs/s  ({base_t:.2f} s for {n})")
     print(f"SlurmClient.submit loop:      {cli:7.1f} jobs/s  ratio {cli / base:.2f}x")

@@ -96,6 +96,13 @@ def test_jobs_of_known_length_are_metered_exactly(
     assert again.written == len(rewritten)
     assert not {j for j in rewritten if j in before and before[j].finished}
     assert not rewritten & set(ids)
+    # and once more as a backfill reads: one-minute windows of sacct, each read and metered
+    # by a worker process (the real client, pickled), stored here; this test's jobs again
+    # change nothing
+    backfill = import_from_slurm(engine, client, since=t0, window=timedelta(minutes=1), workers=1)
+    assert backfill.seen >= len(ids)
+    after = _rows(engine)
+    assert all(after[j].imported_at == rows[j].imported_at for j in ids)
     for job_id, (user, account, (kind, typ, cards)) in ids.items():
         row, rec = rows[job_id], sacct[job_id]
         assert SLEEP_S <= rec.elapsed_s <= SLEEP_S + 3

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import msgspec
+
 from slurm_plugins.client.errors import ParseError
 from slurm_plugins.client.models import (
     AcctJob,
@@ -15,6 +17,8 @@ from slurm_plugins.client.models import (
 )
 from slurm_plugins.client.parse.shapes import (
     Doc,
+    TresItem,
+    checked,
     exit_code,
     load,
     num,
@@ -28,42 +32,118 @@ from slurm_plugins.client.parse.shapes import (
 
 
 # ---------------------------------------------------------------------- accounting
+# sacct prints some forty fields per job and more per step; the typed decoder reads only the
+# ones below and skips the rest without building them. Values whose shape differs between
+# Slurm versions stay ``Any`` and go through the shape helpers. None of these objects can be
+# part of a reference cycle, so the garbage collector need not track them (``gc=False``):
+# a million-job import would otherwise spend a third of its time in collections.
+class _Tres(msgspec.Struct, gc=False):
+    allocated: list[TresItem] | None = None
+    requested: list[TresItem] | None = None
+
+
+class _Time(msgspec.Struct, gc=False):
+    elapsed: Any = None
+    submission: Any = None
+    start: Any = None
+    end: Any = None
+
+
+class _State(msgspec.Struct, gc=False):
+    current: Any = None
+
+
+class _Array(msgspec.Struct, gc=False):
+    job_id: Any = None
+    task_id: Any = None
+
+
+class _Het(msgspec.Struct, gc=False):
+    job_id: Any = None
+    job_offset: Any = None
+
+
+class _Job(msgspec.Struct, gc=False):
+    job_id: Any = None
+    cluster: Any = None
+    name: Any = None
+    user: Any = None
+    account: Any = None
+    partition: Any = None
+    qos: Any = None
+    state: _State | None = None
+    time: _Time | None = None
+    tres: _Tres | None = None
+    nodes: Any = None
+    exit_code: Any = None
+    array: _Array | None = None
+    het: _Het | None = None
+    comment: Any = None
+    steps: list[Any] | None = None
+
+
+class _Jobs(msgspec.Struct, gc=False):
+    errors: list[Any] | None = None
+    jobs: list[_Job] | None = None
+
+
+_DECODE_JOBS = msgspec.json.Decoder(_Jobs).decode
+_NO_TIME = _Time()
+_NO_TRES = _Tres()
+_NO_ARRAY = _Array()
+_NO_HET = _Het()
+
+
 def acct_jobs(text_: str | bytes | Doc) -> list[AcctJob]:
-    return [acct_job(j) for j in load(text_, "jobs")]
+    try:
+        doc = msgspec.convert(text_, _Jobs) if isinstance(text_, Mapping) else _DECODE_JOBS(text_)
+    except msgspec.ValidationError as exc:
+        raise ParseError(f"accounting records not understood: {exc}") from exc
+    except msgspec.DecodeError as exc:
+        raise ParseError(f"not JSON: {exc}") from exc
+    return [_acct_job(j) for j in checked(doc.errors, doc.jobs, "jobs", ("errors", "meta"))]
 
 
 def acct_job(j: Doc) -> AcctJob:
     try:
-        t = j.get("time") or {}
-        tres = j.get("tres") or {}
-        array = j.get("array") or {}
-        het = j.get("het") or {}
-        st = states((j.get("state") or {}).get("current"))
+        typed = msgspec.convert(j, _Job)
+    except msgspec.ValidationError as exc:
+        raise ParseError(f"accounting record not understood: {exc}") from exc
+    return _acct_job(typed)
+
+
+def _acct_job(j: _Job) -> AcctJob:
+    try:
+        t = j.time or _NO_TIME
+        tres = j.tres or _NO_TRES
+        array = j.array or _NO_ARRAY
+        het = j.het or _NO_HET
+        st = states(j.state.current if j.state else None)
         return AcctJob(
-            job_id=int(j["job_id"]),
-            cluster=text(j.get("cluster")),
-            name=text(j.get("name")),
-            user=text(j.get("user")),
-            account=text(j.get("account")),
-            partition=text(j.get("partition")),
-            qos=text(j.get("qos")),
+            job_id=int(j.job_id),
+            cluster=text(j.cluster),
+            name=text(j.name),
+            user=text(j.user),
+            account=text(j.account),
+            partition=text(j.partition),
+            qos=text(j.qos),
             state=JobState.parse(st[0] if st else ""),
-            submit_time=when(t.get("submission")),
-            start_time=when(t.get("start")),
-            end_time=when(t.get("end")),
-            elapsed_s=num0(t.get("elapsed")),
-            tres_alloc=tres_list(tres.get("allocated")),
-            tres_req=tres_list(tres.get("requested")),
-            nodes=text(j.get("nodes")),
-            exit_code=exit_code(j.get("exit_code")),
-            array_job_id=num(array.get("job_id")) or None,
-            array_task_id=_array_task(array.get("task_id")),
-            het_job_id=num(het.get("job_id")) or None,
+            submit_time=when(t.submission),
+            start_time=when(t.start),
+            end_time=when(t.end),
+            elapsed_s=num0(t.elapsed),
+            tres_alloc=tres_list(tres.allocated),
+            tres_req=tres_list(tres.requested),
+            nodes=text(j.nodes),
+            exit_code=exit_code(j.exit_code),
+            array_job_id=num(array.job_id) or None,
+            array_task_id=_array_task(array.task_id),
+            het_job_id=num(het.job_id) or None,
             het_job_offset=_het_offset(het),
-            comment=_comment(j.get("comment")),
-            steps=tuple(acct_step(s) for s in j.get("steps") or []),
+            comment=_comment(j.comment),
+            steps=tuple(acct_step(s) for s in j.steps or ()),
         )
-    except (KeyError, TypeError, ValueError) as exc:
+    except (AttributeError, KeyError, TypeError, ValueError) as exc:
         raise ParseError(f"accounting record not understood: {exc!r}") from exc
 
 
@@ -89,10 +169,10 @@ def _array_task(value: Any) -> int | None:
     return None if n is None or n >= 0xFFFFFFFE else n
 
 
-def _het_offset(het: Mapping[str, Any]) -> int | None:
-    if not num(het.get("job_id")):
+def _het_offset(het: _Het) -> int | None:
+    if not num(het.job_id):
         return None
-    n = num(het.get("job_offset"))
+    n = num(het.job_offset)
     return None if n is None or n >= 0xFFFFFFFE else n
 
 

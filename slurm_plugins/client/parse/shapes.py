@@ -7,6 +7,8 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+import msgspec
+
 from slurm_plugins.client.errors import ParseError, ReportedError
 from slurm_plugins.client.models import (
     Tres,
@@ -27,13 +29,20 @@ def load(text: str | bytes | Doc, key: str) -> list[Doc]:
             raise ParseError(f"not JSON: {exc}") from exc
     if not isinstance(doc, Mapping):
         raise ParseError("expected a JSON object at the top level")
-    errors = [e for e in doc.get("errors") or [] if isinstance(e, Mapping) and not _empty(e)]
-    if errors:  # an empty list next to errors means "could not ask", not "nothing there"
-        msg = "; ".join(str(e.get("description") or e.get("error") or e) for e in errors)
+    return checked(doc.get("errors"), doc.get(key), key, sorted(doc))
+
+
+def checked(errors: Any, items: Any, key: str, keys: Iterable[str] = ()) -> list[Any]:
+    """A document's ``key`` list, once its ``errors`` are known to be none.
+
+    An empty list next to errors means "could not ask", not "nothing there".
+    """
+    real = [e for e in errors or () if isinstance(e, Mapping) and not _empty(e)]
+    if real:
+        msg = "; ".join(str(e.get("description") or e.get("error") or e) for e in real)
         raise ReportedError(f"Slurm reported errors: {msg}")
-    items = doc.get(key)
     if items is None:
-        raise ParseError(f"no {key!r} in Slurm's output (keys: {sorted(doc)})")
+        raise ParseError(f"no {key!r} in Slurm's output (keys: {list(keys)})")
     if not isinstance(items, list):
         raise ParseError(f"{key!r} is not a list")
     return items
@@ -51,7 +60,11 @@ NOTHING_FOUND = 9003  # ESLURM_... "Nothing found with query" (slurmdb)
 
 def num(value: Any) -> int | None:
     """``5``, ``"5"`` or ``{"set": true, "infinite": false, "number": 5}`` -> 5; unset -> None."""
-    if isinstance(value, Mapping):
+    if value.__class__ is int:  # the common cases first (bool is not int here)
+        return value
+    if value is None:
+        return None
+    if isinstance(value, dict | Mapping):
         if not value.get("set", True) or value.get("infinite"):
             return None
         value = value.get("number")
@@ -86,6 +99,8 @@ def states(value: Any) -> list[str]:
 
 
 def text(value: Any) -> str:
+    if value.__class__ is str:
+        return value
     if value is None:
         return ""
     if isinstance(value, list):
@@ -100,15 +115,26 @@ def word_list(value: Any) -> tuple[str, ...]:
     return tuple(w for w in text(value).split(",") if w)
 
 
+class TresItem(msgspec.Struct, gc=False):
+    """One entry of a TRES list, as the typed decoders read it (any other key is skipped)."""
+
+    type: Any = ""
+    name: Any = None
+    count: Any = None
+
+
 def tres_list(items: Any) -> Tres:
     """sacct's ``[{"type": "gres", "name": "gpu:a100", "count": 2}, …]`` -> Tres."""
     counts: dict[str, int] = {}
-    for item in items or []:
-        kind, name = item.get("type", ""), item.get("name") or ""
-        key = f"{kind}/{name}" if name else kind
-        if kind == "mem":
-            key = "mem"
-        counts[key] = num0(item.get("count"))
+    for item in items or ():
+        if item.__class__ is TresItem:  # the typed decoders' entries: read without lookups
+            kind, name, count = item.type or "", item.name, item.count
+        else:
+            kind, name, count = item.get("type", ""), item.get("name"), item.get("count")
+        if kind == "mem" or not name:
+            counts[kind] = num0(count)
+        else:
+            counts[f"{kind}/{name}"] = num0(count)
     return Tres(counts)
 
 
