@@ -7,6 +7,7 @@ honour ``dry_run`` and skip changes that would not change anything.
 from __future__ import annotations
 
 import logging
+import shlex
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
@@ -119,7 +120,7 @@ class SlurmClient:
 
     def _write(self, argv: Sequence[str], *, input: str | None = None) -> Completed | None:
         """Run a state-changing command, or only log it under ``dry_run``."""
-        shown = " ".join(argv) + (f" <<< {len(input.splitlines())} lines" if input else "")
+        shown = shlex.join(argv) + (f" <<< {len(input.splitlines())} lines" if input else "")
         if self.dry_run:
             log.info("dry-run: %s", shown)
             return None

@@ -279,3 +279,27 @@ def test_ensure_tenants_reads_once_and_writes_once() -> None:
     kinds = [argv[:3] for argv, _ in r.calls if argv[0] == "sacctmgr"]
     assert kinds.count(("sacctmgr", "-i")) == 1
     assert kinds.count(("sacctmgr", "show", "associations")) == 1
+
+
+def test_every_write_logs_its_argv_quoted_and_dry_run_says_so(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    c, r = client({("sbatch",): ok("5\n"), ("scancel",): ok(), ("scontrol",): ok()})
+    with caplog.at_level("INFO", logger="aipool.slurm"):
+        c.submit("#!/bin/bash\ntrue\n", ["--job-name=a b; $(id)"])
+        c.cancel([5])
+        c.hold([5, 6])
+        c.update_jobs([JobUpdate(5, priority=10)])
+    assert [rec.getMessage() for rec in caplog.records] == [
+        "run: sbatch --parsable '--job-name=a b; $(id)' <<< 2 lines",
+        "run: scancel 5",
+        "run: scontrol hold 5,6",
+        "run: scontrol -Q <<< 1 lines",
+    ]
+    caplog.clear()
+    dry, dry_runner = client({}, dry_run=True)
+    with caplog.at_level("INFO", logger="aipool.slurm"):
+        dry.cancel([7])
+    assert [rec.getMessage() for rec in caplog.records] == ["dry-run: scancel 7"]
+    assert dry_runner.calls == []
+    assert len(r.calls) == 4
