@@ -13,6 +13,7 @@ import json
 import os
 import re
 import sys
+import time
 import urllib.error
 import urllib.request
 import uuid
@@ -168,12 +169,32 @@ def test_a_quarter_and_three_quarters_share_one_card(jobs: Jobs) -> None:
 
 
 def test_npus_and_whole_cards(jobs: Jobs) -> None:
-    show = ["bash", "-c", 'echo "node=$SLURMD_NODENAME npus=${ASCEND_RT_VISIBLE_DEVICES:-}"']
-    (job_id,) = jobs.submit(
-        {"name": "ascend", "command": show, "resources": {"npus": 1, "npu_type": "910b", "time": 5}}
+    show = [
+        "bash",
+        "-c",
+        'echo "node=$SLURMD_NODENAME npus=${ASCEND_RT_VISIBLE_DEVICES:-} '
+        'gpus=${CUDA_VISIBLE_DEVICES:-}"',
+    ]
+    npu_job, gpu_job = jobs.submit(
+        {
+            "name": "ascend",
+            "command": show,
+            "resources": {"npus": 1, "npu_type": "910b", "time": 5},
+        },
+        {"name": "one-card", "command": show, "resources": {"gpus": 1, "time": 5}},
     )
-    out = jobs.wait_output("ascend", job_id, r"node=", 60)
-    assert "node=npu1" in out
+    out = jobs.wait_output("ascend", npu_job, r"node=", 60)
+    npu = re.search(r"node=(\S+) npus=(\S*) gpus=(\S*)", out)
+    assert npu, out
+    assert npu.group(1).startswith("npu")
+    assert re.fullmatch(r"\d+", npu.group(2)), out  # one NPU id
+    assert npu.group(3) == ""
+    out = jobs.wait_output("one-card", gpu_job, r"node=", 60)
+    gpu = re.search(r"node=(\S+) npus=(\S*) gpus=(\S*)", out)
+    assert gpu, out
+    assert gpu.group(1).startswith("gpu")
+    assert re.fullmatch(r"\d", gpu.group(3)), out  # one whole card
+    assert gpu.group(2) == ""
 
 
 # ------------------------------------------------------------------ multi-process topologies
@@ -250,6 +271,49 @@ def test_ps_worker_roles_find_each_other(jobs: Jobs) -> None:
     assert re.search(r"HUB ps0@cpu1 at \S+ saw worker0@gpu\d worker1@gpu\d", out), out
     assert len(re.findall(r"PEER worker\d@gpu\d got 'ack from ps0@cpu1'", out)) == 2, out
     assert jobs.final_state(job_id) == "COMPLETED"
+
+
+def test_roles_start_all_together_or_not_at_all(jobs: Jobs) -> None:
+    """A heterogeneous job whose workers cannot start leaves its free roles unstarted too."""
+    hogs = jobs.submit(
+        *(
+            {"name": f"hog{i}", "command": ["sleep", "300"], "resources": {"gpus": 4, "time": 5}}
+            for i in range(2)
+        )
+    )
+    wait_until(
+        lambda: all(j.state.value == "RUNNING" for j in jobs.client.jobs() if j.job_id in hogs),
+        60,
+    )
+    (job_id,) = jobs.submit(
+        {
+            "name": "ps-waits",
+            "command": [PYTHON, str(PROGRAMS / "rendezvous.py")],
+            "resources": {"time": 5},
+            "topology": {
+                "kind": "ps_worker",
+                "roles": {
+                    "ps": {"resources": {"cpus": 1}},
+                    "worker": {"replicas": 2, "resources": {"gpus": 1}},
+                },
+            },
+        }
+    )
+
+    def components() -> list[str]:
+        return [j.state.value for j in jobs.client.jobs() if job_id in (j.job_id, j.het_job_id)]
+
+    wait_until(lambda: len(components()) == 2, 30)  # a ps component, a worker component
+    deadline = time.monotonic() + 8  # the ps role's CPU node is free all along
+    while time.monotonic() < deadline:
+        states = components()
+        assert "RUNNING" not in states, states
+        time.sleep(0.5)
+    jobs.client.cancel(hogs)
+    jobs.wait_finished(job_id, 120)
+    assert jobs.final_state(job_id) == "COMPLETED"
+    out = jobs.output("ps-waits", job_id)
+    assert len(re.findall(r"PEER worker\d@gpu\d got 'ack from ps0@cpu1'", out)) == 2, out
 
 
 def test_master_worker_all_reduce(jobs: Jobs) -> None:
@@ -391,6 +455,18 @@ def test_jupyter_answers_on_its_port_with_its_token(jobs: Jobs, tmp_path: Path) 
     jobs.client.cancel([job_id])
     wait_until(lambda: not conn_file.exists(), 30)
     assert not answers()
+
+
+def test_jupyter_stops_at_its_time_limit(jobs: Jobs) -> None:
+    needs("jupyter_server")
+    (job_id,) = jobs.submit(
+        {"name": "short-notebook", "jupyter": {"app": "server"}, "resources": {"time": 1}}
+    )
+    conn_file = connection_path(jobs.workdir, job_id)
+    wait_until(lambda: read_connection(conn_file) is not None, 60)
+    # slurmctld checks time limits about every 30 s: the job ends 60-100 s after it started
+    wait_until(lambda: not conn_file.exists(), 150, interval=1)
+    assert jobs.final_state(job_id) == "TIMEOUT"
 
 
 # ------------------------------------------------------------------ hostile values

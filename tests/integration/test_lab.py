@@ -8,7 +8,10 @@ import subprocess
 import pytest
 
 from aipool.lab.cluster import Lab
+from aipool.lab.daemons import alive
+from aipool.lab.demo import DEMO_JOBS, run_demo
 from slurm_plugins.client import SlurmClient
+from tests.integration.conftest import side_lab, wait_until
 
 pytestmark = pytest.mark.slurm
 
@@ -71,3 +74,63 @@ def test_status_reports_every_daemon(lab: Lab) -> None:
     names = set(st["daemons"])
     assert {"slurmctld", "slurmdbd", "slurmrestd", "mariadbd", "slurmd-gpu1"} <= names
     assert all(d["running"] for d in st["daemons"].values())
+
+
+def test_down_stops_only_what_it_started_and_wipes_its_state(lab: Lab) -> None:
+    """A second lab beside this one: its ``down`` stops its own daemons (by PID) and nothing
+    else, not the lab under test's same-named daemons, nor a stranger's process that calls
+    itself slurmctld."""
+    stranger = subprocess.Popen(["bash", "-c", "exec -a slurmctld sleep 300"])
+    try:
+        with side_lab(lab, "down", "down", 200) as side:
+            started = {name: d["pid"] for name, d in side.status()["daemons"].items()}
+            assert {"slurmctld", "slurmdbd", "mariadbd", "slurmd-gpu1"} <= set(started)
+            assert set(started.values()).isdisjoint(
+                d["pid"] for d in lab.status()["daemons"].values()
+            )
+            root = side.cfg.root
+            assert (root / "etc").is_dir()
+            stopped = side.down()
+            assert set(stopped) == set(started)
+            assert not any(alive(pid) for pid in started.values())
+            assert not side.is_up()
+            assert not side.cfg.ledger.exists()
+            assert [p.name for p in root.iterdir()] == []
+        assert stranger.poll() is None, "a process the lab did not start was stopped"
+        assert lab.is_up(), "the other lab's daemons were stopped"
+        assert all(d["running"] for d in lab.status()["daemons"].values())
+    finally:
+        stranger.kill()
+        stranger.wait()
+
+
+def test_demo_workload_shows_a_whole_card_a_shared_card_and_npus(
+    lab: Lab, client: SlurmClient
+) -> None:
+    """What README's first command shows: each demo job's view of its devices."""
+    lines: list[str] = []
+    ids = run_demo(lab, wait=True, echo=lines.append)
+    seen: dict[int, dict[str, str]] = {}
+    current = 0
+    for line in lines:
+        if line.startswith("--- job "):
+            current = int(line.split()[2])
+            seen[current] = {}
+        elif current and "=" in line:
+            for word in line.split():
+                key, _, value = word.partition("=")
+                seen[current][key] = value
+    whole, half_a, half_b, npu = (seen[i] for i in ids)
+    assert len(whole["CUDA_VISIBLE_DEVICES"].split(",")) == 1
+    assert half_a["node"] == half_b["node"] == "gpu2"
+    assert half_a["CUDA_VISIBLE_DEVICES"] == half_b["CUDA_VISIBLE_DEVICES"] != ""
+    assert half_a["SLURM_SHARDS_ON_NODE"] == half_b["SLURM_SHARDS_ON_NODE"] == "16"
+    assert npu["node"].startswith("npu")
+    assert len(npu["ASCEND_RT_VISIBLE_DEVICES"].split(",")) == 2
+    assert [seen[i]["user"] for i in ids] == [d.user for d in DEMO_JOBS]
+
+    def all_completed() -> bool:  # slurmdbd records a job's end a moment after it ends
+        states = {r.job_id: r.state.value for r in client.accounting(job_ids=ids)}
+        return set(states) == set(ids) and set(states.values()) == {"COMPLETED"}
+
+    wait_until(all_completed, 30)

@@ -13,7 +13,9 @@ from typing import Any
 
 import pytest
 
+from jobspec.options import ClusterConfig
 from jobspec.render import render
+from jobspec.schema import load_spec
 from tests.unit.jobspec.conftest import make
 
 FAKE_SCONTROL = r"""#!/bin/bash
@@ -224,3 +226,56 @@ def test_ddp_runs_one_torchrun_per_node(tmp_path: Path) -> None:
         f"--master-port={base} --no-python" in log
     )
     assert "--node-rank=1" in log
+
+
+FAKE_CONDA_SH = r"""
+conda() {
+  echo "conda $*" >> "$FAKE_LOG"
+  if [ "$1" = activate ]; then
+    export CONDA_DEFAULT_ENV="$2"
+    PATH="$FAKE_ENV_BIN:$PATH"
+  fi
+}
+"""
+FAKE_JUPYTER = r"""#!/bin/bash
+echo "jupyter $* env=$CONDA_DEFAULT_ENV token=$JUPYTER_TOKEN" >> "$FAKE_LOG"
+cp "$AIPOOL_OUTPUT_DIR/jupyter-$SLURM_JOB_ID.json" "$FAKE_OUT"
+"""
+
+
+def test_jupyter_runs_in_its_conda_environment_and_publishes_its_connection(
+    tmp_path: Path,
+) -> None:
+    """The environment is activated before the server starts, the server gets the port and
+    token the connection file names, and the file goes when the server ends."""
+    env_bin = tmp_path / "env" / "bin"  # `jupyter` exists only inside the environment
+    env_bin.mkdir(parents=True)
+    (env_bin / "jupyter").write_text(FAKE_JUPYTER)
+    (env_bin / "jupyter").chmod(0o755)
+    conda_sh = tmp_path / "conda.sh"
+    conda_sh.write_text(FAKE_CONDA_SH)
+    (tmp_path / "outputs").mkdir()  # submission checks that it exists
+    spec = load_spec(
+        {
+            "name": "nb",
+            "jupyter": {"app": "lab"},
+            "conda": "torch-2.3",
+            "outputs": str(tmp_path / "outputs"),
+            "resources": {"cpus": 1},
+        }
+    )
+    script = render(spec, ClusterConfig(conda_sh=str(conda_sh))).script
+    rc, _, log = run_job(script, tmp_path, SLURMD_NODENAME="gpu1", FAKE_ENV_BIN=str(env_bin))
+    assert rc == 0, log
+    conn = json.loads((tmp_path / "out.jsonl").read_text())
+    calls = log.splitlines()
+    assert calls[0] == "conda activate torch-2.3"
+    jupyter = next(c for c in calls if c.startswith("jupyter "))
+    assert jupyter.startswith("jupyter lab --no-browser --ip=10.0.0.1 ")
+    assert f"--port={conn['port']} " in jupyter
+    assert jupyter.endswith(f"env=torch-2.3 token={conn['token']}")
+    assert conn["job_id"] == 1000
+    assert conn["host"] == "10.0.0.1"
+    assert len(conn["token"]) == 48
+    assert conn["url"] == f"http://10.0.0.1:{conn['port']}/?token={conn['token']}"
+    assert not (tmp_path / "outputs" / "jupyter-1000.json").exists()
