@@ -3,6 +3,7 @@ canonical document (:func:`normalise`). See :mod:`accounting.plans`."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
@@ -21,7 +22,7 @@ from marshmallow import (
 
 RESOURCES: Final = ("gpu", "npu", "cpu", "mem")
 MAX_MONEY: Final = Decimal(1_000_000_000)
-_NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]*\Z"
+_NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
 _CENT = Decimal("0.01")
 _NAME_RULE = "letters, digits, '.', '_' and '-', starting with a letter or digit"
 
@@ -75,6 +76,17 @@ def money_text(d: Decimal) -> str:
     return format(d, "f")
 
 
+class _Whole(validate.Regexp):
+    """A pattern the whole value matches: ``$`` alone lets a trailing newline through. (The
+    pattern is published in the OpenAPI document as it is.)"""
+
+    # str only (the base also takes bytes); re.fullmatch: Pattern.fullmatch is typed for bytes here
+    def __call__(self, value: Any) -> Any:
+        if not isinstance(value, str) or re.fullmatch(str(self.regex.pattern), value) is None:
+            raise ValidationError(self._format_error(value))
+        return value
+
+
 class _Strict(Schema):
     class Meta:
         unknown = RAISE
@@ -86,7 +98,7 @@ class _Rate(_Strict):
         load_default="",
         validate=[
             validate.Length(max=32),
-            validate.Regexp(r"^[A-Za-z0-9._-]*\Z", error="letters, digits, '.', '_' and '-'"),
+            _Whole(r"^[A-Za-z0-9._-]*$", error="letters, digits, '.', '_' and '-'"),
         ],
     )
     rate = MoneyField(required=True)
@@ -99,7 +111,7 @@ class _Rate(_Strict):
 
 class _Package(_Strict):
     name = fields.String(
-        required=True, validate=[validate.Length(1, 64), validate.Regexp(_NAME, error=_NAME_RULE)]
+        required=True, validate=[validate.Length(1, 64), _Whole(_NAME, error=_NAME_RULE)]
     )
     monthly_fee = MoneyField(required=True)
     included_card_hours = MoneyField(load_default=Decimal(0))
@@ -109,11 +121,11 @@ class PlanSchema(_Strict):
     """The plan document; loading it gives a :class:`PlanSpec`."""
 
     name = fields.String(
-        required=True, validate=[validate.Length(1, 64), validate.Regexp(_NAME, error=_NAME_RULE)]
+        required=True, validate=[validate.Length(1, 64), _Whole(_NAME, error=_NAME_RULE)]
     )
     currency = fields.String(
         load_default="CNY",
-        validate=validate.Regexp(r"^[A-Z]{3}\Z", error="must be 3 upper-case letters (ISO 4217)"),
+        validate=_Whole(r"^[A-Z]{3}$", error="must be 3 upper-case letters (ISO 4217)"),
     )
     storage_price = MoneyField(load_default=Decimal(0))
     prices = fields.List(fields.Nested(_Rate), required=True, validate=validate.Length(min=1))

@@ -120,8 +120,9 @@ def accounts_by_plan(session: Session) -> dict[str, list[str]]:
     return out
 
 
-def apply_plan(session: Session, doc: Any) -> PricePlan:
-    """Create or replace the plan ``doc`` names, in one transaction (committed here).
+def apply_plan(session: Session, doc: Any, *, commit: bool = True) -> PricePlan:
+    """Create or replace the plan ``doc`` names, in one transaction (committed here, or left
+    to the caller with ``commit=False``, e.g. to add its audit record to it).
 
     Prices are replaced; packages are matched by name: kept ones are updated in place (the
     accounts on them stay), new ones added, and missing ones removed unless an account uses
@@ -142,7 +143,9 @@ def apply_plan(session: Session, doc: Any) -> PricePlan:
             Price(plan_id=plan.id, resource=p.resource, model=p.model, rate=p.rate)
             for p in spec.prices
         )
-        session.commit()
+        session.flush()
+        if commit:
+            session.commit()
     except IntegrityError as exc:  # the same plan created at the same time
         session.rollback()
         raise PlanError({"name": [f"{spec.name!r} changed meanwhile; apply it again"]}) from exc
@@ -242,9 +245,10 @@ def account_settings(session: Session, tenant: str) -> dict[str, Any]:
 
 
 def open_account(
-    session: Session, tenant: str, plan: str, package: str | None = None
+    session: Session, tenant: str, plan: str, package: str | None = None, *, commit: bool = True
 ) -> BillingAccount:
-    """A billing account for a domain or project of the portal, on ``plan`` (committed)."""
+    """A billing account for a domain or project of the portal, on ``plan`` (committed unless
+    ``commit=False``)."""
     if not tenant_exists(session, tenant):
         raise PlanError({"tenant": [f"no domain or project named {tenant!r}"]})
     if session.scalar(select(BillingAccount.id).where(BillingAccount.tenant == tenant)):
@@ -254,7 +258,9 @@ def open_account(
     acct = BillingAccount(tenant=tenant, plan_id=price_plan.id, package_id=pkg.id if pkg else None)
     session.add(acct)
     try:
-        session.commit()
+        session.flush()
+        if commit:
+            session.commit()
     except IntegrityError as exc:  # opened at the same time
         session.rollback()
         raise AccountExists(f"{tenant!r} already has a billing account") from exc
@@ -266,8 +272,11 @@ def change_account(
     tenant: str,
     plan: str | None = None,
     package: str | _Keep | None = KEEP,
+    *,
+    commit: bool = True,
 ) -> BillingAccount:
-    """Move an account to another plan and/or package (``None``: no package); committed.
+    """Move an account to another plan and/or package (``None``: no package); committed unless
+    ``commit=False``.
 
     The package must belong to the account's (new) plan: moving an account with a package to
     another plan needs the new plan's package, or ``None``.
@@ -296,7 +305,9 @@ def change_account(
         pkg = _package_of(session, price_plan, package)
     acct.plan_id = price_plan.id
     acct.package_id = pkg.id if pkg else None
-    session.commit()
+    session.flush()
+    if commit:
+        session.commit()
     return acct
 
 

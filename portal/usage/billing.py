@@ -23,7 +23,7 @@ from portal.errors import Conflict, NotFound, ValidationFailed
 from portal.tenancy.models import Domain, Project
 
 
-def _domain_id(session: Session, tenant: str) -> int | None:
+def domain_of(session: Session, tenant: str) -> int | None:
     domain = session.scalar(select(Domain.id).where(Domain.name == tenant))
     if domain is not None:
         return domain
@@ -33,7 +33,7 @@ def _domain_id(session: Session, tenant: str) -> int | None:
 def _may_read(session: Session, access: Access, tenant: str) -> bool:
     if access.platform_admin:
         return True
-    domain_id = _domain_id(session, tenant)
+    domain_id = domain_of(session, tenant)
     if domain_id is not None and domain_id in access.admin_of:
         return True
     project = session.scalar(select(Project).where(Project.name == tenant))
@@ -96,7 +96,7 @@ def top_up(
         acct.id,
         before=before,
         after={"balance": str(acct.balance + amount), "amount": str(amount), "note": note},
-        domain_id=_domain_id(session, tenant),
+        domain_id=domain_of(session, tenant),
     )
     try:
         billing.top_up(session, tenant, amount, access.username, note)
@@ -120,7 +120,7 @@ def post_bill(session: Session, access: Access, tenant: str, month_text: str) ->
         "billing_account",
         acct.id,
         after={"month": month.strftime("%Y-%m")},
-        domain_id=_domain_id(session, tenant),
+        domain_id=domain_of(session, tenant),
     )
     try:
         billing.post_bill(session, tenant, month, access.username)

@@ -5,7 +5,7 @@ from datetime import UTC
 from decimal import Decimal
 from typing import Any
 
-from marshmallow import RAISE, Schema, ValidationError, fields, validate
+from marshmallow import RAISE, Schema, ValidationError, fields, validate, validates_schema
 
 from accounting.export import FORMATS
 from accounting.report import Dim, Report
@@ -148,3 +148,56 @@ class PostBillSchema(Schema):
         unknown = RAISE
 
     month = _month(required=True)
+
+
+class RateSchema(Schema):
+    resource = fields.String()
+    model = fields.String(metadata={"description": "left out: any model"})
+    rate = _decimal()
+
+
+class PackageSchema(Schema):
+    name = fields.String()
+    monthly_fee = _decimal()
+    included_card_hours = _decimal()
+
+
+class PricePlanSchema(Schema):
+    """A price plan as its document (what PUT takes back), with the tenants on it."""
+
+    name = fields.String()
+    currency = fields.String()
+    storage_price = _decimal()
+    prices = fields.List(fields.Nested(RateSchema))
+    packages = fields.List(fields.Nested(PackageSchema))
+    accounts = fields.List(fields.String())
+
+
+def _tenant_name() -> fields.String:
+    return fields.String(
+        required=True, validate=[validate.Length(1, 64), validate.Regexp(r"^[A-Za-z0-9._-]+$")]
+    )
+
+
+class OpenAccountSchema(Schema):
+    class Meta:
+        unknown = RAISE
+
+    tenant = _tenant_name()
+    plan = fields.String(required=True, validate=validate.Length(1, 64))
+    package = fields.String(load_default=None, allow_none=True, validate=validate.Length(1, 64))
+
+
+class ChangeAccountSchema(Schema):
+    """Left out: unchanged; ``"package": null``: no package."""
+
+    class Meta:
+        unknown = RAISE
+
+    plan = fields.String(validate=validate.Length(1, 64))
+    package = fields.String(allow_none=True, validate=validate.Length(1, 64))
+
+    @validates_schema
+    def _something(self, data: dict[str, Any], **kwargs: Any) -> None:
+        if not data:
+            raise ValidationError("give plan and/or package")

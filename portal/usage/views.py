@@ -8,13 +8,17 @@ from flask import Flask, Response
 from flask_smorest import Blueprint
 
 from accounting import export
+from accounting.plan_schema import PlanSchema
 from portal.slurm import slurm
-from portal.usage import billing, service
+from portal.usage import billing, plans, service
 from portal.usage.schemas import (
     BillingAccountSchema,
     BillingSchema,
+    ChangeAccountSchema,
     ExportQuerySchema,
+    OpenAccountSchema,
     PostBillSchema,
+    PricePlanSchema,
     TopUpSchema,
     UsageQuerySchema,
     UsageReportSchema,
@@ -72,6 +76,46 @@ class Billing(AuthedView):
     def get(self, tenant: str) -> dict[str, Any]:
         """Balance, bills with their lines, and income/expense history of a tenant."""
         return billing.view(session(), current_access(), tenant)
+
+    @blp.arguments(ChangeAccountSchema)
+    @blp.response(200, BillingSchema)
+    def patch(self, args: dict[str, Any], tenant: str) -> dict[str, Any]:
+        """Move the account to another plan and/or package (platform admins; audited)."""
+        return plans.change_account(session(), current_access(), tenant, args)
+
+
+@blp.route("/billing/plans")
+class PricePlans(AuthedView):
+    @blp.response(200, PricePlanSchema(many=True))
+    def get(self) -> list[dict[str, Any]]:
+        """Every price plan with its rates, packages and accounts (platform admins)."""
+        return plans.plan_list(session(), current_access())
+
+
+@blp.route("/billing/plans/<string:name>")
+class PricePlan(AuthedView):
+    @blp.response(200, PricePlanSchema)
+    def get(self, name: str) -> dict[str, Any]:
+        """A price plan as its document (platform admins)."""
+        return plans.plan(session(), current_access(), name)
+
+    @blp.arguments(PlanSchema)
+    @blp.response(200, PricePlanSchema)
+    def put(self, spec: Any, name: str) -> dict[str, Any]:
+        """Create or replace a price plan: its prices replaced, its packages matched by name
+        (one in use cannot be removed). Money as decimal strings. Platform admins; audited."""
+        return plans.put_plan(session(), current_access(), name, spec)
+
+
+@blp.route("/billing/accounts")
+class OpenAccount(AuthedView):
+    @blp.arguments(OpenAccountSchema)
+    @blp.response(201, BillingSchema)
+    def post(self, args: dict[str, Any]) -> dict[str, Any]:
+        """Open the billing account of a domain or project (platform admins; audited)."""
+        return plans.open_account(
+            session(), current_access(), args["tenant"], args["plan"], args["package"]
+        )
 
 
 @blp.route("/billing/<string:tenant>/topups")
