@@ -43,6 +43,7 @@ from portal.tenancy.models import Domain, Project
 
 __all__ = [
     "KEEP",
+    "RESERVED",
     "AccountExists",
     "NotFoundError",
     "PlanError",
@@ -189,6 +190,10 @@ def _replace_packages(session: Session, plan: PricePlan, wanted: Sequence[Packag
 
 
 # ---------------------------------------------------------------------- billing accounts
+#: names the portal's billing routes take below /billing/: a tenant so named is unreachable
+RESERVED: Final = frozenset({"plans", "accounts"})
+
+
 class _Keep:
     """The package argument left out: keep the account's package."""
 
@@ -249,6 +254,8 @@ def open_account(
 ) -> BillingAccount:
     """A billing account for a domain or project of the portal, on ``plan`` (committed unless
     ``commit=False``)."""
+    if tenant in RESERVED:
+        raise PlanError({"tenant": [f"{tenant!r} is reserved by the portal's billing API"]})
     if not tenant_exists(session, tenant):
         raise PlanError({"tenant": [f"no domain or project named {tenant!r}"]})
     if session.scalar(select(BillingAccount.id).where(BillingAccount.tenant == tenant)):

@@ -22,9 +22,6 @@ from portal.errors import Conflict, NotFound, ValidationFailed
 from portal.tenancy.models import Domain, Project
 from portal.usage import billing
 
-#: names the billing API's own routes take below /billing/ (a tenant so named is unreachable)
-RESERVED = frozenset({"plans", "accounts"})
-
 
 def plan_list(session: Session, access: Access) -> list[dict[str, Any]]:
     """Every plan as its document, with the tenants billed on it."""
@@ -88,8 +85,6 @@ def open_account(
 ) -> dict[str, Any]:
     """A billing account for a domain or project of the portal."""
     access.require_platform_admin()
-    if tenant in RESERVED:
-        raise ValidationFailed({"tenant": [f"{tenant!r} is reserved by the billing API"]})
     try:
         acct = plans.open_account(session, tenant, plan_name, package, commit=False)
     except plans.PlanError as exc:
@@ -175,7 +170,7 @@ def account_choices(session: Session, access: Access) -> dict[str, list[str]]:
     tenants = sorted(
         {*session.scalars(select(Domain.name)), *session.scalars(select(Project.name))}
         - billed
-        - RESERVED
+        - plans.RESERVED
     )
     return {
         "tenants": tenants,
