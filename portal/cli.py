@@ -46,7 +46,7 @@ def portal(host: str, port: int, threads: int, demo: bool, lab: bool) -> None:
     from flask_migrate import upgrade
 
     from portal import create_app
-    from portal.demo import passwords_from, seed
+    from portal.demo import passwords_from, seed, seed_billing
     from portal.roles.service import ensure_builtin
     from portal.web import session
 
@@ -62,6 +62,8 @@ def portal(host: str, port: int, threads: int, demo: bool, lab: bool) -> None:
             created = seed(session(), passwords_from(os.environ))
             for user, password in created.items():
                 click.echo(f"demo user {user}: {password}")
+            for tenant in seed_billing(session()):
+                click.echo(f"demo billing account {tenant} on the standard plan")
     click.echo(
         f"AIPool portal on http://{host}:{port}/ (API at /api/v1, spec /api/v1/openapi.json)"
     )

@@ -2,17 +2,23 @@
 
 Domains ``teaching`` (project ``cs101``) and ``research`` (``nlp``, ``vision``); platform
 admin ``admin``; ``alice`` in nlp (may use QOS high), ``bob`` in vision, ``carol`` (manager)
-and ``dave`` in cs101.
+and ``dave`` in cs101. Billing: the ``standard`` price plan, and a billing account with a
+first top-up for each project (nlp with a monthly package).
 """
 
 from __future__ import annotations
 
 import secrets
 from collections.abc import Mapping
+from decimal import Decimal
+from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from accounting.billing import top_up
+from accounting.billing_models import BillingAccount, PricePlan
+from accounting.plans import apply_plan, open_account
 from portal.identity.models import User
 from portal.identity.service import hash_password
 from portal.roles.service import ensure_builtin, role_by_name
@@ -26,6 +32,24 @@ PROJECTS = {
     "nlp": ("research", "NLP group", "normal,low,high"),
     "vision": ("research", "Computer vision group", "normal,low"),
 }
+#: the demo's price plan (the lab has a100 GPUs, 910b NPUs and their shards and vNPUs)
+DEMO_PLAN: dict[str, Any] = {
+    "name": "standard",
+    "currency": "CNY",
+    "storage_price": "0.10",
+    "prices": [
+        {"resource": "gpu", "model": "a100", "rate": "12.00"},
+        {"resource": "gpu", "rate": "8.00"},
+        {"resource": "npu", "model": "910b", "rate": "9.00"},
+        {"resource": "npu", "rate": "6.00"},
+        {"resource": "cpu", "rate": "0.05"},
+        {"resource": "mem", "rate": "0.01"},
+    ],
+    "packages": [{"name": "lab-100", "monthly_fee": "900", "included_card_hours": "100"}],
+}
+#: project: package (None: pay as you go); projects, not domains, so no use is billed twice
+DEMO_ACCOUNTS = {"cs101": None, "nlp": "lab-100", "vision": None}
+DEMO_TOP_UP = Decimal("1000.00")
 MEMBERS = {
     "alice": ("nlp", "member"),
     "bob": ("vision", "member"),
@@ -87,3 +111,18 @@ def seed(session: Session, passwords: Mapping[str, str]) -> dict[str, str]:
             )
     session.commit()
     return created
+
+
+def seed_billing(session: Session) -> list[str]:
+    """The demo plan if there is none of its name, and the projects' billing accounts that are
+    missing, each with a first top-up; returns the tenants it opened."""
+    if session.scalar(select(PricePlan.id).where(PricePlan.name == DEMO_PLAN["name"])) is None:
+        apply_plan(session, DEMO_PLAN)
+    opened: list[str] = []
+    for tenant, package in DEMO_ACCOUNTS.items():
+        if session.scalar(select(BillingAccount.id).where(BillingAccount.tenant == tenant)):
+            continue
+        open_account(session, tenant, DEMO_PLAN["name"], package)
+        top_up(session, tenant, DEMO_TOP_UP, actor="demo", note="demo credit")
+        opened.append(tenant)
+    return opened

@@ -19,6 +19,7 @@ def test_portal_command_migrates_seeds_and_serves(
     monkeypatch.setenv("AIPOOL_DATABASE_URL", f"sqlite:///{tmp_path}/demo.db")
     monkeypatch.setenv("AIPOOL_SECRET_KEY", "s3cret")
     monkeypatch.setenv("AIPOOL_DEMO_PASSWORD_ALICE", "alice password")
+    monkeypatch.setenv("AIPOOL_DEMO_PASSWORD_CAROL", "carol password")
     runner = CliRunner()
     result = runner.invoke(portal, ["--demo", "--port", "8099"])
     assert result.exit_code == 0, result.output
@@ -32,7 +33,15 @@ def test_portal_command_migrates_seeds_and_serves(
     token = r.json["token"]
     projects = client.get("/api/v1/projects", headers={"Authorization": f"Bearer {token}"}).json
     assert [p["name"] for p in projects] == ["nlp"]
+    assert "demo billing account nlp on the standard plan" in result.output
+    billing = client.get("/api/v1/usage/billing/nlp", headers={"Authorization": f"Bearer {token}"})
+    assert billing.status_code == 404  # a member does not see the project's balance
+    r = client.post("/api/v1/auth/token", json={"username": "carol", "password": "carol password"})
+    carol = {"Authorization": f"Bearer {r.json['token']}"}
+    cs101 = client.get("/api/v1/usage/billing/cs101", headers=carol).json  # cs101's manager
+    assert (cs101["plan"], cs101["package"], cs101["balance"]) == ("standard", None, "1000")
     # a second start creates nothing and prints no password
     again = runner.invoke(portal, ["--demo"])
     assert again.exit_code == 0, again.output
     assert "demo user" not in again.output
+    assert "demo billing account" not in again.output
