@@ -18,7 +18,6 @@ import click
 
 if TYPE_CHECKING:
     from sqlalchemy import Engine
-    from sqlalchemy.orm import Session
 
     from accounting.alerts import AlertConfig
     from accounting.meter import Topology
@@ -407,146 +406,8 @@ def mail_monthly_report(engine: Engine, cfg: AlertConfig, now: datetime | None =
         Mailer(cfg.smtp).send([mail])
 
 
-# ---------------------------------------------------------------------- price plans, accounts
-def _session(db: str | None) -> Session:
-    from sqlalchemy.orm import Session
+# the price plan and billing account commands live beside this module
+from accounting.plan_cli import account, plan  # noqa: E402  (they use _engine above)
 
-    return Session(_engine(db))
-
-
-def _bad(exc: Exception) -> click.UsageError:
-    """A plan or account error as a usage error (exit 2), one line per field."""
-    from accounting.plans import PlanError
-
-    if isinstance(exc, PlanError):
-        return click.UsageError(
-            "\n".join(f"{path}: {m}" for path, ms in exc.errors.items() for m in ms)
-        )
-    return click.UsageError(str(exc))
-
-
-@accounting.group()
-def plan() -> None:
-    """Price plans: rates per resource and model, monthly packages (YAML or JSON documents)."""
-
-
-@plan.command("apply")
-@_db
-@click.argument("file", type=click.Path(exists=True, dir_okay=False, allow_dash=True))
-def plan_apply(db: str | None, file: str) -> None:
-    """Create or replace the plan FILE describes (``-``: standard input), all or nothing."""
-    from accounting.plans import PlanError, apply_plan, parse_plan
-
-    try:
-        text = sys.stdin.read() if file == "-" else Path(file).read_text()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise click.UsageError(f"cannot read {file}: {exc}") from exc
-    try:
-        spec = parse_plan(text)
-    except PlanError as exc:
-        raise _bad(exc) from exc
-    with _session(db) as session:
-        try:
-            applied = apply_plan(session, spec)
-        except PlanError as exc:
-            raise _bad(exc) from exc
-        click.echo(
-            f"plan {applied.name} applied: {len(spec.prices)} rates, {len(spec.packages)} packages"
-        )
-
-
-@plan.command("show")
-@_db
-@click.argument("name")
-@click.option("--format", "fmt", type=click.Choice(["yaml", "json"]), default="yaml")
-def plan_show(db: str | None, name: str, fmt: str) -> None:
-    """The plan as a document, ready to edit and apply again."""
-    import yaml
-
-    from accounting.plans import NotFoundError, plan_document
-
-    with _session(db) as session:
-        try:
-            doc = plan_document(session, name)
-        except NotFoundError as exc:
-            raise _bad(exc) from exc
-    if fmt == "json":
-        click.echo(json.dumps(doc, indent=2))
-    else:
-        click.echo(yaml.safe_dump(doc, sort_keys=False, allow_unicode=True), nl=False)
-
-
-@plan.command("list")
-@_db
-def plan_list(db: str | None) -> None:
-    """Every plan with its rates, packages and the tenants billed on it."""
-    from accounting.plans import accounts_by_plan, plan_names, plan_spec
-
-    with _session(db) as session:
-        tenants = accounts_by_plan(session)
-        for name in plan_names(session):
-            spec = plan_spec(session, name)
-            doc = spec.document()
-            rates = ", ".join(
-                f"{p['resource']}{':' + p['model'] if 'model' in p else ''} {p['rate']}"
-                for p in doc["prices"]
-            )
-            packages = ", ".join(k["name"] for k in doc["packages"]) or "-"
-            billed = ", ".join(tenants.get(name, [])) or "-"
-            click.echo(
-                f"{name} ({spec.currency}): {rates}; packages: {packages}; accounts: {billed}"
-            )
-
-
-@accounting.group()
-def account() -> None:
-    """Billing accounts: a domain or project of the portal on a price plan."""
-
-
-@account.command("open")
-@_db
-@click.argument("tenant")
-@click.option("--plan", "plan_name", required=True, help="the price plan")
-@click.option("--package", help="a monthly package of that plan")
-def account_open(db: str | None, tenant: str, plan_name: str, package: str | None) -> None:
-    """Open TENANT's billing account (a domain or a project of the portal)."""
-    from accounting.plans import AccountExists, PlanError, account_settings, open_account
-
-    with _session(db) as session:
-        try:
-            open_account(session, tenant, plan_name, package)
-        except (PlanError, AccountExists) as exc:
-            raise _bad(exc) from exc
-        _echo_account(account_settings(session, tenant))
-
-
-@account.command("set")
-@_db
-@click.argument("tenant")
-@click.option("--plan", "plan_name", help="move to this price plan")
-@click.option("--package", help="a monthly package of the (new) plan")
-@click.option("--no-package", is_flag=True, help="no monthly package: pay as you go")
-def account_set(
-    db: str | None, tenant: str, plan_name: str | None, package: str | None, no_package: bool
-) -> None:
-    """Change TENANT's plan and/or package."""
-    from accounting.plans import KEEP, NotFoundError, PlanError, account_settings, change_account
-
-    if package and no_package:
-        raise click.UsageError("give --package or --no-package, not both")
-    if plan_name is None and package is None and not no_package:
-        raise click.UsageError("nothing to change: give --plan, --package or --no-package")
-    with _session(db) as session:
-        try:
-            change_account(session, tenant, plan_name, None if no_package else (package or KEEP))
-        except (PlanError, NotFoundError) as exc:
-            raise _bad(exc) from exc
-        _echo_account(account_settings(session, tenant))
-
-
-def _echo_account(settings: dict[str, Any]) -> None:
-    package = settings["package"] or "none"
-    click.echo(
-        f"{settings['tenant']}: plan {settings['plan']}, package {package}, "
-        f"balance {settings['balance']}"
-    )
+accounting.add_command(plan)
+accounting.add_command(account)
