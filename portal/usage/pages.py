@@ -3,12 +3,15 @@ price plan editor and the form that opens billing accounts."""
 
 from __future__ import annotations
 
+from decimal import Decimal
+from typing import Any
+
 from flask import Blueprint, flash, redirect, render_template, request, url_for
 from flask_login import login_required
 from flask_wtf import FlaskForm
 from werkzeug.wrappers import Response
-from wtforms import SelectField, TextAreaField
-from wtforms.validators import DataRequired, Length
+from wtforms import SelectField, StringField, TextAreaField
+from wtforms.validators import DataRequired, Length, Regexp
 
 from portal.errors import DomainError, ValidationFailed
 from portal.pages import show_error
@@ -28,6 +31,40 @@ class AccountForm(FlaskForm):
     tenant = SelectField("Domain or project")
     plan = SelectField("Plan")
     package = SelectField("Package")
+
+
+class TopUpForm(FlaskForm):
+    amount = StringField(
+        "Amount",
+        validators=[
+            DataRequired(),
+            Regexp(r"^\d{1,12}(\.\d{1,2})?$", message="a positive amount, at most 2 decimals"),
+        ],
+    )
+    note = StringField("Note", validators=[Length(max=200)])
+
+
+class BillForm(FlaskForm):
+    month = StringField(
+        "Month",
+        validators=[
+            DataRequired(),
+            Regexp(r"^\d{4}-(0[1-9]|1[0-2])$", message="month must be YYYY-MM"),
+        ],
+    )
+
+
+class SettingsForm(FlaskForm):
+    plan = SelectField("Plan")
+    package = SelectField("Package")
+
+
+#: the operator forms of one account's page, by the name the page and the routes use
+_FORMS: dict[str, type[FlaskForm]] = {
+    "topup": TopUpForm,
+    "bill": BillForm,
+    "settings": SettingsForm,
+}
 
 
 @bp.route("/usage")
@@ -123,6 +160,63 @@ def plan_editor() -> Response | tuple[str, int]:
 
 @bp.route("/usage/billing/<string:tenant>")
 @login_required
-def bills(tenant: str) -> str:
-    data = billing.view(session(), current_access(), tenant)
-    return render_template("usage/billing.html", b=data)
+def bills(tenant: str) -> tuple[str, int]:
+    return _account_page(tenant, {})
+
+
+def _account_page(tenant: str, forms: dict[str, FlaskForm], status: int = 200) -> tuple[str, int]:
+    """One billing account; for platform admins with the forms that top it up, post a month's
+    bill and move it to another plan or package."""
+    access = current_access()
+    data = billing.view(session(), access, tenant)
+    if access.platform_admin:
+        forms = {name: forms.get(name) or form() for name, form in _FORMS.items()}
+        _settings_choices(forms["settings"], data)
+    else:
+        forms = {}
+    return render_template("usage/billing.html", b=data, forms=forms), status
+
+
+def _settings_choices(form: SettingsForm, data: dict[str, Any]) -> None:
+    choices = plans.account_choices(session(), current_access())
+    form.plan.choices = choices["plans"]
+    form.package.choices = [("", "none: pay as you go"), *((p, p) for p in choices["packages"])]
+    if not form.is_submitted():
+        form.plan.data = data["plan"]
+        form.package.data = data["package"] or ""
+
+
+@bp.route("/usage/billing/<string:tenant>/<any(topup, bill, settings):action>", methods=["POST"])
+@login_required
+def account_action(tenant: str, action: str) -> Response | tuple[str, int]:
+    """A platform admin's top-up, bill or change of plan on one account (all audited)."""
+    access = current_access()
+    data = billing.view(session(), access, tenant)  # 404 for an account one may not see
+    access.require_platform_admin()
+    form = _FORMS[action]()
+    if isinstance(form, SettingsForm):
+        _settings_choices(form, data)
+    if not form.validate_on_submit():
+        return _account_page(tenant, {action: form}, 400 if "csrf_token" in form.errors else 422)
+    try:
+        if isinstance(form, TopUpForm):
+            amount = Decimal(form.amount.data or "0")
+            billing.top_up(session(), access, tenant, amount, form.note.data or "")
+            done = f"Topped up {amount} {data['currency']}."
+        elif isinstance(form, BillForm):
+            billing.post_bill(session(), access, tenant, form.month.data or "")
+            done = f"Bill for {form.month.data} posted."
+        else:
+            plans.change_account(
+                session(),
+                access,
+                tenant,
+                {"plan": form.plan.data, "package": form.package.data or None},
+            )
+            done = "Plan and package saved."
+    except DomainError as exc:
+        session().rollback()
+        show_error(form, exc)
+        return _account_page(tenant, {action: form}, exc.status)
+    flash(done, "info")
+    return redirect(url_for(".bills", tenant=tenant))

@@ -223,3 +223,59 @@ def test_the_page_shows_users_no_plans(planned: Env) -> None:
     alice = login(planned, "alice").get("/usage/billing").get_data(as_text=True)
     assert "research" not in alice
     assert "No billing account you may see." in alice
+
+
+def test_the_account_page_tops_up_bills_and_moves_plans_for_admins(planned: Env) -> None:
+    client = login(planned, "admin")
+    url = "/usage/billing/research"
+    page = client.get(url).get_data(as_text=True)
+    for title in ("Top up", "Post a month's bill", "Plan and package"):
+        assert title in page
+    token = csrf_of(page)
+    assert client.post(f"{url}/topup", data={"amount": "10"}).status_code == 400
+    res = client.post(f"{url}/topup", data={"amount": "1e3", "csrf_token": token})
+    assert res.status_code == 422
+    assert "a positive amount, at most 2 decimals" in res.get_data(as_text=True)
+    res = client.post(
+        f"{url}/topup", data={"amount": "250.50", "note": "grant", "csrf_token": token}
+    )
+    assert res.status_code == 302
+    page = client.get(url).get_data(as_text=True)
+    assert "Balance <strong>250.5 CNY</strong>" in page
+    assert "grant" in page
+    res = client.post(f"{url}/bill", data={"month": "2026-13", "csrf_token": token})
+    assert res.status_code == 422
+    assert "month must be YYYY-MM" in res.get_data(as_text=True)
+    assert (
+        client.post(f"{url}/bill", data={"month": "2026-10", "csrf_token": token}).status_code
+        == 302
+    )
+    assert "<h3>2026-10:" in client.get(url).get_data(as_text=True)
+    other = {**copy.deepcopy(DOC), "name": "lab", "packages": []}
+    assert put(planned.api("admin"), other).status_code == 200
+    res = client.post(
+        f"{url}/settings", data={"plan": "lab", "package": "lab-100", "csrf_token": token}
+    )
+    assert res.status_code == 422  # lab-100 is a package of another plan
+    assert "Plan standard, package lab-100." in client.get(url).get_data(as_text=True)
+    res = client.post(f"{url}/settings", data={"plan": "lab", "package": "", "csrf_token": token})
+    assert res.status_code == 302
+    assert "Plan lab." in client.get(url).get_data(as_text=True)
+    assert [len(audit(planned, a)) for a in ("billing.topup", "billing.bill")] == [1, 1]
+    assert len(audit(planned, "billing.account_change")) == 1
+
+
+def test_the_account_page_has_no_operator_forms_for_others(planned: Env) -> None:
+    client = login(planned, "erin")
+    page = client.get("/usage/billing/research").get_data(as_text=True)
+    assert "Balance" in page
+    assert "Top up" not in page
+    data = {"amount": "10", "csrf_token": csrf_of(page)}
+    assert client.post("/usage/billing/research/topup", data=data).status_code == 403
+    alice = login(planned, "alice")
+    token = csrf_of(alice.get("/usage/billing").get_data(as_text=True))
+    assert alice.get("/usage/billing/research").status_code == 404
+    res = alice.post("/usage/billing/research/topup", data={"amount": "10", "csrf_token": token})
+    assert res.status_code == 404
+    with planned.app.app_context():
+        assert audit(planned, "billing.topup") == []
