@@ -181,7 +181,7 @@ def meter(job: AcctJob, topo: Topology, now: datetime | None = None) -> Usage | 
         gpu_type, gpus = gpu_cards(tres, topo.node(job.nodes))
     else:
         gpu_type, gpus = "", 0
-    npu_type, npus = npu_cards(tres) if counts.get("gres/npu") else ("", 0)
+    npu_type, npus = npu_cards(tres)
     return Usage(
         cluster=job.cluster,
         job_id=job.job_id,

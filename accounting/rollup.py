@@ -7,7 +7,7 @@ months are sums of their hours. Its count and wait go to the hour it started in.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -52,11 +52,6 @@ def key_of(u: Usage) -> Key:
     return (u.cluster, u.user, u.account, u.domain, u.partition, u.gpu_type, u.npu_type)
 
 
-def add(sums: Sums, u: Usage, sign: int = 1) -> None:
-    """Add (``sign=1``) or take back (``-1``) one job's hourly contributions."""
-    _add(sums, key_of(u), numbers_of(u, sign))
-
-
 def numbers_of(u: Usage, sign: int = 1) -> tuple[int, ...]:
     """A job's numbers in :data:`NUMBERS` order."""
     return (
@@ -84,7 +79,9 @@ NUMBERS = (
 )
 
 
-def _add(sums: Sums, key: Key, numbers: Sequence[int]) -> None:
+def add(sums: Sums, key: Key, numbers: Sequence[int]) -> None:
+    """Add one job's hourly contributions (``sign`` -1 in its numbers: take them back); the
+    per-job reference :func:`split` is checked against."""
     start, elapsed, sign, wait = numbers[:4]
     rates = numbers[4:]
     first = start - start % HOUR
@@ -124,14 +121,6 @@ def with_coarser(hourly: Sums) -> Sums:
     return out
 
 
-def rollup(usages: Iterable[Usage]) -> Sums:
-    """Hour, day and month sums of some jobs (tests and the benchmark's cross-check)."""
-    sums: Sums = {}
-    for u in usages:
-        add(sums, u)
-    return with_coarser(sums)
-
-
 # ---------------------------------------------------------------------- in bulk
 #: rollup rows as columns, in (period, start as epoch seconds, *KEY, *MEASURES) order
 Columns = list[list[Any]]
@@ -157,7 +146,7 @@ def split(keys: Sequence[Key], numbers: Sequence[Sequence[int]]) -> Columns:
     if cols is None or _too_big(cols):
         sums: Sums = {}
         for key, nums in zip(keys, numbers, strict=True):
-            _add(sums, key, nums)
+            add(sums, key, nums)
         return [
             list(c) for c in zip(*((*k, *v) for k, v in with_coarser(sums).items()), strict=True)
         ]

@@ -12,7 +12,7 @@ from accounting.rollup import (
     NUMBERS,
     Key,
     Sums,
-    _add,
+    add,
     split,
     with_coarser,
 )
@@ -47,7 +47,7 @@ jobs = st.tuples(
 def reference(batch: list[tuple[Key, tuple[int, ...]]]) -> Sums:
     sums: Sums = {}
     for key, numbers in batch:
-        _add(sums, key, numbers)
+        add(sums, key, numbers)
     return with_coarser(sums)
 
 
