@@ -43,8 +43,9 @@ def _lab() -> Lab:
 )
 def up(clusters: int | None, controllers: int | None) -> None:
     """Start (or complete) the lab cluster; idempotent."""
+    lab_ = _lab()
     try:
-        report = _lab().up(
+        report = lab_.up(
             progress=lambda m: click.echo(f"  {m}", err=True),
             clusters=clusters,
             controllers=controllers,
@@ -56,6 +57,7 @@ def up(clusters: int | None, controllers: int | None) -> None:
     click.echo(f"started: {', '.join(report.started) or 'nothing (already up)'}")
     if report.reused:
         click.echo(f"already running: {', '.join(report.reused)}")
+    click.echo(f"address: {lab_.cfg.address} ({lab_.address_note()})")
     click.echo(f'lab up in {report.elapsed:.1f} s; use it with: eval "$(aipool lab env)"')
 
 
@@ -76,6 +78,7 @@ def status(as_json: bool) -> None:
         click.echo(json.dumps(st, indent=2))
     else:
         click.echo(f"lab {st['cluster']} at {st['root']}: {'up' if st['up'] else 'DOWN'}")
+        click.echo(f"  address {st['address']} ({st['address_note']})")
         for name, d in st["daemons"].items():
             click.echo(f"  {name:<16} pid {d['pid']:<8} {'running' if d['running'] else 'DEAD'}")
     sys.exit(0 if st["up"] else 1)

@@ -45,6 +45,7 @@ class Settings:
             data_root=env.get("AIPOOL_DATA_ROOT") or base.data_root,
             model_root=env.get("AIPOOL_MODEL_ROOT") or base.model_root,
             conda_sh=env.get("AIPOOL_CONDA_SH") or base.conda_sh,
+            runtime=env.get("AIPOOL_RUNTIME") or base.runtime,
         )
         return cls(
             state_dir=Path(env.get("AIPOOL_STATE_DIR") or default_state),

@@ -22,6 +22,9 @@ class ClusterConfig:
     model_root: str = "/models"
     #: ``conda.sh`` to source before ``conda activate``; None uses ``conda shell.bash hook``.
     conda_sh: str | None = None
+    #: The job runtime every user can run (``/opt/aipool/runtime`` in the lab): a Jupyter job
+    #: without conda or modules starts its JupyterLab. None: ``jupyter`` from the PATH.
+    runtime: str | None = None
     #: Ports for rendezvous and roles: a block of ``port_span`` per job, chosen by job id.
     port_low: int = 20000
     port_slots: int = 150

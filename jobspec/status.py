@@ -48,6 +48,8 @@ class JupyterConnection:
     token: str
     url: str
     app: str = "lab"
+    #: the path the server is served under (``/jupyter/JOBID/``), where the portal proxies it
+    base_url: str = "/"
 
 
 def connection_path(output_dir: str | Path, job_id: int) -> Path:
@@ -65,6 +67,7 @@ def read_connection(path: str | Path) -> JupyterConnection | None:
             token=str(data["token"]),
             url=str(data["url"]),
             app=str(data.get("app", "lab")),
+            base_url=str(data.get("base_url", "/")),
         )
     except (OSError, ValueError, KeyError, TypeError):
         return None

@@ -26,6 +26,8 @@ def lab_settings() -> dict[str, Any]:
         # where the lab's node agents write utilisation samples (the policy daemon's dir)
         "SAMPLES_DIR": str(cfg.root / "policy" / "samples"),
         "ADMISSION_DIR": str(cfg.etc),
+        # what users' jobs run (evaluation, fine-tuning, replicas, Jupyter)
+        "JOB_RUNTIME": str(cfg.runtime),
     }
 
 

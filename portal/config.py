@@ -70,7 +70,10 @@ DEFAULTS: dict[str, Any] = {
     "MODEL_WORK": None,  # per-job directories of model jobs; None: <instance>/model-work
     "MODEL_IMPORT_ROOTS": [],  # directories Hugging Face / ModelScope layouts import from
     "MODEL_KEY": None,  # master key of the per-tenant artifact keys; None: from SECRET_KEY
-    "MODEL_PYTHON": None,  # the Python that model jobs run; None: the portal's own
+    # the job runtime every cluster user can run (scripts/install-runtime.sh; the lab's is
+    # /opt/aipool/runtime): model jobs run its Python, Jupyter jobs its JupyterLab
+    "JOB_RUNTIME": None,
+    "MODEL_PYTHON": None,  # the Python that model jobs run; None: JOB_RUNTIME's, else the portal's
     "MODEL_UPLOAD_MAX_BYTES": 512 * 1024**2,
     "INFERENCE_TIMEOUT": 30.0,  # seconds for one proxied call
     "CLOCK": None,  # a callable returning the UTC time (tests); None: the system clock

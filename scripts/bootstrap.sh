@@ -1,42 +1,61 @@
 #!/usr/bin/env bash
-# Install what AIPool needs on Debian 12 (Slurm, munge, MariaDB, Python venv) — idempotent.
+# Install everything AIPool's lab, demo and tests use, from Debian 12 and PyPI packages only;
+# idempotent. Nothing is taken from what a machine happens to have: a fresh Debian 12 root
+# (scripts/fresh-machine.sh) gets the same result. Stops, naming what it could not install.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PACKAGES=(
-  slurmctld slurmd slurm-client slurmdbd slurmrestd munge
+  # Slurm 22.05 and what it needs: munge, MariaDB for slurmdbd, JWT for slurmrestd and the portal
+  slurmctld slurmd slurm-client slurmdbd slurmrestd slurm-wlm-jwt-plugin munge
   mariadb-server mariadb-client
+  # the admission hook (job_submit.lua) and the lab's job-side MPI
   lua5.1 lua-posix
   openmpi-bin
-  postgresql chromium poppler-utils
-  python3-venv util-linux passwd
-  logrotate
+  # the portal's PostgreSQL tests, browser tests, PDF report checks
+  postgresql chromium fonts-noto-cjk poppler-utils
+  # Debian's own python3 (3.11 on Debian 12) with venv; compilers for wheels that build
+  python3 python3-venv python3-dev build-essential
+  # the tools the lab and the tests call: namespaces, users, processes, logs, unit checks
+  util-linux passwd procps iproute2 logrotate systemd shellcheck git ca-certificates
 )
 
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
+installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
+
 missing=()
-for p in "${PACKAGES[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
+for p in "${PACKAGES[@]}"; do installed "$p" || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then
   echo "installing Debian packages: ${missing[*]}"
   # Debian's postinst scripts would start the daemons; the lab starts its own.
   printf '#!/bin/sh\nexit 101\n' | as_root tee /usr/sbin/policy-rc.d >/dev/null
   as_root chmod 755 /usr/sbin/policy-rc.d
-  as_root apt-get update -q
+  as_root apt-get update -q || echo "bootstrap: apt-get update failed (no package registry?)" >&2
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
-    "${missing[@]}"
+    "${missing[@]}" || true
+  still=()
+  for p in "${missing[@]}"; do installed "$p" || still+=("$p"); done
+  if [ ${#still[@]} -gt 0 ]; then
+    echo "bootstrap: could not install these Debian packages: ${still[*]}" >&2
+    echo "bootstrap: check that this machine reaches Debian's package registry, then rerun" >&2
+    exit 1
+  fi
 fi
 
-PY=${PYTHON:-python3}
+PY=${PYTHON:-/usr/bin/python3}   # Debian's own Python: the one the project claims to run on
 if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
 stamp=.venv/.aipool-installed
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
-  .venv/bin/python -m pip install -q --upgrade pip
-  .venv/bin/python -m pip install -q -e '.[dev,lab]'
+  if ! .venv/bin/python -m pip install -q -e '.[dev,lab]'; then
+    echo "bootstrap: could not install the Python packages of pyproject.toml ([dev,lab])" >&2
+    echo "bootstrap: check that this machine reaches PyPI, then rerun" >&2
+    exit 1
+  fi
   touch "$stamp"
 fi
-echo "bootstrap done: .venv ready, Slurm $(dpkg-query -W -f='${Version}' slurmctld)"
+# the job runtime every cluster user runs jobs from, and their `aipool` command
+bash scripts/install-runtime.sh "${AIPOOL_RUNTIME:-/opt/aipool/runtime}"
+echo "bootstrap done: .venv ($(.venv/bin/python --version)), Slurm $(dpkg-query -W -f='${Version}' slurmctld)"

@@ -10,7 +10,9 @@ from __future__ import annotations
 import json
 import logging
 import secrets
+import shlex
 import shutil
+import socket
 import subprocess
 import sys
 import time
@@ -25,7 +27,7 @@ from aipool.lab import daemons, host, preflight
 from aipool.lab.config import MAX_CLUSTERS, LabConfig
 from aipool.lab.daemons import LabError
 from aipool.lab.nsexec import nsexec_argv
-from aipool.lab.render import hostname_is_loopback, render_lab
+from aipool.lab.render import render_lab
 from aipool.lab.tenants import Tenants, load_tenants
 from gres.inventory import Inventory, load_inventory
 from slurm_plugins.admission import HOOK_FILE, TABLE_FILE
@@ -142,6 +144,7 @@ class Lab:
         """Start (or complete) the lab; ``clusters`` > 1 adds clusters sharing its slurmdbd,
         ``controllers`` > 1 runs backup controllers. Both default to the running lab's shape."""
         preflight.check()
+        preflight.check_runtime(self.cfg.runtime)
         report = Report()
         stale = self.ledger()
         if stale["daemons"] and not any(self._running(stale, n) for n in stale["daemons"]):
@@ -169,12 +172,7 @@ class Lab:
         report.step("munge")
         self._mariadb(ledger, report)
         report.step("mariadb")
-        pid = self.start(ledger, report, "slurmdbd", ["slurmdbd", "-D"], expect="slurmdbd")
-        daemons.wait_for(
-            "slurmdbd", self._dbd_answers, timeout=30, pid=pid, log=cfg.log / "slurmdbd.log"
-        )
-        self.client.add_cluster(cfg.cluster)
-        report.step("slurmdbd")
+        self._slurmdbd(ledger, report)
         progress("accounting up")
 
         was_running = self._running(ledger, "slurmctld")
@@ -303,7 +301,8 @@ class Lab:
         report = Report() if report is None else report
         name = self.controller_name(index)
         if cfg.controllers == 1:
-            return self.start(ledger, report, name, ["slurmctld", "-D"], expect="slurmctld")
+            argv = self.as_lab_host(cfg, ["slurmctld", "-D"])
+            return self.start(ledger, report, name, argv, expect="slurmctld")
         host_name, _ = cfg.controller_hosts[index - 1]
         hosts_file = cfg.etc / f"hosts-ctl{index}"
         run_dir = cfg.run / f"ctld-{index}"
@@ -392,7 +391,7 @@ class Lab:
                 ledger,
                 report,
                 f"{prefix}slurmd-{node.name}",
-                ["slurmd", "-D", "-N", node.name],
+                self.as_lab_host(cfg, ["slurmd", "-D", "-N", node.name]),
                 expect="slurmd",
                 env=cfg.env(),
             )
@@ -422,9 +421,8 @@ class Lab:
         self.client.add_cluster(member.cluster)
         client = SlurmClient(env=member.env(), timeout=20)
         name = f"{member.cluster}/slurmctld"
-        pid = self.start(
-            ledger, report, name, ["slurmctld", "-D"], expect="slurmctld", env=member.env()
-        )
+        argv = self.as_lab_host(member, ["slurmctld", "-D"])
+        pid = self.start(ledger, report, name, argv, expect="slurmctld", env=member.env())
         daemons.wait_for(name, client.ping, timeout=30, pid=pid, log=member.log / "slurmctld.log")
         self._slurmds(ledger, report, member, inv)
         client.ensure_tenants(tenants.qos, tenants.accounts, tenants.users, cluster=member.cluster)
@@ -454,16 +452,8 @@ class Lab:
     def _write_files(self, cfg: LabConfig, inv: Inventory) -> list[str]:
         """Render ``cfg``'s config files (any cluster of the lab) and write what changed."""
         pw_file = self.cfg.etc / "db_password"
-        loopback = hostname_is_loopback()
-        if not loopback:
-            log.warning("host name does not resolve to 127.*: Slurm daemons bind to 0.0.0.0")
-        files = render_lab(
-            cfg,
-            inv,
-            db_password=pw_file.read_text().strip(),
-            job_submit=True,
-            loopback_only=loopback,
-        )
+        # every daemon binds to the lab's own address, whatever this host's name resolves to
+        files = render_lab(cfg, inv, db_password=pw_file.read_text().strip(), job_submit=True)
         changed = []
         for name, text in files.items():
             path = cfg.etc / name
@@ -480,6 +470,34 @@ class Lab:
                 path.chmod(0o755 if name.endswith(".sh") else 0o644)
         return changed
 
+    def as_lab_host(self, cfg: LabConfig, argv: list[str]) -> list[str]:
+        """``argv`` run where this host's name resolves to the lab's address.
+
+        With ``NoInAddrAny`` slurmdbd and slurmd listen on the address of ``gethostname()``,
+        while the lab's clients dial ``cfg.address``. On a stock Debian host the name resolves
+        to 127.0.1.1 (the installer's ``/etc/hosts``), elsewhere to ::1 or a real address. So
+        each daemon runs in its own UTS and mount namespaces (:mod:`aipool.lab.nsexec`) with the
+        host's own name and a private ``/etc/hosts`` that maps it to ``cfg.address``; the host's
+        file is never changed, and the jobs slurmd starts see the same view.
+        """
+        name = socket.gethostname()
+        hosts = cfg.etc / "hosts"
+        text = f"127.0.0.1 localhost\n{cfg.address} {name}\n"
+        if not hosts.exists() or hosts.read_text() != text:
+            hosts.write_text(text)
+            hosts.chmod(0o644)
+        return nsexec_argv(sys.executable, name, [(str(hosts), "/etc/hosts")], argv)
+
+    def address_note(self) -> str:
+        """Where this host's name resolves outside the lab, said beside the lab's address."""
+        name = socket.gethostname()
+        try:
+            outside = sorted({str(a[4][0]) for a in socket.getaddrinfo(name, None)})
+        except OSError:
+            outside = []
+        seen = ", ".join(outside) or "nothing"
+        return f"host name {name} resolves to {seen}; the lab's daemons see {self.cfg.address}"
+
     def _munge(self, ledger: dict[str, Any], report: Report) -> None:
         if host.munge_works() and not self._running(ledger, "munged"):
             report.reused.append("munged (host)")
@@ -494,6 +512,17 @@ class Lab:
         daemons.wait_for(
             "munged", host.munge_works, timeout=10, pid=pid, log=self.cfg.log / "munged.out"
         )
+
+    def _slurmdbd(self, ledger: dict[str, Any], report: Report) -> None:
+        cfg = self.cfg
+        log.info("lab address %s: %s", cfg.address, self.address_note())
+        argv = self.as_lab_host(cfg, ["slurmdbd", "-D"])
+        pid = self.start(ledger, report, "slurmdbd", argv, expect="slurmdbd")
+        daemons.wait_for(
+            "slurmdbd", self._dbd_answers, timeout=30, pid=pid, log=cfg.log / "slurmdbd.log"
+        )
+        self.client.add_cluster(cfg.cluster)
+        report.step("slurmdbd")
 
     def _mariadb(self, ledger: dict[str, Any], report: Report) -> None:
         cfg = self.cfg
@@ -544,6 +573,8 @@ class Lab:
             "cluster": self.cfg.cluster,
             "clusters": [c.cluster for c in self.cluster_configs()],
             "controllers": [name for name, _ in self.cfg.controller_hosts],
+            "address": self.cfg.address,
+            "address_note": self.address_note(),
             "up": self.is_up(),
             "daemons": procs,
         }
@@ -613,8 +644,10 @@ class Lab:
             pass  # a broken controller must not keep us from stopping the daemons
 
     def env_exports(self) -> str:
-        lines = [f"export {k}={v}" for k, v in self.cfg.env().items()]
-        lines.append(f"export AIPOOL_LAB_DIR={self.cfg.root}")
+        """Shell exports for the lab's Slurm and the job runtime (``eval "$(aipool lab env)"``)."""
+        lines = [f"export {k}={shlex.quote(v)}" for k, v in self.cfg.env().items()]
+        lines.append(f"export AIPOOL_LAB_DIR={shlex.quote(str(self.cfg.root))}")
+        lines.append(f"export AIPOOL_RUNTIME={shlex.quote(str(self.cfg.runtime))}")
         return "\n".join(lines)
 
 

@@ -17,6 +17,8 @@ PACKAGE_DIR = Path(__file__).resolve().parent
 DEFAULT_INVENTORY = Path(gres.__file__).resolve().parent / "examples" / "lab.yaml"
 DEFAULT_TENANTS = PACKAGE_DIR / "tenants.yaml"
 MEMBER_INVENTORY = PACKAGE_DIR / "cluster2.yaml"
+# The job runtime (scripts/install-runtime.sh): what every user's jobs run, readable by all
+DEFAULT_RUNTIME = Path("/opt/aipool/runtime")
 # Every further cluster of a multi-cluster lab moves its ports by this much (so two clusters of
 # a lab at offset N stay inside N..N+99, clear of a lab at offset N+100).
 CLUSTER_PORT_SHIFT = 30
@@ -58,6 +60,7 @@ class LabConfig:
     controllers: int = 1
     # seconds without the primary before a backup takes over (Slurm's default is 120)
     ctld_timeout: int = 5
+    runtime: Path = DEFAULT_RUNTIME
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> LabConfig:
@@ -72,6 +75,8 @@ class LabConfig:
             cfg = replace(cfg, inventory=Path(inv))
         if offset := env.get("AIPOOL_LAB_PORT_OFFSET"):
             cfg = replace(cfg, ports=cfg.ports.shifted(_int(offset, "AIPOOL_LAB_PORT_OFFSET")))
+        if runtime := env.get("AIPOOL_RUNTIME"):
+            cfg = replace(cfg, runtime=Path(runtime))
         if ctl := env.get("AIPOOL_LAB_CONTROLLERS"):
             cfg = cfg.with_controllers(_int(ctl, "AIPOOL_LAB_CONTROLLERS"))
         return cfg

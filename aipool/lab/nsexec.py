@@ -1,4 +1,4 @@
-"""Run one backup-capable slurmctld as if it were on a host of its own.
+"""Run one lab daemon as if it were on a host of its own.
 
 slurmctld decides whether it is the primary or a backup by comparing ``gethostname()`` with
 the ``SlurmctldHost`` names, and (with ``NoCtldInAddrAny``) binds to the address that name
@@ -6,7 +6,9 @@ resolves to. So each lab controller runs under ``unshare --uts --mount`` and thi
 the new namespaces, sets the host name, bind-mounts a private ``/etc/hosts`` that maps the name
 to the controller's own loopback address, bind-mounts the controller's own run directory (pid
 file), then execs the daemon — same PID, so the lab's ledger still names the daemon itself.
-``unshare --mount`` makes the mounts private: the host's ``/etc/hosts`` is never changed.
+``unshare --mount`` keeps the mounts inside: the host's ``/etc/hosts`` is never changed.
+The lab's slurmdbd, slurmd and single slurmctld run the same way, under the host's own name
+mapped to the lab's address (``Lab.as_lab_host``).
 
     unshare --uts --mount -- python -m aipool.lab.nsexec --hostname aipool-ctl2 \\
         --bind HOSTS_FILE /etc/hosts --bind RUN_DIR_2 RUN_DIR -- slurmctld -D -L LOG
@@ -26,7 +28,9 @@ def nsexec_argv(
     python: str, hostname: str, binds: Sequence[tuple[str, str]], argv: Sequence[str]
 ) -> list[str]:
     """The full command line that starts ``argv`` in its own UTS and mount namespaces."""
-    out = ["unshare", "--uts", "--mount", "--", python, "-m", "aipool.lab.nsexec"]
+    # slave: mounts made on the host later still reach the daemon's jobs; its own stay inside
+    out = ["unshare", "--uts", "--mount", "--propagation", "slave", "--"]
+    out += [python, "-m", "aipool.lab.nsexec"]
     out += ["--hostname", hostname]
     for src, dst in binds:
         out += ["--bind", src, dst]

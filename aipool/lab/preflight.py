@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 from dataclasses import dataclass
+from pathlib import Path
 
 from aipool.lab.daemons import LabError
 
@@ -57,3 +58,20 @@ def check(*, euid: int | None = None, path: str = SEARCH_PATH) -> None:
             f"missing on this machine: {names}\n"
             f"install with: apt-get update && apt-get install -y {' '.join(pkgs)}"
         )
+
+
+def check_runtime(runtime: Path) -> None:
+    """The job runtime must be installed where every user can run it (jobs run as users)."""
+    python = runtime / "bin" / "python"
+    if not os.access(python, os.X_OK):
+        raise LabError(
+            f"the job runtime is not installed at {runtime}: run scripts/bootstrap.sh "
+            f"(or scripts/install-runtime.sh {runtime})"
+        )
+    for path in [*reversed(runtime.parents), runtime]:
+        mode = path.stat().st_mode
+        if not mode & 0o001:
+            raise LabError(
+                f"the job runtime at {runtime} is not open to every user: {path} has mode "
+                f"{mode & 0o777:o}; jobs run as the users (chmod o+rx {path})"
+            )

@@ -5,7 +5,6 @@ GRES lines come from ``gres.render`` — the same code the Ansible roles use —
 
 from __future__ import annotations
 
-import socket
 from dataclasses import dataclass
 
 import jinja2
@@ -71,14 +70,6 @@ def node_extra(cfg: LabConfig, inv: Inventory) -> dict[str, dict[str, str]]:
     }
 
 
-def hostname_is_loopback() -> bool:
-    """Slurm's NoInAddrAny binds to the address of gethostname(): only safe on loopback."""
-    try:
-        return socket.gethostbyname(socket.gethostname()).startswith("127.")
-    except OSError:
-        return False
-
-
 def render_lab(
     cfg: LabConfig,
     inv: Inventory,
@@ -89,8 +80,8 @@ def render_lab(
 ) -> dict[str, str]:
     """File name (relative to ``cfg.etc``) -> content.
 
-    ``loopback_only`` keeps every daemon off 0.0.0.0; it needs the host name to resolve to a
-    loopback address (else slurmd would listen on an address slurmctld does not use).
+    ``loopback_only`` keeps every daemon off 0.0.0.0: each binds to the address of its host
+    name, which the lab maps to its own address (``Lab.as_lab_host``).
     ``job_submit`` adds the admission hook and its table (from the lab policy), listed first
     so they exist before a slurm.conf that loads them.
     """

@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from flask import current_app
+
 from jobspec import ClusterConfig, SpecError, load_spec, render
 from jobspec.render import HET_SEPARATOR
 from portal.errors import ValidationFailed
@@ -57,6 +59,12 @@ FLAGS: dict[str, tuple[str, Any]] = {
     "--no-requeue": ("requeue", False),
     "--export=NONE": ("environment", None),  # the portal always sends a minimal environment
 }
+
+
+def cluster_config() -> ClusterConfig:
+    """How the portal's specs render on this site: Jupyter from the job runtime."""
+    runtime = current_app.config.get("JOB_RUNTIME")
+    return ClusterConfig(runtime=str(runtime) if runtime else None)
 
 
 def spec_job(

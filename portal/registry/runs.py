@@ -85,7 +85,12 @@ def preset_of(model: RegisteredModel) -> Preset:
 
 
 def python() -> str:
-    return str(current_app.config["MODEL_PYTHON"] or sys.executable)
+    """The Python model jobs run: the job runtime's, which every user can run."""
+    if configured := current_app.config["MODEL_PYTHON"]:
+        return str(configured)
+    if runtime := current_app.config["JOB_RUNTIME"]:
+        return str(Path(runtime) / "bin" / "python")
+    return sys.executable
 
 
 def fill(template: Mapping[str, Any], values: Mapping[str, str], workdir: Path) -> dict[str, Any]:

@@ -103,7 +103,19 @@ def _extract_tar(archive: Path, dest: Path, limit: int) -> None:
                 total += m.size
                 if total > limit:
                     raise _bad(f"the archive unpacks to more than {limit} bytes")
-            tar.extractall(dest, members=members, filter="data")
+            # member by member, not extractall(filter=...): that needs Python 3.11.4, and
+            # Debian 12 has 3.11.2. Files get this process's umask, never the archive's owner
+            for m in members:
+                target = dest.joinpath(*_safe_name(m.name).parts)
+                if m.isdir():
+                    target.mkdir(parents=True, exist_ok=True)
+                    continue
+                target.parent.mkdir(parents=True, exist_ok=True)
+                source = tar.extractfile(m)
+                if source is None:  # pragma: no cover - isfile() was checked above
+                    raise _bad(f"archive member {m.name!r} has no data")
+                with source, target.open("wb") as out:
+                    shutil.copyfileobj(source, out)
     except (tarfile.TarError, EOFError, OSError) as exc:
         raise _bad(f"corrupt archive: {exc}") from None
 

@@ -72,7 +72,7 @@ def test_a_second_cluster_has_its_own_ports_and_shares_the_slurmdbd(tmp_path: Pa
 
 def test_nsexec_command_line_keeps_the_daemon_argv_last() -> None:
     argv = nsexec_argv("/py", "aipool-ctl2", [("/h", "/etc/hosts")], ["slurmctld", "-D"])
-    assert argv[:4] == ["unshare", "--uts", "--mount", "--"]
+    assert argv[:6] == ["unshare", "--uts", "--mount", "--propagation", "slave", "--"]
     assert argv[argv.index("--hostname") + 1] == "aipool-ctl2"
     assert argv[argv.index("--bind") : argv.index("--bind") + 3] == ["--bind", "/h", "/etc/hosts"]
     assert argv[-3:] == ["--", "slurmctld", "-D"]
