@@ -436,7 +436,8 @@ def test_jupyter_answers_on_its_port_with_its_token(jobs: Jobs, tmp_path: Path) 
     conn = read_connection(conn_file)
     assert conn is not None
     assert oct(conn_file.stat().st_mode & 0o777) == "0o600"
-    base = f"http://{conn.host}:{conn.port}/api/status"
+    base = f"http://{conn.host}:{conn.port}{conn.base_url}api/status"
+    assert conn.base_url == f"/jupyter/{job_id}/"  # where the portal proxies it
 
     def answers() -> bool:
         try:
