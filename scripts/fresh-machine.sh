@@ -37,14 +37,15 @@ repo=$(git -C "$(dirname "$0")/.." rev-parse --show-toplevel)
 cache=${AIPOOL_FRESH_CACHE:-/var/cache/aipool-fresh}
 tarball=$cache/$suite.tar
 mkdir -p "$cache"
-if [ ! -s "$tarball" ]; then
+if [ ! -f "$tarball" ]; then
   command -v mmdebstrap >/dev/null || {
     apt-get update -q >/dev/null && apt-get install -y -q --no-install-recommends mmdebstrap >/dev/null
   }
   t0=$SECONDS
+  rm -rf "$cache/$suite.part.tar"         # mmdebstrap picks the format by the .tar ending
   mmdebstrap --quiet --variant=minbase --include=ca-certificates,git \
-    "$suite" "$tarball.part" http://deb.debian.org/debian
-  mv "$tarball.part" "$tarball"
+    "$suite" "$cache/$suite.part.tar" http://deb.debian.org/debian
+  mv "$cache/$suite.part.tar" "$tarball"
   echo "fresh-machine: built the $suite base root in $((SECONDS - t0)) s ($tarball)"
 fi
 
