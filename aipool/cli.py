@@ -136,6 +136,7 @@ def _mount() -> None:
     from gres.cli import cli as gres_cli
     from jobspec.cli import COMMANDS as job_commands
     from portal.cli import portal
+    from portal.inference.cli import cli as inference_cli
     from sim.cli import cli as sim_cli
     from slurm_plugins.admission.cli import cli as policy_cli
     from slurm_plugins.federation.cli import clusters as clusters_cli
@@ -153,6 +154,7 @@ def _mount() -> None:
     main.add_command(policy_cli, name="policy")
     main.add_command(health_cli, name="health")
     main.add_command(accounting)
+    main.add_command(inference_cli, name="inference")
 
 
 _mount()

@@ -34,12 +34,14 @@ def register_pages(app: Flask) -> None:
     from portal.dashboard.pages import bp as dashboard
     from portal.identity.pages import bp as identity
     from portal.jobs.pages import bp as jobs
+    from portal.jobs.proxy import bp as jupyter_proxy
     from portal.nodes.pages import bp as nodes
     from portal.quotas.pages import bp as quotas
     from portal.tenancy.admin_pages import bp as tenancy_admin
     from portal.tenancy.pages import bp as tenancy
 
-    for bp in (identity, dashboard, tenancy, tenancy_admin, quotas, jobs, nodes, audit):
+    blueprints = (identity, dashboard, tenancy, tenancy_admin, quotas, jobs, jupyter_proxy)
+    for bp in (*blueprints, nodes, audit):
         app.register_blueprint(bp)
 
     @app.context_processor

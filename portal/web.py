@@ -87,4 +87,6 @@ def install(app: Flask) -> None:
             return
         if not current_user.is_authenticated:
             return
+        if request.blueprint == "jupyter_proxy":  # Jupyter's own XSRF token, checked there
+            return
         csrf.protect()

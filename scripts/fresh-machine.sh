@@ -87,6 +87,11 @@ EOF
   if [ -d /etc/xdg/pip ]; then mkdir -p "$root/etc/xdg"; cp -r /etc/xdg/pip "$root/etc/xdg/"; fi
   git clone -q --no-hardlinks "$repo" "$root/root/aipool"
   echo "fresh-machine: $suite root in $root, clone of $(git -C "$repo" rev-parse --short HEAD)"
+else
+  # a kept root: same machine, the clone moved to this HEAD (as a newcomer's `git pull`)
+  git -C "$root/root/aipool" fetch -q "$repo" HEAD
+  git -C "$root/root/aipool" reset -q --hard FETCH_HEAD
+  echo "fresh-machine: kept root $root, clone at $(git -C "$repo" rev-parse --short HEAD)"
 fi
 
 # local package directories that pip's configuration names (file:// indexes, find-links)
@@ -102,6 +107,8 @@ set +e
 ROOT=$root LOCALDIRS=$localdirs PIPENV=$pipenv CI_FLAG=${CI:-} \
   unshare --mount --propagation private bash -c '
   set -e
+  # the root is a mount point, as on a real machine (unshare --propagation needs one)
+  mount --bind "$ROOT" "$ROOT"
   mount -t proc proc "$ROOT/proc"
   mount --rbind /sys "$ROOT/sys"
   mount --rbind /dev "$ROOT/dev"

@@ -591,7 +591,7 @@ class Lab:
             stopped.extend(present)
 
         # AIPool's own services first: nothing may act on the cluster while it drains
-        stop([n for n in entries if not _is_slurm_side(n)])
+        stop([n for n in entries if not is_slurm_side(n)])
         if any(self._running(ledger, n) for n in entries if _base(n) == "slurmctld"):
             self._drain_jobs()  # one controller (primary or backup) answering is enough
         for member in self.members():
@@ -654,7 +654,8 @@ class Lab:
 _SLURM_SIDE = ("munged", "mariadbd", "slurmdbd", "slurmctld", "slurmrestd", "slurmd-")
 
 
-def _is_slurm_side(name: str) -> bool:
+def is_slurm_side(name: str) -> bool:
+    """A Slurm-side daemon of the lab (else one of AIPool's services)."""
     return _base(name).startswith(_SLURM_SIDE)
 
 

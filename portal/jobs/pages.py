@@ -15,7 +15,7 @@ from wtforms import IntegerField, SelectField, StringField, TextAreaField
 from wtforms.validators import DataRequired, Length, NumberRange, Optional
 
 from portal.authz import Perm
-from portal.errors import DomainError, NotFound
+from portal.errors import DomainError, NotFound, ValidationFailed
 from portal.jobs import history, monitor, service
 from portal.jobs.chart import line_chart
 from portal.pages import show_error
@@ -30,6 +30,7 @@ SCRIPT = "#!/bin/bash\nset -euo pipefail\nnvidia-smi || true\nsleep 60\n"
 
 
 class JobForm(FlaskForm):
+    kind = SelectField("Kind", default="batch")
     project_id = SelectField("Project", coerce=int)
     name = StringField("Name", validators=[DataRequired(), Length(max=64)])
     partition = StringField("Partition", validators=[Optional(), Length(max=32)])
@@ -44,7 +45,27 @@ class JobForm(FlaskForm):
         default=60,
         validators=[DataRequired(), NumberRange(min=1, max=43200)],
     )
-    script = TextAreaField("Batch script", default=SCRIPT, validators=[DataRequired()])
+    script = TextAreaField("Batch script", default=SCRIPT, validators=[Optional()])
+
+
+def jupyter_spec(data: dict[str, Any]) -> dict[str, Any]:
+    """The form's fields as a Jupyter job spec (:mod:`jobspec`): JupyterLab from the job
+    runtime, with the resources asked for; no conda environment needed."""
+    resources: dict[str, Any] = {"time": int(data["time_limit"])}
+    if data.get("gpus"):
+        resources["gpus"] = int(data["gpus"])
+    elif data.get("shards"):
+        resources["gpus"] = f"{int(data['shards'])}/32"
+    if data.get("npus"):
+        resources["npus"] = int(data["npus"])
+    if data.get("gres_type"):
+        resources["npu_type" if data.get("npus") else "gpu_type"] = data["gres_type"]
+    if data.get("cpus"):
+        resources["cpus"] = int(data["cpus"])
+    spec: dict[str, Any] = {"name": data["name"], "jupyter": {"app": "lab"}, "resources": resources}
+    if data.get("partition"):
+        spec["partition"] = data["partition"]
+    return spec
 
 
 @bp.route("/jobs")
@@ -72,6 +93,7 @@ def index() -> str:
 def submit() -> str | Response | tuple[str, int]:
     access = current_access()
     form = JobForm()
+    form.kind.choices = [("batch", "Batch script"), ("jupyter", "Jupyter (JupyterLab)")]
     form.project_id.choices = [
         (p.id, p.name)
         for p in session().scalars(projects_query(access))
@@ -80,9 +102,16 @@ def submit() -> str | Response | tuple[str, int]:
     status = 200
     if form.validate_on_submit():
         data = {k: v for k, v in form.data.items() if k != "csrf_token" and v not in (None, "")}
+        kind = data.pop("kind", "batch")
         data["script"] = data.get("script", "").replace("\r\n", "\n")
         try:
-            job_id = service.submit(session(), access, slurm(), data)
+            if kind == "jupyter":
+                spec = jupyter_spec(data)
+                job_id = service.submit_spec(session(), access, slurm(), data["project_id"], spec)
+            else:
+                if not data["script"].strip():
+                    raise ValidationFailed({"script": ["a batch job needs a script"]})
+                job_id = service.submit(session(), access, slurm(), data)
             flash(f"Submitted job {job_id}.", "info")
             return redirect(url_for(".detail", job_id=job_id))
         except DomainError as exc:
@@ -127,7 +156,9 @@ def detail(job_id: int) -> str:
     jupyter: dict[str, Any] | None = None
     if job.user == access.username and monitor.is_jupyter(metrics.view):
         conn = monitor.connection(metrics.view)
-        jupyter = {"ready": conn is not None, "url": conn.url if conn else None}
+        # through the portal's proxy: users need no route to the compute node, nor the token
+        url = url_for("jupyter_proxy.forward", job_id=job_id, path="lab") if conn else None
+        jupyter = {"ready": conn is not None, "url": url}
     try:
         record = history.record_of(session(), access, job_id)
     except NotFound:

@@ -82,7 +82,24 @@ def index() -> str:
         month=rep.start.strftime("%Y-%m"),
         by=rep.by.value,
         accounts=billing.accounts(session(), current_access()),
+        imports=service.import_status(session()),
+        import_form=FlaskForm() if current_access().platform_admin else None,
     )
+
+
+@bp.route("/usage/import", methods=["POST"])
+@login_required
+def import_now() -> Response:
+    """Platform admins: import from sacct now instead of at the next scheduled import."""
+    try:
+        result = service.import_now(session(), current_access(), slurm())
+        flash(f"Imported {result.seen} jobs from sacct ({result.written} new or changed).", "info")
+    except DomainError as exc:
+        if exc.status == 403:
+            raise
+        session().rollback()
+        flash(exc.message, "error")
+    return redirect(url_for(".index"))
 
 
 def _account_form() -> AccountForm:

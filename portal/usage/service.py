@@ -6,19 +6,24 @@ Platform admins see everything; a domain admin sees the domain's usage; a member
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import ColumnElement, or_, select
 from sqlalchemy.orm import Session
 
-from accounting.models import Rollup
+from accounting.ingest import IngestResult, import_from_slurm
+from accounting.models import IngestState, Rollup
 from accounting.report import Dim, Report, ReportError, build, capacity, parse_month
+from portal.audit.service import record
 from portal.authz import Access, Perm
-from portal.errors import SlurmUnavailable, ValidationFailed
+from portal.errors import Conflict, SlurmUnavailable, ValidationFailed
 from portal.nodes.service import read_nodes
 from portal.slurm import SlurmPort
 from portal.tenancy.models import Domain, Project
+from slurm_plugins.client import SlurmClient
+from slurm_plugins.client.errors import SlurmError
 
 
 def scope(session: Session, access: Access) -> ColumnElement[bool] | None:
@@ -77,3 +82,46 @@ def report(
         )
     except ReportError as exc:
         raise ValidationFailed({"from": [str(exc)]}) from exc
+
+
+@dataclass(frozen=True, slots=True)
+class ImportStatus:
+    """Where the scheduled sacct import got to, per cluster (``aipool accounting run``)."""
+
+    cluster: str
+    imported_until: datetime
+    updated_at: datetime
+
+
+def import_status(session: Session) -> list[ImportStatus]:
+    rows = session.execute(
+        select(IngestState.cluster, IngestState.imported_until, IngestState.updated_at).order_by(
+            IngestState.cluster
+        )
+    ).all()
+    return [ImportStatus(*row) for row in rows]
+
+
+def import_now(session: Session, access: Access, port: SlurmPort) -> IngestResult:
+    """A platform admin's "import now": one sacct import into this database, audited.
+
+    The scheduled import does the same every few minutes; this is for a report that cannot
+    wait. It is idempotent, so running it beside the scheduler changes nothing twice."""
+    access.require_platform_admin()
+    client = getattr(port, "client", None)
+    if not isinstance(client, SlurmClient):
+        raise Conflict("this portal has no sacct client to import with (SLURM_ENV)")
+    try:
+        result = import_from_slurm(session.get_bind(), client)  # type: ignore[arg-type]
+    except SlurmError as exc:
+        raise SlurmUnavailable(f"sacct did not answer: {exc}") from exc
+    record(
+        session,
+        access.user,
+        "usage.import",
+        "usage",
+        client.cluster or "",
+        after={"seen": result.seen, "written": result.written},
+    )
+    session.commit()
+    return result

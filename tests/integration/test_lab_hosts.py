@@ -39,9 +39,7 @@ def test_lab_up_whatever_the_host_name_resolves_to(
     name = socket.gethostname()
     hosts = tmp_path / "hosts"
     hosts.write_text(
-        "127.0.0.1\tlocalhost\n"
-        f"{address}\t{name}\n"
-        "::1     localhost ip6-localhost ip6-loopback\n"
+        f"127.0.0.1\tlocalhost\n{address}\t{name}\n::1     localhost ip6-localhost ip6-loopback\n"
     )
     cluster = f"hosts{shift}"
     env = {

@@ -15,8 +15,13 @@ pytestmark = pytest.mark.slurm
 def test_services_start_with_demo_logins_and_stop(lab: Lab) -> None:
     try:
         info = services.up(lab, port=18080)
-        expected = {"portal"} | ({"policy-daemon"} if lab.cfg.root == DEFAULT_ROOT else set())
-        assert set(lab.status()["daemons"]) >= expected
+        expected = {"portal", "accounting-import", "inference-reconciler"}
+        if lab.cfg.root == DEFAULT_ROOT:
+            agents = {f"agent-{n.name}" for n in lab.inventory().nodes}
+            expected |= {"policy-daemon", "health-checker", *agents}
+        status = lab.status()["daemons"]
+        assert set(status) >= expected
+        assert all(status[name]["running"] for name in expected), status
         assert lab.is_up()
         logins = dict(line.split(" ", 1) for line in info.passwords_file.read_text().splitlines())
         assert info.passwords_file.stat().st_mode & 0o077 == 0
@@ -32,6 +37,8 @@ def test_services_start_with_demo_logins_and_stop(lab: Lab) -> None:
     finally:
         stopped = services.down(lab)
     assert "portal" in stopped
+    assert set(stopped) >= {"portal", "accounting-import", "inference-reconciler"}
     assert not set(services.SERVICES) & set(lab.status()["daemons"])
+    assert not any(n.startswith("agent-") for n in lab.status()["daemons"])
     with pytest.raises(httpx.HTTPError):
         httpx.get(f"{info.portal_url}/login", timeout=2)

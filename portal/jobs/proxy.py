@@ -1,0 +1,138 @@
+"""Jupyter through the portal: an authenticated reverse proxy to the node's notebook server.
+
+Users need no route to the compute nodes and never handle the server's token, as with Open
+OnDemand's node proxy. A Jupyter job serves under ``/jupyter/JOBID/`` (``jobspec``'s template)
+and the portal answers that same path: it checks on the server that the caller owns the job,
+reads the job's connection file, and forwards the request to the node with the token as an
+``Authorization`` header. Nobody else gets through, whatever link they follow.
+
+The portal's own cookies never reach Jupyter, nor does the browser's ``Origin`` (the portal
+checks it). Requests that change state must carry Jupyter's double-submit XSRF header, as
+JupyterLab always sends: a page on another site that posts to this path with the user's
+portal session is refused before anything is forwarded. Only HTTP is forwarded: the portal's
+WSGI server has no WebSockets, so kernels are not reachable this way yet.
+"""
+
+from __future__ import annotations
+
+import hmac
+import threading
+import time
+from collections.abc import Iterator
+from urllib.parse import urlsplit
+
+import httpx
+from flask import Blueprint, current_app, request
+from flask_login import login_required
+from werkzeug.wrappers import Response
+
+from jobspec.status import JupyterConnection
+from portal.errors import DomainError, Forbidden
+from portal.jobs import monitor
+from portal.slurm import slurm
+from portal.web import current_access, session
+
+bp = Blueprint("jupyter_proxy", __name__)  # portal.web's CSRF hook leaves it to _check_xsrf
+
+METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
+SAFE = {"GET", "HEAD", "OPTIONS"}
+# hop-by-hop headers (RFC 9110 7.6.1) and those the proxy sets itself
+DROP_REQUEST = {
+    "connection", "keep-alive", "proxy-authorization", "te", "trailer", "transfer-encoding",
+    "upgrade", "host", "content-length", "cookie", "authorization", "origin", "referer",
+}  # fmt: skip
+DROP_RESPONSE = {
+    "connection", "keep-alive", "proxy-authenticate", "te", "trailer", "transfer-encoding",
+    "upgrade", "content-length",
+}  # fmt: skip
+CACHE_S = 10.0  # a connection is looked up in Slurm at most this often per user and job
+
+
+class Unavailable(DomainError):
+    status = 503
+    code = "unavailable"
+
+
+class BadGateway(DomainError):
+    status = 502
+    code = "bad_gateway"
+
+
+_cache: dict[tuple[int, int], tuple[float, JupyterConnection]] = {}
+_lock = threading.Lock()
+
+
+def _connection(job_id: int) -> JupyterConnection:
+    access = current_access()
+    key = (access.user_id, job_id)
+    now = time.monotonic()
+    with _lock:
+        hit = _cache.get(key)
+    if hit is not None and hit[0] > now:
+        return hit[1]
+    conn = monitor.jupyter(session(), access, slurm(), job_id)  # owner only, else Forbidden
+    if conn is None:
+        raise Unavailable(f"the Jupyter server of job {job_id} is not running (yet)")
+    with _lock:
+        _cache[key] = (now + CACHE_S, conn)
+    return conn
+
+
+def _check_xsrf() -> None:
+    """State-changing requests: same origin, and Jupyter's XSRF header equal to its cookie."""
+    if origin := request.headers.get("Origin"):
+        mine = urlsplit(request.host_url)
+        theirs = urlsplit(origin)
+        if (theirs.scheme, theirs.netloc) != (mine.scheme, mine.netloc):
+            raise Forbidden("cross-origin request to a Jupyter server refused")
+    cookie = request.cookies.get("_xsrf", "")
+    header = request.headers.get("X-XSRFToken", "")
+    if not cookie or not hmac.compare_digest(cookie, header):
+        raise Forbidden("a request that changes a Jupyter server needs its XSRF token")
+
+
+def _cookies() -> str:
+    """The browser's cookies less the portal's own (its session never reaches the node)."""
+    mine = {
+        current_app.config.get("SESSION_COOKIE_NAME", "session"),
+        current_app.config.get("REMEMBER_COOKIE_NAME", "remember_token"),
+    }
+    return "; ".join(f"{k}={v}" for k, v in request.cookies.items() if k not in mine)
+
+
+@bp.route("/jupyter/<id:job_id>/", defaults={"path": ""}, methods=METHODS)
+@bp.route("/jupyter/<id:job_id>/<path:path>", methods=METHODS)
+@login_required
+def forward(job_id: int, path: str) -> Response:
+    conn = _connection(job_id)
+    if request.method not in SAFE:
+        _check_xsrf()
+    headers = {k: v for k, v in request.headers.items() if k.lower() not in DROP_REQUEST}
+    headers["Authorization"] = f"token {conn.token}"
+    if cookies := _cookies():
+        headers["Cookie"] = cookies
+    upstream = f"http://{conn.host}:{conn.port}"
+    client = httpx.Client(timeout=httpx.Timeout(60.0, connect=5.0))
+    outgoing = client.build_request(
+        request.method,
+        f"{upstream}{conn.base_url}{path}",
+        params=list(request.args.items(multi=True)),
+        headers=headers,
+        content=request.get_data(),
+    )
+    try:
+        answer = client.send(outgoing, stream=True)
+    except httpx.HTTPError:
+        client.close()
+        raise BadGateway(f"the Jupyter server of job {job_id} does not answer") from None
+    out = [(k, v) for k, v in answer.headers.multi_items() if k.lower() not in DROP_RESPONSE]
+    out = [(k, v.removeprefix(upstream) if k.lower() == "location" else v) for k, v in out]
+
+    def body() -> Iterator[bytes]:
+        try:
+            yield from answer.iter_raw()
+        finally:
+            answer.close()
+            client.close()
+
+    return Response(body(), status=answer.status_code, headers=out)
