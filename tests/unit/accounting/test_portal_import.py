@@ -15,7 +15,7 @@ from tests.unit.portal.test_pages import login
 
 
 def _csrf(page: str) -> str:
-    return page.split('name="csrf_token" value="')[1].split('"')[0]
+    return page.split('name="csrf_token" value="')[1].split('"', maxsplit=1)[0]
 
 
 def test_the_page_shows_the_last_import(env: Env) -> None:
