@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, overload
 
 from flask import current_app
@@ -26,6 +27,8 @@ from portal.jobs.specs import cluster_config, spec_job
 from portal.slurm import SlurmPort
 from portal.tenancy.models import Project
 from portal.tenancy.service import get_project
+from slurm_plugins.admission import HOOK_FILE
+from slurm_plugins.admission.explain import explain
 from slurm_plugins.client import SubmitRejected
 from slurm_plugins.client.errors import AuthenticationError, SlurmError
 from slurm_plugins.client.models import Job
@@ -46,6 +49,13 @@ def _slurm_call(what: str, exc: SlurmError) -> Exception:
     if isinstance(exc, AuthenticationError):
         return SlurmUnavailable(f"slurmrestd refused the portal's token: {exc}")
     return SlurmUnavailable(f"{what}: {exc}")
+
+
+def _refusal(user: str, props: Mapping[str, Any], exc: SubmitRejected) -> str:
+    """Why Slurm refused: the admission hook's own words where slurmrestd lost them."""
+    directory = current_app.config.get("ADMISSION_DIR")
+    said = explain(Path(directory) / HOOK_FILE, user, props) if directory else []
+    return "; ".join(said) or str(exc)
 
 
 def _check_request(project: Project, data: Mapping[str, Any]) -> None:
@@ -189,6 +199,8 @@ def _submit(
     """Submit as the caller; the job's history row and audit event commit together."""
     try:
         job_id = port.submit_as(access.username, script, props)
+    except SubmitRejected as exc:
+        raise Conflict(f"Slurm refused the job: {_refusal(access.username, props, exc)}") from exc
     except SlurmError as exc:
         raise _slurm_call("submit", exc) from exc
     history.job_id, history.name = job_id, str(props.get("name", ""))[:64]

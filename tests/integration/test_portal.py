@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import subprocess
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -311,3 +312,21 @@ def test_a_thousand_queued_jobs_are_shown_with_their_states(
     listed = [int(x) for x in re.findall(r'href="/jobs/(\d+)"', html)]
     assert listed == sorted(ids, reverse=True)[50:100]
     assert re.search(r"page 2 of (\d+)", html) is not None
+
+
+def test_the_hooks_refusal_reaches_the_user_word_for_word(portal: Portal, lab: Lab) -> None:
+    """sbatch prints the admission hook's message; slurmrestd says "Unspecified error". The
+    portal shows the user what sbatch would have: the hook's own words."""
+    job = {"gpus": 3, "nodes": 3, "partition": "gpu"}  # 9 cards: over nlp's 8 per job
+    body = {"project_id": portal.ids["nlp"], "name": "pt-too-big", "time_limit": 2, **job}
+    r = portal.api("alice").post("/api/v1/jobs", json={**body, "script": "#!/bin/bash\ntrue\n"})
+    assert r.status_code == 409, r.json
+    argv = ["runuser", "-u", "alice", "--", "sbatch", "-A", "nlp", "-p", "gpu", "-N", "3"]
+    argv += ["--gres=gpu:3", "-t", "2", "--wrap", "true"]
+    done = subprocess.run(
+        argv, env={**os.environ, **lab.cfg.env()}, capture_output=True, text=True, check=False
+    )
+    assert done.returncode != 0
+    said = done.stderr.strip().splitlines()[0].removeprefix("sbatch: error: ")
+    assert "may use at most 8 per job" in said
+    assert r.json["message"] == f"Slurm refused the job: {said}"
