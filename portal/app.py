@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -26,7 +27,10 @@ class IdConverter(IntegerConverter):
 
 def create_app(settings: Mapping[str, Any] | None = None) -> Flask:
     """Build the portal: defaults, then ``AIPOOL_*`` environment, then ``settings``."""
-    app = Flask(__name__, instance_relative_config=True)
+    # the portal's one home: its SQLite database, dataset versions, model artifacts and job
+    # directories default to places under it (AIPOOL_PORTAL_HOME; the lab's is under its root)
+    home = (settings or {}).get("PORTAL_HOME") or os.environ.get("AIPOOL_PORTAL_HOME")
+    app = Flask(__name__, instance_relative_config=True, instance_path=home or None)
     app.url_map.converters["id"] = IdConverter
     config.load(app, settings)
     Path(app.instance_path).mkdir(parents=True, exist_ok=True)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import secrets
+from pathlib import Path
 from typing import Any
 
 import click
@@ -28,7 +29,22 @@ def lab_settings() -> dict[str, Any]:
         "ADMISSION_DIR": str(cfg.etc),
         # what users' jobs run (evaluation, fine-tuning, replicas, Jupyter)
         "JOB_RUNTIME": str(cfg.runtime),
+        # the portal's one home, under the lab's root: `aipool lab down` wipes it with the rest
+        "PORTAL_HOME": str(cfg.root / "portal"),
     }
+
+
+def store_mismatches() -> list[str]:
+    """What the file store and the database disagree about (inside an app context)."""
+    from flask import current_app
+
+    from portal.datasets.service import Settings
+    from portal.registry import storage
+    from portal.storecheck import check
+    from portal.web import session
+
+    datasets = Settings.of(current_app.config, current_app.instance_path).store.root
+    return [m.line() for m in check(session(), Path(datasets), storage.root())]
 
 
 @click.command("portal")
@@ -59,6 +75,8 @@ def portal(host: str, port: int, threads: int, demo: bool, lab: bool) -> None:
     app = create_app(settings)
     with app.app_context():
         upgrade()
+        for line in store_mismatches():
+            click.echo(f"warning: {line}", err=True)
         ensure_builtin(session())
         if demo:
             created = seed(session(), passwords_from(os.environ))

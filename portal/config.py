@@ -73,6 +73,9 @@ DEFAULTS: dict[str, Any] = {
     # the job runtime every cluster user can run (scripts/install-runtime.sh; the lab's is
     # /opt/aipool/runtime): model jobs run its Python, Jupyter jobs its JupyterLab
     "JOB_RUNTIME": None,
+    # the portal's home (also AIPOOL_PORTAL_HOME): database, datasets, models, job directories
+    # default to it; None: Flask's instance folder beside the code
+    "PORTAL_HOME": None,
     "MODEL_PYTHON": None,  # the Python that model jobs run; None: JOB_RUNTIME's, else the portal's
     "MODEL_UPLOAD_MAX_BYTES": 512 * 1024**2,
     "INFERENCE_TIMEOUT": 30.0,  # seconds for one proxied call
