@@ -14,6 +14,7 @@ from portal.pages import show_error
 from portal.quotas import policy, service
 from portal.quotas.models import TRES
 from portal.slurm import slurm
+from portal.tenancy.models import Domain, Project
 from portal.tenancy.service import domains_query, projects_query
 from portal.web import current_access, session
 
@@ -74,8 +75,10 @@ def index() -> str:
 @login_required
 def set_domain(domain_id: int) -> Response:
     try:
-        service.set_domain_quota(session(), current_access(), domain_id, _limits_from_form())
-        flash("Domain quota saved; apply the Slurm sync to enforce it.", "info")
+        _, sent = service.save_and_enforce(
+            session(), current_access(), slurm(), Domain, domain_id, _limits_from_form()
+        )
+        flash(f"Domain quota saved; Slurm enforces it ({len(sent['commands'])} change(s)).", "info")
     except DomainError as exc:
         session().rollback()
         flash(exc.message, "error")
@@ -86,8 +89,12 @@ def set_domain(domain_id: int) -> Response:
 @login_required
 def set_project(project_id: int) -> Response:
     try:
-        service.set_project_quota(session(), current_access(), project_id, _limits_from_form())
-        flash("Project quota saved; apply the Slurm sync to enforce it.", "info")
+        _, sent = service.save_and_enforce(
+            session(), current_access(), slurm(), Project, project_id, _limits_from_form()
+        )
+        flash(
+            f"Project quota saved; Slurm enforces it ({len(sent['commands'])} change(s)).", "info"
+        )
     except DomainError as exc:
         session().rollback()
         flash(exc.message, "error")

@@ -124,7 +124,9 @@ def render_policy(session: Session, access: Access, *, apply: bool) -> dict[str,
     return install_policy(session, access.user, apply=apply)
 
 
-def install_policy(session: Session, actor: PortalUser | None, *, apply: bool) -> dict[str, Any]:
+def install_policy(
+    session: Session, actor: PortalUser | None, *, apply: bool, commit: bool = True
+) -> dict[str, Any]:
     """:func:`render_policy` without the caller's check (the command line is the operator)."""
     out = current_app.config["ADMISSION_DIR"]
     if not out:
@@ -152,7 +154,8 @@ def install_policy(session: Session, actor: PortalUser | None, *, apply: bool) -
             "admission",
             after={"digest": digest, "changed": changed},
         )
-        session.commit()
+        if commit:
+            session.commit()
     return {
         "applied": apply,
         "directory": str(directory),

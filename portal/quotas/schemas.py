@@ -14,6 +14,21 @@ class QuotaSchema(Schema):
     cpus = limit(metadata={"description": "CPU cores (cpu)"})
 
 
+class QuotaSavedSchema(QuotaSchema):
+    """The limits as saved, and what was sent to Slurm for the tenant (or would be)."""
+
+    slurm = fields.Dict(
+        metadata={"description": "applied: sent to Slurm (false for a dry run); commands: sacctmgr"}
+    )
+
+
+class DryRunSchema(Schema):
+    dry_run = fields.Boolean(
+        load_default=False,
+        metadata={"description": "show the Slurm commands; save nothing"},
+    )
+
+
 class SyncSchema(Schema):
     applied = fields.Boolean()
     commands = fields.List(fields.String())

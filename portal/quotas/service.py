@@ -5,12 +5,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from flask import current_app
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from portal.audit.service import record
 from portal.authz import Access, Perm, perms_of
-from portal.errors import QuotaExceeded, ValidationFailed
+from portal.errors import DomainError, QuotaExceeded, SlurmUnavailable, ValidationFailed
 from portal.identity.models import User
 from portal.quotas.models import TRES
 from portal.quotas.render import AccountRow, SlurmPlan, SubmitterRow, render
@@ -18,6 +19,7 @@ from portal.roles.models import Role
 from portal.slurm import SlurmPort
 from portal.tenancy.models import Domain, GroupGrant, GroupMember, Membership, Project
 from portal.tenancy.service import get_domain, get_project
+from slurm_plugins.client.errors import SlurmError
 
 
 def _check_values(data: Mapping[str, Any]) -> dict[str, int | None]:
@@ -40,7 +42,12 @@ def get_project_quota(session: Session, access: Access, project_id: int) -> Proj
 
 
 def set_domain_quota(
-    session: Session, access: Access, domain_id: int, data: Mapping[str, Any]
+    session: Session,
+    access: Access,
+    domain_id: int,
+    data: Mapping[str, Any],
+    *,
+    commit: bool = True,
 ) -> Domain:
     """Platform admins set a domain's limits; none may fall below a project's own limit."""
     domain = get_domain(session, access, domain_id, Perm.DOMAIN_READ)
@@ -69,12 +76,18 @@ def set_domain_quota(
         after=domain.quota(),
         domain_id=domain.id,
     )
-    session.commit()
+    if commit:
+        session.commit()
     return domain
 
 
 def set_project_quota(
-    session: Session, access: Access, project_id: int, data: Mapping[str, Any]
+    session: Session,
+    access: Access,
+    project_id: int,
+    data: Mapping[str, Any],
+    *,
+    commit: bool = True,
 ) -> Project:
     """Domain admins set a project's limits, each within its domain's limit."""
     project = get_project(session, access, project_id, Perm.QUOTA_MANAGE)
@@ -100,7 +113,8 @@ def set_project_quota(
         after=project.quota(),
         domain_id=project.domain_id,
     )
-    session.commit()
+    if commit:
+        session.commit()
     return project
 
 
@@ -156,3 +170,73 @@ def sync(session: Session, access: Access, port: SlurmPort, *, apply: bool) -> d
         "accounts": [a.name for a in wanted.accounts],
         "users": [f"{u.name}@{u.account}" for u in wanted.users],
     }
+
+
+def save_and_enforce(  # noqa: PLR0917 - the owner's kind and id, then the limits
+    session: Session,
+    access: Access,
+    port: SlurmPort,
+    owner: type[Domain] | type[Project],
+    owner_id: int,
+    data: Mapping[str, Any],
+    *,
+    dry_run: bool = False,
+) -> tuple[Domain | Project, dict[str, Any]]:
+    """Save a domain's or project's quota and apply it to Slurm for that tenant at once, so
+    a tenant admin needs no platform admin; ``dry_run`` shows the commands and saves nothing.
+
+    The database commits only once Slurm took the commands: a quota is never shown as set
+    while Slurm enforces another."""
+    saved: Domain | Project
+    if owner is Domain:
+        saved = set_domain_quota(session, access, owner_id, data, commit=False)
+        domain = saved
+    else:
+        saved = set_project_quota(session, access, owner_id, data, commit=False)
+        domain = saved.domain
+    session.flush()
+    try:
+        result = enforce(session, access, port, domain, dry_run=dry_run)
+    except (SlurmError, DomainError):
+        session.rollback()
+        raise
+    if dry_run:
+        session.rollback()
+    else:
+        session.commit()
+    return saved, result
+
+
+def enforce(
+    session: Session, access: Access, port: SlurmPort, domain: Domain, *, dry_run: bool
+) -> dict[str, Any]:
+    """The sacctmgr commands that bring one domain (its account, its projects' accounts and
+    their submitters) to the portal's state, sent unless ``dry_run``; audited, and the
+    admission hook's table re-rendered (its per-job limits) where the portal writes it."""
+    wanted = plan(session)
+    names = {
+        domain.name,
+        *session.scalars(select(Project.name).where(Project.domain_id == domain.id)),
+    }
+    accounts = [a for a in wanted.accounts if a.name in names]
+    users = [u for u in wanted.users if u.account in names]
+    if dry_run:
+        return {"applied": False, "commands": port.preview(accounts, users)}
+    try:
+        commands = port.apply(accounts, users)
+    except SlurmError as exc:
+        raise SlurmUnavailable(f"Slurm did not take the quota: {exc}") from exc
+    record(
+        session,
+        access.user,
+        "slurm.sync",
+        "domain",
+        domain.id,
+        after={"commands": commands},
+        domain_id=domain.id,
+    )
+    if current_app.config.get("ADMISSION_DIR"):
+        from portal.quotas.policy import install_policy
+
+        install_policy(session, access.user, apply=True, commit=False)
+    return {"applied": True, "commands": commands}

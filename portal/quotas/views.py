@@ -7,8 +7,15 @@ from typing import Any
 from flask_smorest import Blueprint
 
 from portal.quotas import policy, service
-from portal.quotas.schemas import PolicySchema, QuotaSchema, SyncSchema
+from portal.quotas.schemas import (
+    DryRunSchema,
+    PolicySchema,
+    QuotaSavedSchema,
+    QuotaSchema,
+    SyncSchema,
+)
 from portal.slurm import slurm
+from portal.tenancy.models import Domain, Project
 from portal.web import AuthedView, current_access, session
 
 blp = Blueprint("quotas", __name__, url_prefix="/api/v1", description="Quotas and Slurm sync")
@@ -21,10 +28,12 @@ class DomainQuota(AuthedView):
         return service.get_domain_quota(session(), current_access(), domain_id).quota()
 
     @blp.arguments(QuotaSchema)
-    @blp.response(200, QuotaSchema)
-    def put(self, args: dict[str, Any], domain_id: int) -> dict[str, int | None]:
-        """Set the domain's limits (platform admin); absent fields stay as they are."""
-        return service.set_domain_quota(session(), current_access(), domain_id, args).quota()
+    @blp.arguments(DryRunSchema, location="query")
+    @blp.response(200, QuotaSavedSchema)
+    def put(self, args: dict[str, Any], query: dict[str, Any], domain_id: int) -> dict[str, Any]:
+        """Set the domain's limits (platform admin); absent fields stay as they are. Slurm
+        enforces them at once; ``?dry_run=true`` shows the commands and saves nothing."""
+        return _save(Domain, domain_id, args, query["dry_run"])
 
 
 @blp.route("/projects/<id:project_id>/quota")
@@ -34,10 +43,22 @@ class ProjectQuota(AuthedView):
         return service.get_project_quota(session(), current_access(), project_id).quota()
 
     @blp.arguments(QuotaSchema)
-    @blp.response(200, QuotaSchema)
-    def put(self, args: dict[str, Any], project_id: int) -> dict[str, int | None]:
-        """Set the project's limits within its domain's (domain admin)."""
-        return service.set_project_quota(session(), current_access(), project_id, args).quota()
+    @blp.arguments(DryRunSchema, location="query")
+    @blp.response(200, QuotaSavedSchema)
+    def put(self, args: dict[str, Any], query: dict[str, Any], project_id: int) -> dict[str, Any]:
+        """Set the project's limits within its domain's (domain or project admin). Slurm
+        enforces them at once; ``?dry_run=true`` shows the commands and saves nothing."""
+        return _save(Project, project_id, args, query["dry_run"])
+
+
+def _save(
+    owner: type[Domain] | type[Project], owner_id: int, args: dict[str, Any], dry_run: bool
+) -> dict[str, Any]:
+    saved, sent = service.save_and_enforce(
+        session(), current_access(), slurm(), owner, owner_id, args, dry_run=dry_run
+    )
+    quota = {**saved.quota(), **args} if dry_run else saved.quota()
+    return {**quota, "slurm": sent}
 
 
 @blp.route("/slurm/sync")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -28,6 +29,7 @@ from portal.identity.models import User
 from portal.identity.service import create_token, hash_password
 from portal.roles.service import role_by_name
 from portal.tenancy.models import Domain, DomainAdmin, Membership, Project
+from slurm_plugins.admission import HOOK_FILE, TABLE_FILE
 from slurm_plugins.client import SlurmClient
 from slurm_plugins.client.models import JobState
 from tests.integration.conftest import wait_job, wait_until
@@ -59,11 +61,18 @@ class Portal:
 def portal(lab: Lab, tmp_path: Path) -> Iterator[Portal]:
     """Admin ``pt-admin``; the lab's ``research/nlp`` with alice (read-only mirror); and a
     fresh ``pt-`` domain and project with a domain admin and root as member."""
+    # the lab's hook, copied: this portal's tenants are not the lab's, and a quota saved
+    # here installs the hook's table where ADMISSION_DIR says
+    admission = tmp_path / "admission"
+    admission.mkdir()
+    for name in (HOOK_FILE, TABLE_FILE):
+        shutil.copy2(lab.cfg.etc / name, admission / name)
     app = create_app(
         {
             "SECRET_KEY": "integration",
             "DATABASE_URL": f"sqlite:///{tmp_path}/portal.db",
             **lab_settings(),
+            "ADMISSION_DIR": str(admission),
         }
     )
     with app.app_context():
@@ -209,18 +218,24 @@ def test_a_quota_set_in_the_portal_is_enforced_by_slurm(
             f"/api/v1/domains/{portal.ids['dom']}/quota", json={"shards": 8}
         )
         assert r.status_code == 200, r.json
+        dry = portal.api("pt-dadmin").put(
+            f"/api/v1/projects/{portal.ids['proj']}/quota?dry_run=true", json={"shards": 4}
+        )
+        assert dry.status_code == 200, dry.json
+        assert dry.json["slurm"]["applied"] is False
+        assert any("GrpTRES=gres/shard=4" in c for c in dry.json["slurm"]["commands"])
+        # the domain admin alone: saved, and Slurm enforces it at once (no platform sync)
         r = portal.api("pt-dadmin").put(
             f"/api/v1/projects/{portal.ids['proj']}/quota", json={"shards": 4}
         )
         assert r.status_code == 200, r.json
+        assert r.json["slurm"]["applied"] is True
+        assert any("GrpTRES=gres/shard=4" in c for c in r.json["slurm"]["commands"])
+        # nothing is left for the platform-wide sync to do for this tenant
         preview = portal.api("pt-admin").get("/api/v1/slurm/sync").json
-        assert any(c.startswith(f"add account {PROJECT} ") for c in preview["commands"])
+        assert not any(PROJECT in c or DOMAIN in c for c in preview["commands"])
         # the lab's own tenants already match: the preview leaves them alone
         assert not any(" nlp" in c or "=nlp" in c or "alice" in c for c in preview["commands"])
-        applied = portal.api("pt-admin").post("/api/v1/slurm/sync").json
-        assert applied["commands"] == preview["commands"]
-        again = portal.api("pt-admin").get("/api/v1/slurm/sync").json
-        assert again["commands"] == []
 
         assocs = client.associations()
         account = next(a for a in assocs if a.account == PROJECT and not a.user)

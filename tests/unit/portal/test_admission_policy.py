@@ -52,9 +52,8 @@ def test_a_tenant_made_in_the_portal_reaches_the_hook(env: Env) -> None:
     assert installed["changed"] == [TABLE_FILE]
     assert '["speech"]' in (_dir(env) / TABLE_FILE).read_text()
     assert run_one(hook, speech_job).accepted, refused
-    # the project's quota bounds a job's devices in the table
+    # the project's quota bounds a job's devices in the table, installed by erin's save
     env.api("erin").put(f"/api/v1/projects/{project}/quota", json={"shards": 16})
-    env.api("admin").post("/api/v1/slurm/policy")
     over = run_one(hook, submit("big", "nobody", account="speech", tres_per_node="gres:gpu:1"))
     assert not over.accepted
     assert run_one(
@@ -63,6 +62,7 @@ def test_a_tenant_made_in_the_portal_reaches_the_hook(env: Env) -> None:
     audit = env.api("admin").get("/api/v1/audit?action=slurm.policy").json
     assert len(audit) == 3
     assert audit[0]["after"]["changed"] == [TABLE_FILE]
+    assert audit[0]["actor"] == "erin"  # the domain admin alone
 
 
 def test_the_portal_replaces_the_files_tenants_and_keeps_its_cluster(env: Env) -> None:

@@ -35,7 +35,9 @@ def test_project_quota_stays_within_the_domain(env: Env) -> None:
     r = erin.put(f"/api/v1/projects/{nlp}/quota", json={"gpus": None})
     assert r.status_code == 409  # unlimited inside a limited domain
     r = erin.put(f"/api/v1/projects/{nlp}/quota", json={"gpus": 4, "shards": 64})
-    assert r.json == {"gpus": 4, "shards": 64, "npus": None, "cpus": None}
+    limits = {k: r.json[k] for k in ("gpus", "shards", "npus", "cpus")}
+    assert limits == {"gpus": 4, "shards": 64, "npus": None, "cpus": None}
+    assert r.json["slurm"]["applied"] is True  # enforced at once, by the domain admin alone
     # the domain cannot drop below what a project holds
     r = admin.put(f"/api/v1/domains/{research}/quota", json={"gpus": 2})
     assert r.status_code == 409
@@ -51,10 +53,32 @@ def test_bad_quota_values_are_field_errors(env: Env) -> None:
     assert env.api("erin").get(f"/api/v1/projects/{nlp}/quota").json["gpus"] is None
 
 
+def test_a_tenant_admins_quota_reaches_slurm_when_saved(env: Env) -> None:
+    """No platform admin in the loop: the domain admin's save sends the tenant's commands
+    (only its own accounts), audited; a dry run shows them and saves nothing."""
+    erin, nlp = env.api("erin"), env.world.projects["nlp"]
+    r = erin.put(f"/api/v1/projects/{nlp}/quota?dry_run=true", json={"gpus": 3})
+    assert r.status_code == 200, r.json
+    assert r.json["gpus"] == 3
+    assert r.json["slurm"]["applied"] is False
+    assert any("name=nlp" in c and "gres/gpu=3" in c for c in r.json["slurm"]["commands"])
+    assert env.slurm.applied == []
+    assert erin.get(f"/api/v1/projects/{nlp}/quota").json["gpus"] is None  # nothing saved
+    r = erin.put(f"/api/v1/projects/{nlp}/quota", json={"gpus": 3})
+    (sent,) = env.slurm.applied
+    assert sent == r.json["slurm"]["commands"]
+    assert any("name=nlp" in c and "gres/gpu=3" in c for c in sent)
+    assert not any("cs101" in c or "teaching" in c for c in sent)  # another domain's
+    events = env.api("admin").get("/api/v1/audit?action=slurm.sync").json
+    assert events[0]["after"]["commands"] == sent
+    assert erin.get(f"/api/v1/projects/{nlp}/quota").json["gpus"] == 3
+
+
 def test_sync_preview_and_apply(env: Env) -> None:
     admin = env.api("admin")
     nlp = env.world.projects["nlp"]
     admin.put(f"/api/v1/projects/{nlp}/quota", json={"gpus": 2, "shards": 32})
+    env.slurm.applied.clear()  # the save applied the tenant's part; the stand-in keeps none
     preview = admin.get("/api/v1/slurm/sync").json
     assert preview["applied"] is False
     assert preview["accounts"][:2] == ["research", "teaching"]
