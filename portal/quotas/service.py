@@ -240,3 +240,12 @@ def enforce(
 
         install_policy(session, access.user, apply=True, commit=False)
     return {"applied": True, "commands": commands}
+
+
+def enforce_project(session: Session, access: Access, port: SlurmPort, project_id: int) -> None:
+    """After a membership change: the project's domain brought to Slurm at once, committed."""
+    project = session.get(Project, project_id)
+    if project is None:
+        return
+    enforce(session, access, port, project.domain, dry_run=False)
+    session.commit()

@@ -13,7 +13,9 @@ from wtforms.validators import DataRequired, Length
 from portal.authz import Perm
 from portal.errors import DomainError
 from portal.pages import show_error
+from portal.quotas import service as quotas
 from portal.roles.models import Role
+from portal.slurm import slurm
 from portal.tenancy import members
 from portal.tenancy.service import get_project, projects_query
 from portal.web import current_access, session
@@ -48,6 +50,7 @@ def project(project_id: int) -> str | Response | tuple[str, int]:
             members.add_member(
                 session(), access, proj.id, form.username.data or "", form.role_id.data or 0
             )
+            quotas.enforce_project(session(), access, slurm(), proj.id)
             return redirect(url_for(".project", project_id=proj.id))
         except DomainError as exc:
             session().rollback()

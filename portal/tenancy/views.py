@@ -8,6 +8,8 @@ from flask_smorest import Blueprint
 
 from portal.authz import Perm
 from portal.pagination import PageParams, page_of_query
+from portal.quotas import service as quotas
+from portal.slurm import slurm
 from portal.tenancy import members, service
 from portal.tenancy.models import Domain, DomainAdmin, Membership, Project
 from portal.tenancy.schemas import (
@@ -121,9 +123,12 @@ class Members(AuthedView):
     @projects.arguments(MemberSchema)
     @projects.response(201, MemberSchema)
     def post(self, args: dict[str, Any], project_id: int) -> Membership:
-        return members.add_member(
+        added = members.add_member(
             session(), current_access(), project_id, args["username"], args["role_id"]
         )
+        # the new member may submit at once: no platform admin's sync in between
+        quotas.enforce_project(session(), current_access(), slurm(), project_id)
+        return added
 
 
 @projects.route("/<id:project_id>/members/<id:user_id>")
@@ -131,9 +136,11 @@ class MemberById(AuthedView):
     @projects.arguments(MemberUpdateSchema)
     @projects.response(200, MemberSchema)
     def patch(self, args: dict[str, Any], project_id: int, user_id: int) -> Membership:
-        return members.update_member(
+        updated = members.update_member(
             session(), current_access(), project_id, user_id, args["role_id"]
         )
+        quotas.enforce_project(session(), current_access(), slurm(), project_id)
+        return updated
 
     @projects.response(204)
     def delete(self, project_id: int, user_id: int) -> None:
