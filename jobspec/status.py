@@ -59,7 +59,15 @@ def connection_path(output_dir: str | Path, job_id: int) -> Path:
 def read_connection(path: str | Path) -> JupyterConnection | None:
     """The connection file a Jupyter job writes, or None while there is none (yet)."""
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        return parse_connection(Path(path).read_text(encoding="utf-8"))
+    except OSError:
+        return None
+
+
+def parse_connection(text: str) -> JupyterConnection | None:
+    """A connection file's text, or None when it is not one (yet)."""
+    try:
+        data = json.loads(text)
         return JupyterConnection(
             job_id=int(data["job_id"]),
             host=str(data["host"]),

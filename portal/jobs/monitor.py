@@ -16,11 +16,12 @@ from flask import current_app
 from sqlalchemy.orm import Session
 
 from jobspec.options import parse_comment
-from jobspec.status import JupyterConnection, connection_path, read_connection
+from jobspec.status import JupyterConnection, connection_path, parse_connection, parse_progress
 from portal.authz import Access
 from portal.errors import Conflict, Forbidden
 from portal.jobs.service import JobView, get_job
 from portal.slurm import SlurmPort
+from portal.userfiles import read_tail
 from slurm_plugins.policy.agent import SampleReader
 from slurm_plugins.policy.snapshot import Sample
 
@@ -77,7 +78,8 @@ def connection(view: JobView) -> JupyterConnection | None:
     job = view.job
     if not job.stdout_path or not job.state.is_active:
         return None
-    conn = read_connection(connection_path(Path(job.stdout_path).parent, job.job_id))
+    text = read_tail(connection_path(Path(job.stdout_path).parent, job.job_id), job.user, 4096)
+    conn = parse_connection(text) if text is not None else None
     if (
         conn is None
         or conn.job_id != job.job_id
@@ -85,3 +87,23 @@ def connection(view: JobView) -> JupyterConnection | None:
     ):
         return None
     return conn
+
+
+@dataclass(frozen=True, slots=True)
+class Output:
+    """The end of a job's output file and the last progress it printed (``jobspec``)."""
+
+    tail: str
+    progress: float | None
+
+
+def output(view: JobView, access: Access, *, lines: int = 40) -> Output | None:
+    """Its owner (and platform admins) read a job's output; None for others, or when the file
+    is not there (yet), is a link, or is not the job's user's."""
+    job = view.job
+    if not job.stdout_path or not (job.user == access.username or access.platform_admin):
+        return None
+    text = read_tail(job.stdout_path, job.user)
+    if text is None:
+        return None
+    return Output("\n".join(text.splitlines()[-lines:]), parse_progress(text))

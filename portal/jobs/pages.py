@@ -170,6 +170,7 @@ def detail(job_id: int) -> str:
         chart=line_chart([(s.ts, s.util) for s in metrics.samples], y_max=100.0),
         window=window,
         jupyter=jupyter,
+        output=monitor.output(metrics.view, access),
         can_rerun=record is not None and record.user_id == access.user_id,
     )
 

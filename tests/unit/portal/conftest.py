@@ -111,3 +111,14 @@ def env(
     yield Env(app, world, slurm)
     with app.app_context():
         db.engine.dispose()
+
+
+@pytest.fixture
+def users_own_files(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The password database of the unit tests: every portal user owns what this process
+    writes (the portal reads users' files owner-checked, :mod:`portal.userfiles`)."""
+    import os
+
+    from portal import userfiles
+
+    monkeypatch.setattr(userfiles, "uid_of", lambda user: os.getuid())

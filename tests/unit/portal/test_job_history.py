@@ -154,7 +154,7 @@ def _jupyter_job(env: Env, tmp: Path, url: str = "http://10.0.0.5:40123/?token=s
     return job
 
 
-def test_jupyter_link_for_the_owner_only(env: Env, tmp_path: Path) -> None:
+def test_jupyter_link_for_the_owner_only(env: Env, tmp_path: Path, users_own_files: None) -> None:
     job = _jupyter_job(env, tmp_path)
     r = env.api("alice").get(f"/api/v1/jobs/{job}/jupyter")
     assert r.json == {
@@ -186,7 +186,9 @@ def test_jupyter_before_the_server_starts_and_for_plain_jobs(env: Env, tmp_path:
 
 
 @pytest.mark.parametrize("url", ["javascript:alert(1)", "file:///etc/passwd"])
-def test_jupyter_urls_other_than_http_are_not_shown(env: Env, tmp_path: Path, url: str) -> None:
+def test_jupyter_urls_other_than_http_are_not_shown(
+    env: Env, tmp_path: Path, url: str, users_own_files: None
+) -> None:
     job = _jupyter_job(env, tmp_path, url)
     assert env.api("alice").get(f"/api/v1/jobs/{job}/jupyter").json == {"ready": False}
 

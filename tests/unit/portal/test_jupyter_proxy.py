@@ -66,7 +66,7 @@ class Upstream:
 
 
 @pytest.fixture
-def upstream() -> Iterator[Upstream]:
+def upstream(users_own_files: None) -> Iterator[Upstream]:
     proxy._cache.clear()
     server = Upstream()
     yield server

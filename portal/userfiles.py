@@ -1,0 +1,45 @@
+"""Reading files that users write (job output, connection files) from the portal.
+
+Such a file lies in a directory its user controls: it may be swapped for a link to a file
+only the portal's account may read, or grow without end. So it is opened without following
+links, read only if it is a regular file owned by the job's user, and only its tail.
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+import stat
+from pathlib import Path
+
+TAIL_BYTES = 64 * 1024
+
+
+def uid_of(user: str) -> int | None:
+    try:
+        return pwd.getpwnam(user).pw_uid
+    except KeyError:
+        return None
+
+
+def read_tail(path: str | Path, owner: str, max_bytes: int = TAIL_BYTES) -> str | None:
+    """The last ``max_bytes`` of ``path`` as text, or None when it is missing, a link, not a
+    regular file, or not owned by ``owner`` (a Unix user name)."""
+    uid = uid_of(owner)
+    if uid is None:
+        return None
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != uid:
+            return None
+        os.lseek(fd, max(0, st.st_size - max_bytes), os.SEEK_SET)
+        data = os.read(fd, max_bytes)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return data.decode("utf-8", "replace")

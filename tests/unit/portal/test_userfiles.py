@@ -1,0 +1,51 @@
+"""The portal reads users' files without following links, owner-checked and tail-capped; a
+job's page shows its output and progress to its owner and platform admins only."""
+
+from __future__ import annotations
+
+import getpass
+import os
+from pathlib import Path
+
+from portal.userfiles import read_tail
+from tests.unit.portal.conftest import Env
+from tests.unit.portal.test_pages import login
+
+ME = getpass.getuser()
+
+
+def test_a_link_another_owner_or_a_directory_is_not_read(tmp_path: Path) -> None:
+    out = tmp_path / "job.out"
+    out.write_text("line 1\nprogress: 40%\n")
+    assert read_tail(out, ME) == "line 1\nprogress: 40%\n"
+    secret = tmp_path / "secret"
+    secret.write_text("root only\n")
+    link = tmp_path / "swapped.out"
+    link.symlink_to(secret)
+    assert read_tail(link, ME) is None  # a job's .out swapped for a link: refused
+    assert read_tail(tmp_path, ME) is None
+    assert read_tail(tmp_path / "missing.out", ME) is None
+    assert read_tail(out, "no-such-user-here") is None
+    if os.geteuid() == 0:
+        os.chown(out, 65534, 65534)  # nobody's now: not the job's user's file
+        assert read_tail(out, ME) is None
+
+
+def test_only_the_tail_is_read(tmp_path: Path) -> None:
+    out = tmp_path / "big.out"
+    out.write_bytes(b"x" * 100_000 + b"\nthe end\n")
+    tail = read_tail(out, ME, max_bytes=1024)
+    assert tail is not None
+    assert len(tail) == 1024
+    assert tail.endswith("the end\n")
+
+
+def test_the_job_page_shows_output_and_progress_to_whom_it_may(env: Env, tmp_path: Path) -> None:
+    out = tmp_path / "train.out"
+    out.write_text("epoch 1\nprogress: 25%\nepoch 2\nprogress: 50%\n")
+    job = env.slurm.add_job(ME, "nlp", stdout_path=str(out))
+    page = login(env, "admin").get(f"/jobs/{job}").get_data(as_text=True)
+    assert 'id="log"' in page
+    assert "epoch 2" in page
+    assert 'value="50.0"' in page
+    assert 'id="log"' not in login(env, "erin").get(f"/jobs/{job}").get_data(as_text=True)
