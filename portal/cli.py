@@ -64,7 +64,7 @@ def portal(host: str, port: int, threads: int, demo: bool, lab: bool) -> None:
     from flask_migrate import upgrade
 
     from portal import create_app
-    from portal.demo import passwords_from, seed, seed_billing
+    from portal.demo import passwords_from, seed, seed_billing, seed_domain_admins
     from portal.roles.service import ensure_builtin
     from portal.web import session
 
@@ -82,6 +82,8 @@ def portal(host: str, port: int, threads: int, demo: bool, lab: bool) -> None:
             created = seed(session(), passwords_from(os.environ))
             for user, password in created.items():
                 click.echo(f"demo user {user}: {password}")
+            for held in seed_domain_admins(session()):
+                click.echo(f"demo domain admin {held}")
             for tenant in seed_billing(session()):
                 click.echo(f"demo billing account {tenant} on the standard plan")
     click.echo(

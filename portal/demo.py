@@ -1,9 +1,10 @@
 """Demo tenants matching the lab cluster (``aipool/lab/tenants.yaml``).
 
 Domains ``teaching`` (project ``cs101``) and ``research`` (``nlp``, ``vision``); platform
-admin ``admin``; ``alice`` in nlp (may use QOS high), ``bob`` in vision, ``carol`` (manager)
-and ``dave`` in cs101. Billing: the ``standard`` price plan, and a billing account with a
-first top-up for each project (nlp with a monthly package).
+admin ``admin``; ``alice`` in nlp (may use QOS high), ``bob`` in vision, ``carol`` (the
+teacher: manager of cs101 and admin of the teaching domain) and ``dave`` in cs101. Billing:
+the ``standard`` price plan, and a billing account with a first top-up for each project (nlp
+with a monthly package).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from accounting.plans import apply_plan, open_account
 from portal.identity.models import User
 from portal.identity.service import hash_password
 from portal.roles.service import ensure_builtin, role_by_name
-from portal.tenancy.models import Domain, Membership, Project
+from portal.tenancy.models import Domain, DomainAdmin, Membership, Project
 
 DEMO_USERS = ("admin", "alice", "bob", "carol", "dave")
 DOMAINS = {"teaching": "Teaching domain", "research": "Research domain"}
@@ -56,6 +57,8 @@ MEMBERS = {
     "carol": ("cs101", "manager"),
     "dave": ("cs101", "member"),
 }
+#: domain admins: the teacher runs the teaching domain (courses, their members and quotas)
+DOMAIN_ADMINS = {"carol": "teaching"}
 
 
 def passwords_from(env: Mapping[str, str]) -> dict[str, str]:
@@ -111,6 +114,24 @@ def seed(session: Session, passwords: Mapping[str, str]) -> dict[str, str]:
             )
     session.commit()
     return created
+
+
+def seed_domain_admins(session: Session) -> list[str]:
+    """The demo's domain admins (the teacher of the teaching domain); returns those added."""
+    added = []
+    for username, domain_name in DOMAIN_ADMINS.items():
+        d = session.scalar(select(Domain).where(Domain.name == domain_name))
+        u = session.scalar(select(User).where(User.username == username))
+        if d is None or u is None:
+            continue
+        held = select(DomainAdmin.id).where(
+            DomainAdmin.domain_id == d.id, DomainAdmin.user_id == u.id
+        )
+        if session.scalar(held) is None:
+            session.add(DomainAdmin(domain_id=d.id, user_id=u.id))
+            added.append(f"{username}@{domain_name}")
+    session.commit()
+    return added
 
 
 def seed_billing(session: Session) -> list[str]:
