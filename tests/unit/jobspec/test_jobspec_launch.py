@@ -277,5 +277,6 @@ def test_jupyter_runs_in_its_conda_environment_and_publishes_its_connection(
     assert conn["job_id"] == 1000
     assert conn["host"] == "10.0.0.1"
     assert len(conn["token"]) == 48
-    assert conn["url"] == f"http://10.0.0.1:{conn['port']}/?token={conn['token']}"
+    assert conn["url"] == f"http://10.0.0.1:{conn['port']}/jupyter/1000/?token={conn['token']}"
+    assert conn["base_url"] == "/jupyter/1000/"  # the path the portal proxies
     assert not (tmp_path / "outputs" / "jupyter-1000.json").exists()

@@ -66,19 +66,23 @@ AIPOOL_PROGRAM=()
 AIPOOL_JUPYTER_APP=lab
 AIPOOL_HOST="$(aipool_node_addr "${SLURMD_NODENAME:-$(hostname)}")"
 AIPOOL_JUPYTER_PORT="$(python3 -c 'import socket; s = socket.socket(); s.bind(("", 0)); print(s.getsockname()[1])')"
+# served under /jupyter/JOBID/, the path the portal proxies it at (users need no route here)
+AIPOOL_JUPYTER_BASE="/jupyter/${SLURM_JOB_ID}/"
 JUPYTER_TOKEN="$(od -An -tx1 -N24 /dev/urandom | tr -d ' \n')"
 export JUPYTER_TOKEN
 AIPOOL_CONNECTION="$AIPOOL_OUTPUT_DIR/jupyter-${SLURM_JOB_ID}.json"
 trap 'rm -f "$AIPOOL_CONNECTION"' EXIT
 (
   umask 077
-  printf '{"job_id": %s, "app": "%s", "host": "%s", "port": %s, "token": "%s", "url": "http://%s:%s/?token=%s"}\n' \
+  printf '{"job_id": %s, "app": "%s", "host": "%s", "port": %s, "token": "%s", "base_url": "%s", "url": "http://%s:%s%s?token=%s"}\n' \
     "$SLURM_JOB_ID" "$AIPOOL_JUPYTER_APP" "$AIPOOL_HOST" "$AIPOOL_JUPYTER_PORT" "$JUPYTER_TOKEN" \
-    "$AIPOOL_HOST" "$AIPOOL_JUPYTER_PORT" "$JUPYTER_TOKEN" > "$AIPOOL_CONNECTION.tmp"
+    "$AIPOOL_JUPYTER_BASE" "$AIPOOL_HOST" "$AIPOOL_JUPYTER_PORT" "$AIPOOL_JUPYTER_BASE" \
+    "$JUPYTER_TOKEN" > "$AIPOOL_CONNECTION.tmp"
   mv -f "$AIPOOL_CONNECTION.tmp" "$AIPOOL_CONNECTION"
 )
 echo "aipool: jupyter $AIPOOL_JUPYTER_APP on $AIPOOL_HOST:$AIPOOL_JUPYTER_PORT (connection file $AIPOOL_CONNECTION)"
-AIPOOL_JUPYTER_ARGS=(--no-browser --ip="$AIPOOL_HOST" --port="$AIPOOL_JUPYTER_PORT" --ServerApp.port_retries=0)
+AIPOOL_JUPYTER_ARGS=(--no-browser --ip="$AIPOOL_HOST" --port="$AIPOOL_JUPYTER_PORT" --ServerApp.port_retries=0
+  --ServerApp.base_url="$AIPOOL_JUPYTER_BASE")
 if [ "$(id -u)" -eq 0 ]; then
   AIPOOL_JUPYTER_ARGS+=(--allow-root)
 fi
