@@ -12,8 +12,6 @@ stage "bootstrap done"
 .venv/bin/mypy
 stage "ruff and mypy done"
 started=0
-# tests start their own policy daemons and portals: a demo's would steer their jobs
-.venv/bin/aipool lab services down >/dev/null 2>&1 || true
 if ! .venv/bin/aipool lab status >/dev/null 2>&1; then
   .venv/bin/aipool lab up
   started=1
@@ -22,6 +20,14 @@ fi
 cleanup() { if [ "$started" = 1 ]; then .venv/bin/aipool lab down || true; fi; }
 trap cleanup EXIT
 status=0
-.venv/bin/python -m pytest --slurm "$@" || status=$?
-stage "pytest exited $status"
+# the journeys: the lab and services as `scripts/demo.sh` leaves them, as the demo's users
+.venv/bin/aipool lab services up
+.venv/bin/python -m pytest --slurm tests/journeys "$@" || status=$?
+stage "journeys exited $status"
+# the rest start their own policy daemons and portals: the site's would steer their jobs
+.venv/bin/aipool lab services down >/dev/null
+rest=0
+.venv/bin/python -m pytest --slurm --ignore=tests/journeys "$@" || rest=$?
+stage "pytest exited $rest"
+if [ "$status" = 0 ]; then status=$rest; fi
 exit "$status"

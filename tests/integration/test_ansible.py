@@ -14,6 +14,7 @@ import logging
 import os
 import re
 import shutil
+import socket
 import stat
 import subprocess
 import sys
@@ -148,6 +149,14 @@ def playbook(inv: Path, log_file: Path) -> Run:
         "ANSIBLE_LOCAL_TEMP": str(PREFIX / "ansible-tmp"),
     }
     argv = [str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(inv), "site.yml"]
+    # This one host plays a whole site bound to loopback (slurm_loopback_only): its daemons
+    # bind to the address of their host name, which on a stock Debian /etc/hosts is
+    # 127.0.1.1, not the 127.0.0.1 the inventory names. A site's hosts resolve to their own
+    # addresses; here the play and the daemons it starts see the host name as 127.0.0.1.
+    hosts = log_file.parent / "hosts"
+    hosts.write_text(f"127.0.0.1 localhost {socket.gethostname()}\n")
+    bind = 'mount --bind "$0" /etc/hosts && exec "$@"'
+    argv = ["unshare", "--mount", "--propagation", "slave", "bash", "-c", bind, str(hosts), *argv]
     t0 = time.monotonic()
     done = subprocess.run(
         argv, cwd=ANSIBLE, env=env, capture_output=True, text=True, check=False, timeout=900
