@@ -80,7 +80,7 @@ def status(as_json: bool) -> None:
         click.echo(f"lab {st['cluster']} at {st['root']}: {'up' if st['up'] else 'DOWN'}")
         click.echo(f"  address {st['address']} ({st['address_note']})")
         for name, d in st["daemons"].items():
-            click.echo(f"  {name:<16} pid {d['pid']:<8} {'running' if d['running'] else 'DEAD'}")
+            click.echo(f"  {name:<22} pid {d['pid']:<8} {'running' if d['running'] else 'DEAD'}")
     sys.exit(0 if st["up"] else 1)
 
 

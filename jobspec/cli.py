@@ -245,7 +245,7 @@ def job_report(client: SlurmClient, settings: Settings, job_id: int) -> dict[str
             reason=j.reason,
             nodes=j.nodes,
             user=j.user,
-            output=j.stdout_path,
+            output=j.stdout_file,
             labels=parse_comment(j.comment),
         )
     except JobNotFound:

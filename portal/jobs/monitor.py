@@ -76,9 +76,9 @@ def connection(view: JobView) -> JupyterConnection | None:
     """The connection file a running Jupyter job wrote, if it is there and well-formed; the
     caller has checked that the job is a Jupyter job and that the caller owns it."""
     job = view.job
-    if not job.stdout_path or not job.state.is_active:
+    if not job.stdout_file.startswith("/") or not job.state.is_active:
         return None
-    text = read_tail(connection_path(Path(job.stdout_path).parent, job.job_id), job.user, 4096)
+    text = read_tail(connection_path(Path(job.stdout_file).parent, job.job_id), job.user, 4096)
     conn = parse_connection(text) if text is not None else None
     if (
         conn is None
@@ -101,9 +101,11 @@ def output(view: JobView, access: Access, *, lines: int = 40) -> Output | None:
     """Its owner (and platform admins) read a job's output; None for others, or when the file
     is not there (yet), is a link, or is not the job's user's."""
     job = view.job
-    if not job.stdout_path or not (job.user == access.username or access.platform_admin):
+    if not job.stdout_file.startswith("/"):
         return None
-    text = read_tail(job.stdout_path, job.user)
+    if not (job.user == access.username or access.platform_admin):
+        return None
+    text = read_tail(job.stdout_file, job.user)
     if text is None:
         return None
     return Output("\n".join(text.splitlines()[-lines:]), parse_progress(text))

@@ -58,6 +58,11 @@ class BadGateway(DomainError):
     code = "bad_gateway"
 
 
+STARTING = (
+    '<!doctype html><html><head><meta charset="utf-8"><meta http-equiv="refresh" content="2">'
+    "<title>Jupyter is starting</title></head><body><p>The Jupyter server of job {job_id} is "
+    "starting; this page tries again every 2 seconds.</p></body></html>"
+)
 _cache: dict[tuple[int, int], tuple[float, JupyterConnection]] = {}
 _lock = threading.Lock()
 
@@ -122,6 +127,13 @@ def forward(job_id: int, path: str) -> Response:
     )
     try:
         answer = client.send(outgoing, stream=True)
+    except httpx.ConnectError:
+        client.close()
+        if request.method == "GET" and request.accept_mimetypes.accept_html:
+            # the job published its address a moment before the server listens: wait here
+            page = STARTING.format(job_id=job_id)
+            return Response(page, 503, {"Retry-After": "2"}, mimetype="text/html")
+        raise BadGateway(f"the Jupyter server of job {job_id} does not answer") from None
     except httpx.HTTPError:
         client.close()
         raise BadGateway(f"the Jupyter server of job {job_id} does not answer") from None

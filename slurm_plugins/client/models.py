@@ -235,12 +235,55 @@ class Job:
     eligible_time: datetime | None = None
 
     @property
+    def stdout_file(self) -> str:
+        """The batch script's output file: ``stdout_path`` with Slurm's filename patterns
+        filled in (squeue reports ``slurm-%j.out``; the file is ``slurm-42.out``), relative
+        paths taken from the job's working directory; "" when Slurm reports none."""
+        if not self.stdout_path:
+            return ""
+        path = expand_filename(self.stdout_path, self)
+        if not path.startswith("/") and self.work_dir:
+            path = f"{self.work_dir.rstrip('/')}/{path}"
+        return path
+
+    @property
     def is_pending(self) -> bool:
         return self.state is JobState.PENDING
 
     @property
     def is_running(self) -> bool:
         return self.state is JobState.RUNNING
+
+
+_PATTERN = re.compile(r"%(\d*)([%AaJjNnstux])")
+
+
+def expand_filename(pattern: str, job: Job) -> str:
+    """Slurm's ``--output`` patterns (sbatch(1) "filename pattern") for the batch step:
+    ``%j``/``%J`` job id, ``%A``/``%a`` array job and task, ``%u`` user, ``%x`` name, ``%N``
+    first node, ``%n``/``%s``/``%t`` 0 for the batch step, ``%%``; a number pads with zeros."""
+    first_node = re.split(r"[,\[]", job.nodes, maxsplit=1)[0] if job.nodes else ""
+
+    def fill(m: re.Match[str]) -> str:
+        width, code = m.group(1), m.group(2)
+        if code == "%":
+            return "%"
+        value: object = {
+            "j": job.job_id,
+            "J": job.job_id,
+            "A": job.array_job_id if job.array_job_id is not None else job.job_id,
+            "a": job.array_task_id if job.array_task_id is not None else 4294967294,
+            "u": job.user,
+            "x": job.name,
+            "N": first_node,
+            "n": 0,
+            "s": "batch",
+            "t": 0,
+        }[code]
+        text = str(value)
+        return text.zfill(int(width)) if width and text.isdigit() else text
+
+    return _PATTERN.sub(fill, pattern)
 
 
 @dataclass(frozen=True, slots=True)

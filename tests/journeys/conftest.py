@@ -14,7 +14,7 @@ import shutil
 import subprocess
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
@@ -35,6 +35,7 @@ class Site:
     lab: Lab
     url: str
     passwords: dict[str, str]
+    clients: dict[str, httpx.Client] = field(default_factory=dict)
 
     @property
     def client(self) -> SlurmClient:
@@ -42,6 +43,8 @@ class Site:
 
     def api(self, user: str) -> httpx.Client:
         """The portal's API with ``user``'s own token (from their login)."""
+        if user in self.clients:
+            return self.clients[user]
         r = httpx.post(
             f"{self.url}/api/v1/auth/token",
             json={"username": user, "password": self.passwords[user]},
@@ -49,7 +52,9 @@ class Site:
         )
         assert r.status_code in (200, 201), r.text
         headers = {"Authorization": f"Bearer {r.json()['token']}"}
-        return httpx.Client(base_url=f"{self.url}/api/v1", headers=headers, timeout=60)
+        client = httpx.Client(base_url=f"{self.url}/api/v1", headers=headers, timeout=60)
+        self.clients[user] = client
+        return client
 
     def shell(self, user: str, *argv: str) -> subprocess.CompletedProcess[str]:
         """``argv`` in ``user``'s own shell, with the lab's environment (``aipool lab env``)."""
@@ -64,7 +69,7 @@ class Site:
 
 
 @pytest.fixture(scope="session")
-def site() -> Site:
+def site() -> Iterator[Site]:
     lab = Lab()
     if not lab.is_up():
         pytest.fail(f"the lab at {lab.cfg.root} is not up: run `bash scripts/demo.sh`")
@@ -76,7 +81,10 @@ def site() -> Site:
     passwords = dict(
         line.split(" ", 1) for line in (lab.cfg.etc / "demo-passwords").read_text().splitlines()
     )
-    return Site(lab, PORTAL, passwords)
+    site = Site(lab, PORTAL, passwords)
+    yield site
+    for client in site.clients.values():
+        client.close()
 
 
 @pytest.fixture(scope="module")

@@ -52,7 +52,7 @@ def test_a_quarter_card_job_from_the_form_runs_as_the_student(
         assert job is not None
         assert job.user == "dave"
         assert "gres/shard=8" in job.tres_alloc.to_string()
-        assert owner_of(str(job.stdout_path)) == "dave"
+        assert owner_of(job.stdout_file) == "dave"  # the file as Slurm wrote it
 
         page.click("button:has-text('Cancel job')")
         wait_for(lambda: _state(page) == "CANCELLED", 60, f"job {job_id} cancelled")

@@ -145,6 +145,10 @@ def test_a_server_that_is_gone_is_a_clear_error(
 ) -> None:
     job = _job(env, tmp_path, upstream)
     upstream.close()
-    r = login(env, "alice").get(f"/jupyter/{job}/lab")
+    alice = login(env, "alice")
+    r = alice.get(f"/jupyter/{job}/lab", headers={"Accept": "text/html"})
+    assert r.status_code == 503  # a browser waits: the server may be about to listen
+    assert 'http-equiv="refresh"' in r.get_data(as_text=True)
+    r = alice.get(f"/jupyter/{job}/api/status", headers={"Accept": "application/json"})
     assert r.status_code == 502
     assert "does not answer" in r.get_data(as_text=True)
