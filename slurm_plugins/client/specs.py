@@ -26,6 +26,10 @@ class QosSpec:
         attrs = {"Priority": str(self.priority)}
         if self.preempt or (previous and previous.preempt):
             attrs["Preempt"] = ",".join(self.preempt) or CLEAR
+        if previous is not None and previous.parent == self.parent:
+            # sacctmgr 22.05 counts an unchanged parent as "Nothing modified", exits 1 and
+            # leaves the association's limits (GrpTRES) as they were
+            del attrs["Parent"]
         if self.grp_tres or (previous and previous.grp_tres):
             attrs["GrpTRES"] = _tres_limits(self.grp_tres, previous.grp_tres if previous else None)
         return attrs
@@ -52,6 +56,10 @@ class AccountSpec:
             "Description": self.description or self.name,
             "Organization": self.parent if self.parent != "root" else self.name,
         }
+        if previous is not None and previous.parent == self.parent:
+            # sacctmgr 22.05 counts an unchanged parent as "Nothing modified", exits 1 and
+            # leaves the association's limits (GrpTRES) as they were
+            del attrs["Parent"]
         if self.grp_tres or (previous and previous.grp_tres):
             attrs["GrpTRES"] = _tres_limits(self.grp_tres, previous.grp_tres if previous else None)
         if self.grp_tres_mins or (previous and previous.grp_tres_mins):

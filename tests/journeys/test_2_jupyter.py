@@ -43,11 +43,13 @@ def test_jupyterlab_through_the_portal_for_its_owner_only(
         assert lab.url.startswith(f"{site.url}/jupyter/{job_id}/")  # through the portal
         status = lab.request.get(f"{site.url}/jupyter/{job_id}/api/status")
         assert status.ok, status.text()
-        # another user with the same link: refused by the portal, nothing reaches the server
-        other = as_user("alice")
-        refused = other.goto(f"{site.url}/jupyter/{job_id}/lab")
-        assert refused is not None
-        assert refused.status == 403
+        # others with the same link are refused by the portal; nothing reaches the server:
+        # the course's manager sees the job but not into it, a stranger not even the job
+        for who, status in (("carol", 403), ("alice", 404)):
+            refused = as_user(who).goto(f"{site.url}/jupyter/{job_id}/lab")
+            assert refused is not None
+            assert refused.status == status, who
+            assert "JupyterLab" not in refused.text()
         job = site.client.job(job_id)
         assert job is not None
         assert job.user == "dave"

@@ -201,7 +201,7 @@ def test_card_minute_limits_and_removals() -> None:
         [AccountSpec("physics", "root", grp_tres=limits, grp_tres_mins={"gres/gpu": 9000})]
     )
     assert sent == [
-        "modify account where name=physics set Parent=root Description=physics "
+        "modify account where name=physics set Description=physics "
         "Organization=physics GrpTRES=gres/gpu=2 GrpTRESMins=gres/gpu=9000"
     ]
     removed = c.remove_associations(
