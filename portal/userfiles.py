@@ -22,9 +22,8 @@ def uid_of(user: str) -> int | None:
         return None
 
 
-def read_tail(path: str | Path, owner: str, max_bytes: int = TAIL_BYTES) -> str | None:
-    """The last ``max_bytes`` of ``path`` as text, or None when it is missing, a link, not a
-    regular file, or not owned by ``owner`` (a Unix user name)."""
+def _open(path: str | Path, owner: str) -> tuple[int, os.stat_result] | None:
+    """An fd on ``path`` if it is a regular file of ``owner``'s, reached without a link."""
     uid = uid_of(owner)
     if uid is None:
         return None
@@ -34,8 +33,41 @@ def read_tail(path: str | Path, owner: str, max_bytes: int = TAIL_BYTES) -> str 
         return None
     try:
         st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_uid != uid:
+    except OSError:
+        os.close(fd)
+        return None
+    if not stat.S_ISREG(st.st_mode) or st.st_uid != uid:
+        os.close(fd)
+        return None
+    return fd, st
+
+
+def read_file(path: str | Path, owner: str, max_bytes: int) -> bytes | None:
+    """The whole of ``path`` (at most ``max_bytes``, else None), checked as :func:`read_tail`."""
+    opened = _open(path, owner)
+    if opened is None:
+        return None
+    fd, st = opened
+    try:
+        if st.st_size > max_bytes:
             return None
+        with os.fdopen(fd, "rb", closefd=False) as fh:
+            data = fh.read(max_bytes + 1)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return data if len(data) <= max_bytes else None
+
+
+def read_tail(path: str | Path, owner: str, max_bytes: int = TAIL_BYTES) -> str | None:
+    """The last ``max_bytes`` of ``path`` as text, or None when it is missing, a link, not a
+    regular file, or not owned by ``owner`` (a Unix user name)."""
+    opened = _open(path, owner)
+    if opened is None:
+        return None
+    fd, st = opened
+    try:
         os.lseek(fd, max(0, st.st_size - max_bytes), os.SEEK_SET)
         data = os.read(fd, max_bytes)
     except OSError:

@@ -39,6 +39,7 @@ from portal.registry.service import version_by_id
 from portal.slurm import SlurmPort
 from portal.tenancy.models import Project
 from portal.tenancy.service import get_project
+from portal.userfiles import read_file
 from slurm_plugins.client.errors import SlurmError
 
 MAX_REPLICAS = 8
@@ -310,16 +311,17 @@ def _read_url(port: SlurmPort, svc: InferenceService, replica: Replica) -> str |
     """The replica's address: the host from Slurm (the NodeAddr of the job's node), only the
     port from the connection file the job wrote, so a job cannot point the portal elsewhere."""
     path = Path(svc.workdir) / f"replica-{replica.index}.json"
-    try:
-        conn = json.loads(path.read_text())
-        port_number = int(conn["port"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-    if conn.get("job_id") != replica.job_id or not 1024 <= port_number <= 65535:
-        return None  # left by an earlier run of this replica, or not a port a job may use
     job = runs.job_of(port, replica.job_id)
     if job is None or not job.nodes:
         return None
+    raw = read_file(path, job.user, 4096)  # the job's user's file, never through a link
+    try:
+        conn = json.loads(raw or b"")
+        port_number = int(conn["port"])
+    except (ValueError, KeyError, TypeError):
+        return None
+    if conn.get("job_id") != replica.job_id or not 1024 <= port_number <= 65535:
+        return None  # left by an earlier run of this replica, or not a port a job may use
     try:
         nodes = {n.name: n.address or n.name for n in port.nodes()}
     except SlurmError:

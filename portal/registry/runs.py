@@ -10,6 +10,7 @@ background daemon.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import secrets
 import shutil
@@ -40,6 +41,7 @@ from portal.registry.models import (
 )
 from portal.registry.service import audit_model, get_version, new_version
 from portal.slurm import SlurmPort
+from portal.userfiles import read_file, read_tail
 from slurm_plugins.client.errors import SlurmError
 from slurm_plugins.client.models import Job, JobState
 
@@ -123,11 +125,15 @@ def job_state(port: SlurmPort, job_id: int | None) -> JobState | None:
     return job.state if job is not None else None
 
 
-def _log_tail(workdir: Path, limit: int = 600) -> str:
+REPORT_MAX_BYTES = 16 * 1024**2  # a metrics.json
+IMAGE_MAX_BYTES = 8 * 1024**2  # a confusion.png
+
+
+def _log_tail(workdir: Path, owner: str, limit: int = 600) -> str:
+    """The end of the job's output, if it is a file of the job's user (never a link)."""
     logs = sorted(workdir.glob("*.out"))
-    if not logs:
-        return ""
-    return logs[-1].read_text(errors="replace")[-limit:]
+    text = read_tail(logs[-1], owner, limit) if logs else None
+    return text or ""
 
 
 def dataset_mount(
@@ -282,31 +288,40 @@ def evaluate(
 
 
 def refresh_evaluation(session: Session, port: SlurmPort, row: Evaluation) -> None:
+    """A finished evaluation job's results, read as the job's user left them: its files are
+    opened without following links, owner-checked and size-capped (:mod:`portal.userfiles`),
+    so a job cannot make the portal read or copy a file of someone else's."""
     if row.state != EvalState.QUEUED:
         return
-    state = job_state(port, row.job_id)
-    if state is None or not state.is_finished:
+    job = job_of(port, row.job_id)
+    if job is None or not job.state.is_finished:
         return
+    state, owner = job.state, job.user
     workdir = Path(row.workdir)
-    report_file = workdir / "metrics.json"
-    if state is JobState.COMPLETED and report_file.is_file():
-        report = json.loads(report_file.read_text())
+    raw = read_file(workdir / "metrics.json", owner, REPORT_MAX_BYTES)
+    report: dict[str, Any] | None = None
+    if state is JobState.COMPLETED and raw is not None:
+        with contextlib.suppress(ValueError):
+            report = json.loads(raw)
+    if isinstance(report, dict) and {"metrics", "per_class", "labels", "confusion"} <= set(report):
         row.metrics = report["metrics"]
         row.per_class = report["per_class"]
         row.labels = report["labels"]
         row.confusion = report["confusion"]
-        png = workdir / "confusion.png"
-        if png.is_file():
+        png = read_file(workdir / "confusion.png", owner, IMAGE_MAX_BYTES)
+        if png is not None:
             target = storage.root() / "evaluations" / f"{row.id}.png"
             target.parent.mkdir(exist_ok=True)
-            shutil.copyfile(png, target)
+            target.write_bytes(png)
         row.state = EvalState.SUCCEEDED.value
         version = session.get(ModelVersion, row.version_id)
         if version is not None:
             version.metrics = {**row.metrics, "evaluation_id": row.id}
     else:
         row.state = EvalState.FAILED.value
-        row.message = f"job {row.job_id} {state.value}: {_log_tail(workdir)}"[:1000]
+        exit_code = f", exit code {job.exit_code}" if job.exit_code is not None else ""
+        why = _log_tail(workdir, owner) or "no output"
+        row.message = f"job {row.job_id} {state.value}{exit_code}: {why}"[:1000]
     row.finished_at = utcnow()
     session.commit()
     shutil.rmtree(workdir, ignore_errors=True)

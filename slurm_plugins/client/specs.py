@@ -26,10 +26,6 @@ class QosSpec:
         attrs = {"Priority": str(self.priority)}
         if self.preempt or (previous and previous.preempt):
             attrs["Preempt"] = ",".join(self.preempt) or CLEAR
-        if previous is not None and previous.parent == self.parent:
-            # sacctmgr 22.05 counts an unchanged parent as "Nothing modified", exits 1 and
-            # leaves the association's limits (GrpTRES) as they were
-            del attrs["Parent"]
         if self.grp_tres or (previous and previous.grp_tres):
             attrs["GrpTRES"] = _tres_limits(self.grp_tres, previous.grp_tres if previous else None)
         return attrs

@@ -26,6 +26,9 @@ from tests.unit.portal.conftest import Env
 from tests.unit.portal.test_registry import T0, clock, reg  # noqa: F401 -- fixture
 from tests.unit.portal.test_registry_runs import import_digits, set_job, submitted, train
 
+# the jobs' files are written here by this process, standing in for the job's user
+pytestmark = pytest.mark.usefixtures("users_own_files")
+
 
 @pytest.fixture
 def deployed(reg: Env) -> Iterator[tuple[Env, dict[str, Any], list[subprocess.Popen[bytes]]]]:  # noqa: F811

@@ -9,10 +9,15 @@ import shlex
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from portal.presets import runtime
 from slurm_plugins.client.models import JobState
 from tests.unit.portal.conftest import Env
 from tests.unit.portal.test_registry import reg  # noqa: F401 -- fixture
+
+# the jobs' files are written here by this process, standing in for the job's user
+pytestmark = pytest.mark.usefixtures("users_own_files")
 
 
 def set_job(env: Env, job_id: int, state: JobState) -> None:
