@@ -67,6 +67,7 @@ cleanup() {
   if [ -z "$keep" ]; then rm -rf --one-file-system "$root"; fi
 }
 trap cleanup EXIT
+trap 'exit 143' TERM INT   # so that a stopped run still cleans up
 
 if [ ! -d "$root/etc" ]; then
   tar -C "$root" -xf "$tarball"

@@ -58,6 +58,21 @@ class InferenceService(Base):
         lazy="selectin", cascade="all, delete-orphan", order_by="Replica.index"
     )
 
+    @property
+    def health(self) -> str:
+        """What a user should read: ``failing`` while a replica crash-loops, ``ready`` when
+        every wanted replica answers, ``starting`` before; else the state (stopped, …)."""
+        if self.state != ServiceState.RUNNING:
+            return self.state
+        if any(r.failures and not r.url for r in self.replica_rows):
+            return "failing"
+        ready = sum(1 for r in self.replica_rows if r.url)
+        return "ready" if ready >= self.replicas else "starting"
+
+    @property
+    def last_error(self) -> str:
+        return next((r.last_error for r in self.replica_rows if r.last_error and not r.url), "")
+
     def audit_view(self) -> dict[str, Any]:
         return {
             "name": self.name,
@@ -84,4 +99,8 @@ class Replica(Base):
     job_id: Mapped[int | None] = mapped_column(Integer)
     url: Mapped[str | None] = mapped_column(String(255))
     restarts: Mapped[int] = mapped_column(Integer, default=0)
+    # consecutive failed runs; the next start waits until retry_at (exponential backoff)
+    failures: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    retry_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    last_error: Mapped[str] = mapped_column(String(1000), default="", server_default="")
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)

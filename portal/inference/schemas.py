@@ -49,6 +49,9 @@ class InferenceReplicaSchema(Schema):
     job_id = fields.Integer(allow_none=True)
     ready = fields.Boolean()
     restarts = fields.Integer()
+    failures = fields.Integer(metadata={"description": "failed runs in a row"})
+    retry_at = fields.DateTime(allow_none=True, metadata={"description": "next start, backing off"})
+    last_error = fields.String()
 
 
 class ServiceSchema(Schema):
@@ -60,6 +63,8 @@ class ServiceSchema(Schema):
     project_id = fields.Integer()
     owner_id = fields.Integer()
     state = fields.String()
+    health = fields.String(metadata={"description": "starting, ready, failing, or the state"})
+    last_error = fields.String(metadata={"description": "why a failing replica failed"})
     device = fields.String()
     gpus = fields.Integer()
     shards = fields.Integer()

@@ -17,7 +17,7 @@ import json
 import secrets
 import shutil
 from collections.abc import Mapping
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +41,7 @@ from portal.tenancy.models import Project
 from portal.tenancy.service import get_project
 from portal.userfiles import read_file
 from slurm_plugins.client.errors import SlurmError
+from slurm_plugins.client.models import Job
 
 MAX_REPLICAS = 8
 
@@ -330,9 +331,28 @@ def _read_url(port: SlurmPort, svc: InferenceService, replica: Replica) -> str |
     return f"http://{host}:{port_number}" if host else None
 
 
+BACKOFF_BASE = timedelta(seconds=10)
+BACKOFF_CAP = timedelta(minutes=10)
+
+
+def backoff(failures: int) -> timedelta:
+    """How long a replica that failed ``failures`` times in a row waits before its next start:
+    10 s, 20 s, 40 s … at most 10 min."""
+    wait: timedelta = BACKOFF_BASE * (2 ** max(0, min(failures, 20) - 1))
+    return min(wait, BACKOFF_CAP)
+
+
 def reconcile(
-    session: Session, port: SlurmPort, svc: InferenceService, *, commit: bool = True
+    session: Session,
+    port: SlurmPort,
+    svc: InferenceService,
+    *,
+    commit: bool = True,
+    at: datetime | None = None,
 ) -> InferenceService:
+    """Bring the service's replicas in line with Slurm: start missing ones, record and back off
+    from failed ones (the replica's exit code and log tail kept as its error), stop extras."""
+    when = at if at is not None else now()
     if svc.state == ServiceState.RUNNING and expired_now(svc):
         svc.state = ServiceState.EXPIRED.value
     want = svc.replicas if svc.state == ServiceState.RUNNING else 0
@@ -343,10 +363,13 @@ def reconcile(
         if replica is None:
             replica = Replica(index=index)
             svc.replica_rows.append(replica)
-        state = runs.job_state(port, replica.job_id)
-        if replica.job_id is None or (state is not None and state.is_finished):
-            if replica.job_id is not None:
-                replica.restarts += 1
+        job = runs.job_of(port, replica.job_id)
+        state = job.state if job is not None else None
+        if job is not None and state is not None and state.is_finished:
+            _failed(svc, replica, job, when)
+        if replica.job_id is None:
+            if replica.retry_at is not None and when < replica.retry_at:
+                continue  # backing off after a failure
             replica.url = None
             session.flush()
             owner = _owner_access(session, svc)
@@ -355,9 +378,22 @@ def reconcile(
             )
         elif replica.url is None and state is not None and state.value == "RUNNING":
             replica.url = _read_url(port, svc, replica)
+            if replica.url:
+                replica.failures, replica.retry_at, replica.last_error = 0, None, ""
     if commit and (session.dirty or session.new or session.deleted):
         session.commit()
     return svc
+
+
+def _failed(svc: InferenceService, replica: Replica, job: Job, now: datetime) -> None:
+    """A replica's job ended (a replica never ends by itself): note why, and back off."""
+    replica.restarts += 1
+    replica.failures += 1
+    replica.retry_at = now + backoff(replica.failures)
+    code = f", exit code {job.exit_code}" if job.exit_code is not None else ""
+    tail = runs.log_tail(Path(svc.workdir), job.user, 400).strip()
+    replica.last_error = f"job {job.job_id} {job.state.value}{code}: {tail or 'no output'}"[:1000]
+    replica.job_id, replica.url = None, None
 
 
 # ---------------------------------------------------------------------- calls

@@ -30,13 +30,23 @@ def service_data(svc: InferenceService, token: str | None = None) -> dict[str, A
         "project_id": svc.project_id,
         "owner_id": svc.owner_id,
         "state": svc.state,
+        "health": svc.health,
+        "last_error": svc.last_error,
         "device": svc.device,
         "gpus": svc.gpus,
         "shards": svc.shards,
         "replicas": svc.replicas,
         "ready_replicas": sum(1 for r in svc.replica_rows if r.url),
         "replica_jobs": [
-            {"index": r.index, "job_id": r.job_id, "ready": bool(r.url), "restarts": r.restarts}
+            {
+                "index": r.index,
+                "job_id": r.job_id,
+                "ready": bool(r.url),
+                "restarts": r.restarts,
+                "failures": r.failures,
+                "retry_at": r.retry_at,
+                "last_error": r.last_error,
+            }
             for r in svc.replica_rows
         ],
         "url": service.service_url(svc),

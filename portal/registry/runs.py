@@ -129,7 +129,7 @@ REPORT_MAX_BYTES = 16 * 1024**2  # a metrics.json
 IMAGE_MAX_BYTES = 8 * 1024**2  # a confusion.png
 
 
-def _log_tail(workdir: Path, owner: str, limit: int = 600) -> str:
+def log_tail(workdir: Path, owner: str, limit: int = 600) -> str:
     """The end of the job's output, if it is a file of the job's user (never a link)."""
     logs = sorted(workdir.glob("*.out"))
     text = read_tail(logs[-1], owner, limit) if logs else None
@@ -320,7 +320,7 @@ def refresh_evaluation(session: Session, port: SlurmPort, row: Evaluation) -> No
     else:
         row.state = EvalState.FAILED.value
         exit_code = f", exit code {job.exit_code}" if job.exit_code is not None else ""
-        why = _log_tail(workdir, owner) or "no output"
+        why = log_tail(workdir, owner) or "no output"
         row.message = f"job {row.job_id} {state.value}{exit_code}: {why}"[:1000]
     row.finished_at = utcnow()
     session.commit()

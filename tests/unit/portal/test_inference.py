@@ -132,11 +132,19 @@ def test_deploy_call_scale_restart_stop_start_delete(
     assert [x["job_id"] for x in r.json["replica_jobs"]] == jobs[:1]
     assert ("alice", jobs[1]) in env.slurm.cancelled
 
-    # a replica whose job failed is restarted
+    # a replica whose job failed says why and backs off, then is restarted
     set_job(env, jobs[0], JobState.FAILED)
     r = alice.get(f"/api/v1/inference/{svc['id']}").json
+    assert r["health"] == "failing"
+    [failed] = r["replica_jobs"]
+    assert (failed["job_id"], failed["failures"], failed["restarts"]) == (None, 1, 1)
+    assert failed["last_error"].startswith(f"job {jobs[0]} FAILED")
+    assert r["last_error"] == failed["last_error"]
+    assert alice.get(f"/api/v1/inference/{svc['id']}").json["replica_jobs"][0]["job_id"] is None
+    clock(env).at += timedelta(seconds=11)  # past the first backoff (10 s)
+    r = alice.get(f"/api/v1/inference/{svc['id']}").json
     [again] = r["replica_jobs"]
-    assert again["job_id"] != jobs[0]
+    assert again["job_id"] not in (None, jobs[0])
     assert (again["restarts"], again["ready"]) == (1, False)
 
     # stop, start, a new token, delete
@@ -328,3 +336,13 @@ def test_the_replica_address_comes_from_slurm_not_from_the_job(
     with env.app.app_context():
         replica = db.session.get(InferenceService, svc["id"]).replica_rows[0]
         assert replica.url == "http://127.0.0.1:8000"  # gpu2's NodeAddr, not the file's host
+
+
+def test_a_crash_looping_replica_waits_longer_each_time_up_to_a_cap() -> None:
+    from portal.inference.service import backoff
+
+    waits = [backoff(n).total_seconds() for n in range(1, 10)]
+    assert waits[:4] == [10, 20, 40, 80]
+    assert waits == sorted(waits)
+    assert max(waits) == 600
+    assert backoff(10_000).total_seconds() == 600

@@ -54,14 +54,14 @@ def test_the_job_page_shows_output_and_progress_to_whom_it_may(env: Env, tmp_pat
 def test_an_evaluation_log_swapped_for_a_link_is_not_read(tmp_path: Path) -> None:
     """A member swaps a finished evaluation's .out for a link to a root-only file: the
     failure message the portal shows comes from nowhere but the job's own file."""
-    from portal.registry.runs import _log_tail
+    from portal.registry.runs import log_tail
 
     secret = tmp_path / "jwt_hs256.key"
     secret.write_text("the slurmrestd key\n")
     work = tmp_path / "eval"
     work.mkdir()
     (work / "slurm-7.out").symlink_to(secret)
-    assert _log_tail(work, ME) == ""
+    assert log_tail(work, ME) == ""
     (work / "slurm-7.out").unlink()
     (work / "slurm-7.out").write_text("Traceback: out of memory\n")
-    assert _log_tail(work, ME) == "Traceback: out of memory\n"
+    assert log_tail(work, ME) == "Traceback: out of memory\n"
