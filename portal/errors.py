@@ -57,6 +57,20 @@ class ValidationFailed(DomainError):
         self.errors = dict(errors)
 
 
+class Unavailable(DomainError):
+    """Not ready yet (a service's replicas, a Jupyter server starting)."""
+
+    status = 503
+    code = "unavailable"
+
+
+class BadGateway(DomainError):
+    """Something the portal forwards to (a node's server) did not answer."""
+
+    status = 502
+    code = "bad_gateway"
+
+
 class SlurmUnavailable(DomainError):
     status = 503
     code = "slurm_unavailable"

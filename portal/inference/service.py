@@ -28,7 +28,14 @@ from sqlalchemy.orm import Session
 
 from portal.audit.service import record
 from portal.authz import Access, Perm, load_access
-from portal.errors import Conflict, DomainError, Forbidden, NotFound, ValidationFailed
+from portal.errors import (
+    Conflict,
+    DomainError,
+    Forbidden,
+    NotFound,
+    Unavailable,
+    ValidationFailed,
+)
 from portal.identity.models import User
 from portal.inference.models import Device, InferenceService, Replica, ServiceState
 from portal.jobs import service as jobs
@@ -44,11 +51,6 @@ from slurm_plugins.client.errors import SlurmError
 from slurm_plugins.client.models import Job
 
 MAX_REPLICAS = 8
-
-
-class Unavailable(DomainError):
-    status = 503
-    code = "unavailable"
 
 
 class Gone(DomainError):

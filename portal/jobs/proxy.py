@@ -27,7 +27,7 @@ from flask_login import login_required
 from werkzeug.wrappers import Response
 
 from jobspec.status import JupyterConnection
-from portal.errors import DomainError, Forbidden
+from portal.errors import BadGateway, Forbidden, Unavailable
 from portal.jobs import monitor
 from portal.slurm import slurm
 from portal.web import current_access, session
@@ -46,16 +46,6 @@ DROP_RESPONSE = {
     "upgrade", "content-length",
 }  # fmt: skip
 CACHE_S = 10.0  # a connection is looked up in Slurm at most this often per user and job
-
-
-class Unavailable(DomainError):
-    status = 503
-    code = "unavailable"
-
-
-class BadGateway(DomainError):
-    status = 502
-    code = "bad_gateway"
 
 
 STARTING = (

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 import time
 from collections.abc import Callable, Iterator
@@ -19,15 +18,15 @@ from pathlib import Path
 
 import httpx
 import pytest
-from playwright.sync_api import Browser, Page, sync_playwright
+from playwright.sync_api import Browser, Page
 
 from aipool.lab.cluster import Lab
 from slurm_plugins.client import SlurmClient
+from tests.e2e.conftest import browser  # noqa: F401 -- the same Chromium fixture
 
 pytestmark = pytest.mark.slurm
 
 PORTAL = os.environ.get("AIPOOL_PORTAL_URL", "http://127.0.0.1:8080")
-CHROMIUM = "/usr/bin/chromium"
 
 
 @dataclass(frozen=True)
@@ -87,21 +86,8 @@ def site() -> Iterator[Site]:
         client.close()
 
 
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    if shutil.which(CHROMIUM) is None:
-        pytest.fail("Chromium is not installed: apt-get install -y chromium")
-    with sync_playwright() as pw:
-        b = pw.chromium.launch(
-            executable_path=CHROMIUM,
-            args=["--headless", "--no-sandbox", "--disable-background-networking"],
-        )
-        yield b
-        b.close()
-
-
 @pytest.fixture
-def as_user(browser: Browser, site: Site) -> Iterator[Callable[[str], Page]]:
+def as_user(browser: Browser, site: Site) -> Iterator[Callable[[str], Page]]:  # noqa: F811
     """A logged-in browser page per demo user, each in a context of its own."""
     contexts = []
 
