@@ -207,3 +207,23 @@ def test_history_and_rerun_pages(env: Env) -> None:
     assert len(env.slurm.submitted) == 2
     assert "Run again" not in login(env, "gina").get(f"/jobs/{job}").get_data(as_text=True)
     assert client.post(f"/jobs/{job}/rerun").status_code == 400  # no CSRF token
+
+
+def test_a_failed_jupyter_session_says_so_with_its_exit_code(
+    env: Env, tmp_path: Path, users_own_files: None
+) -> None:
+    out = tmp_path / "nb.out"
+    out.write_text("jupyter: command not found\n")
+    job = env.slurm.add_job(
+        "alice",
+        "nlp",
+        JobState.FAILED,
+        comment="aipool:name=nb,jupyter=1",
+        stdout_path=str(out),
+        exit_code=127,
+    )
+    page = login(env, "alice").get(f"/jobs/{job}").get_data(as_text=True)
+    assert "starting" not in page
+    assert "ended (FAILED, exit code 127" in page
+    assert '<td id="exit-code">127</td>' in page
+    assert "jupyter: command not found" in page  # the log tail says why
