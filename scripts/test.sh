@@ -24,8 +24,11 @@ status=0
 .venv/bin/aipool lab services up
 .venv/bin/python -m pytest --slurm tests/journeys "$@" || status=$?
 stage "journeys exited $status"
-# the rest start their own policy daemons and portals: the site's would steer their jobs
+# the rest start their own policy daemons and portals: the site's would steer their jobs;
+# and they expect the lab's own admission policy, which the site's portal rewrites when a
+# tenant admin saves a quota (`lab up` on a running lab puts the lab's files back)
 .venv/bin/aipool lab services down >/dev/null
+.venv/bin/aipool lab up >/dev/null
 rest=0
 .venv/bin/python -m pytest --slurm --ignore=tests/journeys "$@" || rest=$?
 stage "pytest exited $rest"
