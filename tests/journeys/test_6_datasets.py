@@ -6,12 +6,16 @@ from __future__ import annotations
 import io
 import json
 import tarfile
+import uuid
 from collections.abc import Callable
 
 from PIL import Image
 from playwright.sync_api import Page
 
 from tests.journeys.conftest import Site
+
+# a name of this run's own: a labelling task (which keeps its dataset) has no delete yet
+NAME = f"shapes-{uuid.uuid4().hex[:6]}"
 
 
 def _png(colour: tuple[int, int, int]) -> bytes:
@@ -26,7 +30,7 @@ def test_a_dataset_versioned_labelled_and_exported_to_coco(
     carol, dave = site.api("carol"), site.api("dave")
     cs101 = next(p for p in carol.get("/projects").json() if p["name"] == "cs101")
     r = carol.post(
-        "/datasets", json={"project_id": cs101["id"], "name": "shapes-j", "visibility": "project"}
+        "/datasets", json={"project_id": cs101["id"], "name": NAME, "visibility": "project"}
     )
     assert r.status_code == 201, r.text
     ds = r.json()["id"]
@@ -40,11 +44,11 @@ def test_a_dataset_versioned_labelled_and_exported_to_coco(
 
         labels = carol.post(
             "/labelling/label-sets",
-            json={"project_id": cs101["id"], "name": "shapes-j", "labels": ["square", "circle"]},
+            json={"project_id": cs101["id"], "name": NAME, "labels": ["square", "circle"]},
         ).json()
         over = {"dataset_version_id": v2.json()["id"], "label_set_id": labels["id"]}
         task = carol.post(
-            "/labelling/tasks", json={"project_id": cs101["id"], "name": "shapes-j", **over}
+            "/labelling/tasks", json={"project_id": cs101["id"], "name": NAME, **over}
         ).json()
         items = dave.get(f"/labelling/tasks/{task['id']}/items").json()
         first = next(i for i in items if i["path"] == "b.png")
@@ -55,7 +59,7 @@ def test_a_dataset_versioned_labelled_and_exported_to_coco(
         assert saved.status_code == 200, saved.text
         page = as_user("dave")  # the student's labelling page shows the task
         page.goto(f"{site.url}/labelling/tasks/{task['id']}")
-        assert "shapes-j" in page.content()
+        assert NAME in page.content()
 
         r = carol.get(f"/labelling/tasks/{task['id']}/export", params={"format": "coco"})
         assert r.status_code == 200, r.text
