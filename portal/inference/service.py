@@ -48,7 +48,7 @@ from portal.tenancy.models import Project
 from portal.tenancy.service import get_project
 from portal.userfiles import read_file
 from slurm_plugins.client.errors import SlurmError
-from slurm_plugins.client.models import Job
+from slurm_plugins.client.models import Job, JobState
 
 MAX_REPLICAS = 8
 
@@ -310,12 +310,11 @@ def _cancel_replicas(session: Session, port: SlurmPort, svc: InferenceService, k
     session.flush()
 
 
-def _read_url(port: SlurmPort, svc: InferenceService, replica: Replica) -> str | None:
+def _read_url(port: SlurmPort, svc: InferenceService, replica: Replica, job: Job) -> str | None:
     """The replica's address: the host from Slurm (the NodeAddr of the job's node), only the
     port from the connection file the job wrote, so a job cannot point the portal elsewhere."""
     path = Path(svc.workdir) / f"replica-{replica.index}.json"
-    job = runs.job_of(port, replica.job_id)
-    if job is None or not job.nodes:
+    if not job.nodes:
         return None
     raw = read_file(path, job.user, 4096)  # the job's user's file, never through a link
     try:
@@ -378,8 +377,8 @@ def reconcile(
             replica.job_id = jobs.submit_spec(
                 session, owner, port, svc.project_id, _spec(svc, replica)
             )
-        elif replica.url is None and state is not None and state.value == "RUNNING":
-            replica.url = _read_url(port, svc, replica)
+        elif job is not None and replica.url is None and state is JobState.RUNNING:
+            replica.url = _read_url(port, svc, replica, job)
             if replica.url:
                 replica.failures, replica.retry_at, replica.last_error = 0, None, ""
     if commit and (session.dirty or session.new or session.deleted):

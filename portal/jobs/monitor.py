@@ -75,10 +75,10 @@ def jupyter(
 def connection(view: JobView) -> JupyterConnection | None:
     """The connection file a running Jupyter job wrote, if it is there and well-formed; the
     caller has checked that the job is a Jupyter job and that the caller owns it."""
-    job = view.job
-    if not job.stdout_file.startswith("/") or not job.state.is_active:
+    job, out = view.job, view.job.stdout_file
+    if not out.startswith("/") or not job.state.is_active:
         return None
-    text = read_tail(connection_path(Path(job.stdout_file).parent, job.job_id), job.user, 4096)
+    text = read_tail(connection_path(Path(out).parent, job.job_id), job.user, 4096)
     conn = parse_connection(text) if text is not None else None
     if (
         conn is None
@@ -100,12 +100,10 @@ class Output:
 def output(view: JobView, access: Access, *, lines: int = 40) -> Output | None:
     """Its owner (and platform admins) read a job's output; None for others, or when the file
     is not there (yet), is a link, or is not the job's user's."""
-    job = view.job
-    if not job.stdout_file.startswith("/"):
+    job, out = view.job, view.job.stdout_file
+    if not out.startswith("/") or not (job.user == access.username or access.platform_admin):
         return None
-    if not (job.user == access.username or access.platform_admin):
-        return None
-    text = read_tail(job.stdout_file, job.user)
+    text = read_tail(out, job.user)
     if text is None:
         return None
     return Output("\n".join(text.splitlines()[-lines:]), parse_progress(text))

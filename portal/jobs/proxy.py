@@ -69,8 +69,20 @@ def _connection(job_id: int) -> JupyterConnection:
     if conn is None:
         raise Unavailable(f"the Jupyter server of job {job_id} is not running (yet)")
     with _lock:
+        for stale in [k for k, (until, _) in _cache.items() if until <= now]:
+            del _cache[stale]  # ended sessions do not pile up
         _cache[key] = (now + CACHE_S, conn)
     return conn
+
+
+def _http() -> httpx.Client:
+    """One client per app, as for inference calls: a new one per request would build a new
+    SSL context each time, and JupyterLab makes a hundred requests to open."""
+    client: httpx.Client | None = current_app.extensions.get("aipool.jupyter.http")
+    if client is None:
+        client = httpx.Client(timeout=httpx.Timeout(60.0, connect=5.0))
+        current_app.extensions["aipool.jupyter.http"] = client
+    return client
 
 
 def _check_xsrf() -> None:
@@ -107,7 +119,7 @@ def forward(job_id: int, path: str) -> Response:
     if cookies := _cookies():
         headers["Cookie"] = cookies
     upstream = f"http://{conn.host}:{conn.port}"
-    client = httpx.Client(timeout=httpx.Timeout(60.0, connect=5.0))
+    client = _http()
     outgoing = client.build_request(
         request.method,
         f"{upstream}{conn.base_url}{path}",
@@ -118,14 +130,12 @@ def forward(job_id: int, path: str) -> Response:
     try:
         answer = client.send(outgoing, stream=True)
     except httpx.ConnectError:
-        client.close()
         if request.method == "GET" and request.accept_mimetypes.accept_html:
             # the job published its address a moment before the server listens: wait here
             page = STARTING.format(job_id=job_id)
             return Response(page, 503, {"Retry-After": "2"}, mimetype="text/html")
         raise BadGateway(f"the Jupyter server of job {job_id} does not answer") from None
     except httpx.HTTPError:
-        client.close()
         raise BadGateway(f"the Jupyter server of job {job_id} does not answer") from None
     out = [(k, v) for k, v in answer.headers.multi_items() if k.lower() not in DROP_RESPONSE]
     out = [(k, v.removeprefix(upstream) if k.lower() == "location" else v) for k, v in out]
@@ -135,6 +145,5 @@ def forward(job_id: int, path: str) -> Response:
             yield from answer.iter_raw()
         finally:
             answer.close()
-            client.close()
 
     return Response(body(), status=answer.status_code, headers=out)

@@ -119,13 +119,17 @@ def set_project_quota(
 
 
 # ---------------------------------------------------------------------- Slurm sync
-def plan(session: Session) -> SlurmPlan:
-    """What Slurm should hold for the whole portal, read from the database.
+def plan(session: Session, domain: Domain | None = None) -> SlurmPlan:
+    """What Slurm should hold for the whole portal (or one ``domain``: its account, its
+    projects' and their submitters'), read from the database.
 
     Roles and projects are read once and looked up per row: with 10,000 users, decoding
     each membership's role permissions made the preview take seconds."""
-    domains = session.scalars(select(Domain)).all()
-    projects = session.scalars(select(Project)).all()
+    domains = session.scalars(select(Domain)).all() if domain is None else [domain]
+    in_scope = (
+        select(Project) if domain is None else select(Project).where(Project.domain_id == domain.id)
+    )
+    projects = session.scalars(in_scope).all()
     accounts = [AccountRow(d.name, "root", d.description or d.name, d.grp_tres()) for d in domains]
     accounts += [
         AccountRow(p.name, p.domain.name, p.description or p.name, p.grp_tres()) for p in projects
@@ -147,6 +151,10 @@ def plan(session: Session) -> SlurmPlan:
         .join(User, User.id == GroupMember.user_id)
         .where(User.active, GroupGrant.role_id.in_(submits))
     )
+    if domain is not None:
+        ids = list(account_of)
+        direct = direct.where(Membership.project_id.in_(ids))
+        via_groups = via_groups.where(GroupGrant.project_id.in_(ids))
     pairs = {(pid, name) for query in (direct, via_groups) for pid, name in session.execute(query)}
     submitters = [SubmitterRow(name, *account_of[pid]) for pid, name in pairs]
     return render(accounts, submitters)
