@@ -1,4 +1,4 @@
-"""``aipool portal``: migrate the database, optionally seed the demo tenants, serve with waitress.
+"""``aipool portal``: migrate the database, optionally seed the demo tenants, serve with uvicorn.
 
 Settings come from ``AIPOOL_*`` variables (see :mod:`portal.config`); ``--lab`` points the
 portal at the lab cluster's Slurm.
@@ -60,10 +60,10 @@ def store_mismatches() -> list[str]:
 @click.option("--lab", is_flag=True, help="use the lab cluster's Slurm (aipool lab up)")
 def portal(host: str, port: int, threads: int, demo: bool, lab: bool) -> None:
     """Run the AIPool web portal."""
-    import waitress
     from flask_migrate import upgrade
 
     from portal import create_app
+    from portal.asgi import serve
     from portal.demo import passwords_from, seed, seed_billing, seed_domain_admins
     from portal.roles.service import ensure_builtin
     from portal.web import session
@@ -89,4 +89,4 @@ def portal(host: str, port: int, threads: int, demo: bool, lab: bool) -> None:
     click.echo(
         f"AIPool portal on http://{host}:{port}/ (API at /api/v1, spec /api/v1/openapi.json)"
     )
-    waitress.serve(app, host=host, port=port, threads=threads)
+    serve(app, host=host, port=port, threads=threads)

@@ -9,8 +9,8 @@ reads the job's connection file, and forwards the request to the node with the t
 The portal's own cookies never reach Jupyter, nor does the browser's ``Origin`` (the portal
 checks it). Requests that change state must carry Jupyter's double-submit XSRF header, as
 JupyterLab always sends: a page on another site that posts to this path with the user's
-portal session is refused before anything is forwarded. Only HTTP is forwarded: the portal's
-WSGI server has no WebSockets, so kernels are not reachable this way yet.
+portal session is refused before anything is forwarded. Kernels' WebSockets take the same
+checks in ``portal.asgi``, in front of this app.
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ _cache: dict[tuple[int, int], tuple[float, JupyterConnection]] = {}
 _lock = threading.Lock()
 
 
-def _connection(job_id: int) -> JupyterConnection:
+def connection(job_id: int) -> JupyterConnection:
     access = current_access()
     key = (access.user_id, job_id)
     now = time.monotonic()
@@ -98,7 +98,7 @@ def _check_xsrf() -> None:
         raise Forbidden("a request that changes a Jupyter server needs its XSRF token")
 
 
-def _cookies() -> str:
+def jupyter_cookies() -> str:
     """The browser's cookies less the portal's own (its session never reaches the node)."""
     mine = {
         current_app.config.get("SESSION_COOKIE_NAME", "session"),
@@ -111,12 +111,12 @@ def _cookies() -> str:
 @bp.route("/jupyter/<id:job_id>/<path:path>", methods=METHODS)
 @login_required
 def forward(job_id: int, path: str) -> Response:
-    conn = _connection(job_id)
+    conn = connection(job_id)
     if request.method not in SAFE:
         _check_xsrf()
     headers = {k: v for k, v in request.headers.items() if k.lower() not in DROP_REQUEST}
     headers["Authorization"] = f"token {conn.token}"
-    if cookies := _cookies():
+    if cookies := jupyter_cookies():
         headers["Cookie"] = cookies
     upstream = f"http://{conn.host}:{conn.port}"
     client = _http()

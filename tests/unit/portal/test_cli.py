@@ -15,7 +15,7 @@ def test_portal_command_migrates_seeds_and_serves(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     served: list[dict[str, Any]] = []
-    monkeypatch.setattr("waitress.serve", lambda app, **kw: served.append({"app": app, **kw}))
+    monkeypatch.setattr("portal.asgi.serve", lambda app, **kw: served.append({"app": app, **kw}))
     monkeypatch.setenv("AIPOOL_DATABASE_URL", f"sqlite:///{tmp_path}/demo.db")
     monkeypatch.setenv("AIPOOL_SECRET_KEY", "s3cret")
     monkeypatch.setenv("AIPOOL_DEMO_PASSWORD_ALICE", "alice password")
