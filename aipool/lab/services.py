@@ -104,7 +104,8 @@ def up(lab: Lab, *, port: int = 8080) -> ServiceInfo:
 
 def _agents(lab: Lab, ledger: dict[str, Any], report: Report) -> None:
     """A node agent per lab node, as a site runs one on every compute node. The lab's cards
-    are device files with no real load: utilisation comes from ``<policy>/util/<job id>``."""
+    are device files with no load: a job's CPU load stands in for its cards' (``lab:`` source;
+    ``<policy>/util/<job id>`` overrides it)."""
     policy = lab.cfg.root / "policy"
     for d in (policy / "util", policy / "samples"):
         d.mkdir(parents=True, exist_ok=True)
@@ -115,7 +116,7 @@ def _agents(lab: Lab, ledger: dict[str, Any], report: Report) -> None:
             "--node",
             node.name,
             "--source",
-            f"file:{policy / 'util'}",
+            f"lab:{policy / 'util'}",
             "--out",
             str(policy / "samples"),
             "--inventory",

@@ -5,10 +5,12 @@ utilisation of each job's devices and appends ``{"ts", "job", "util", "node"}`` 
 ``<samples dir>/<node>.jsonl`` (a shared directory). The daemon's :class:`SampleReader`
 reads those files into the snapshot.
 
-Sources: NVML (``pynvml``) where there are GPUs, ``npu-smi`` on Ascend nodes, and a
-file-fed source for the lab (``<dir>/<job id>`` holding a percentage). Jobs are mapped to
-devices through ``/proc/<pid>/environ`` (``SLURM_JOB_ID`` with ``CUDA_VISIBLE_DEVICES`` or
-``ASCEND_RT_VISIBLE_DEVICES``), so a job holding a card it does not use still reports 0 %.
+Sources: NVML (``pynvml``) where there are GPUs, ``npu-smi`` on Ascend nodes, a file-fed
+source (``<dir>/<job id>`` holding a percentage), and the lab's: its cards are device files
+with no load, so a job's own CPU load on the node stands in for it (a file still overrides).
+Jobs are mapped to devices through ``/proc/<pid>/environ`` (``SLURM_JOB_ID`` with
+``CUDA_VISIBLE_DEVICES`` or ``ASCEND_RT_VISIBLE_DEVICES``), so a job holding a card it does
+not use still reports 0 %.
 
 The agent also reports its node's health for ``aipool health``
 (:mod:`slurm_plugins.health`): every accelerator's errors (NVML: ECC, pending page
@@ -26,6 +28,7 @@ import logging
 import os
 import re
 import subprocess
+import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Protocol
@@ -67,6 +70,49 @@ class FileSource:
                     out[int(f.name)] = float(f.read_text().strip())
                 except (OSError, ValueError):
                     log.warning("unreadable utilisation file %s", f)
+        return out
+
+
+class LabSource:
+    """Lab source: the CPU load of each job's processes on this lab node, in percent of the
+    CPUs Slurm gave it (CPU seconds per wall second between two samples), standing in for the
+    load of its fake cards; a job's ``<dir>/<job id>`` file, where one exists, overrides it so
+    that a test or a demo can set an exact figure. A job is first reported on the sample after
+    the one that first saw it. Processes whose environment this user may not read are not
+    counted (the agent sees the jobs it runs as, or all of them as root)."""
+
+    def __init__(self, node: str, directory: Path) -> None:
+        self.node = node
+        self.files = FileSource(directory)
+        self._last: dict[int, tuple[float, float]] = {}  # job -> (CPU seconds, monotonic time)
+
+    def _cpu(self) -> tuple[dict[int, float], dict[int, int]]:
+        import psutil
+
+        seconds: dict[int, float] = {}
+        cpus: dict[int, int] = {}
+        for proc in psutil.process_iter(["environ", "cpu_times"]):
+            env, times = proc.info["environ"], proc.info["cpu_times"]
+            if not env or times is None or env.get("SLURMD_NODENAME") != self.node:
+                continue
+            job, given = env.get("SLURM_JOB_ID", ""), env.get("SLURM_CPUS_ON_NODE", "")
+            if not job.isdigit():
+                continue
+            seconds[int(job)] = seconds.get(int(job), 0.0) + times.user + times.system
+            cpus[int(job)] = max(cpus.get(int(job), 1), int(given) if given.isdigit() else 1)
+        return seconds, cpus
+
+    def sample(self) -> dict[int, float]:
+        now = time.monotonic()
+        seconds, cpus = self._cpu()
+        out: dict[int, float] = {}
+        for job, total in seconds.items():
+            before = self._last.get(job)
+            if before is not None and now > before[1] and total >= before[0]:
+                load = 100.0 * (total - before[0]) / (now - before[1]) / cpus[job]
+                out[job] = round(min(100.0, load), 1)
+        self._last = {job: (total, now) for job, total in seconds.items()}
+        out.update(self.files.sample())
         return out
 
 
@@ -168,15 +214,19 @@ class NpuSmiSource:
         return per_job(parse_aicore(done.stdout), proc_jobs("ASCEND_RT_VISIBLE_DEVICES", self.proc))
 
 
-def source(spec: str) -> Source:
-    """``nvml``, ``npu-smi`` or ``file:DIR``."""
+def source(spec: str, node: str = "") -> Source:
+    """``nvml``, ``npu-smi``, ``file:DIR`` or ``lab:DIR`` (the lab node ``node``)."""
+    if spec.startswith("lab:"):
+        if not node:
+            raise ValueError("the lab source needs the node's name (--node)")
+        return LabSource(node, Path(spec[4:]))
     if spec == "nvml":
         return NvmlSource()
     if spec == "npu-smi":
         return NpuSmiSource()
     if spec.startswith("file:"):
         return FileSource(Path(spec[5:]))
-    raise ValueError(f"unknown sample source {spec!r}: use nvml, npu-smi or file:DIR")
+    raise ValueError(f"unknown sample source {spec!r}: use nvml, npu-smi, file:DIR or lab:DIR")
 
 
 def write_samples(
@@ -238,7 +288,7 @@ def health_reporter(
 ) -> HealthReporter:
     """The node's health reporter; its devices are probed like its samples are: from the
     inventory and fault file (the lab) when given, NVML for ``nvml``, ``npu-smi`` for
-    ``npu-smi``; with ``file:DIR`` and no inventory only the clock and counters."""
+    ``npu-smi``; with ``file:DIR`` or ``lab:DIR`` and no inventory only the clock and counters."""
     if inventory is not None:
         return HealthReporter(node, InventoryHealth(inventory, node, faults))
     if source_spec == "nvml":

@@ -209,7 +209,8 @@ def release_holds(config_path: Path, dry_run: bool) -> None:
     "--source",
     default="nvml",
     show_default=True,
-    help="nvml, npu-smi or file:DIR (lab: DIR/<job id> holds a percentage).",
+    help="nvml, npu-smi, file:DIR (DIR/<job id> holds a percentage) or lab:DIR (the lab: "
+    "a job's CPU load stands in for its cards', DIR/<job id> overrides).",
 )
 @click.option(
     "--out",
@@ -243,7 +244,7 @@ def agent(
     from slurm_plugins.policy.agent import source as make_source
 
     try:
-        src = make_source(source)
+        src = make_source(source, node)
         reporter = (
             health_reporter(source, node, inventory=inventory, faults=faults) if health else None
         )

@@ -16,6 +16,7 @@ from slurm_plugins.client import SlurmClient
 from slurm_plugins.client.runner import Completed, ReplayRunner
 from slurm_plugins.policy.agent import (
     FileSource,
+    LabSource,
     NvmlSource,
     SampleReader,
     parse_aicore,
@@ -77,6 +78,40 @@ def test_file_source_and_sample_files(tmp_path: Path) -> None:
     assert [s.util for s in got[7]] == [3.5, 4.0]
     assert r.read(1100.0, jobs=[9]).keys() == {9}
     assert [s.ts for s in r.read(1150.0)[7]] == [1060.0]  # older than max_age: gone
+
+
+def test_lab_source_reports_each_jobs_own_cpu_load(tmp_path: Path) -> None:
+    """Real processes with a job's Slurm environment: a busy one, an idle one, one of another
+    node's job; a util file overrides the measured figure."""
+    import subprocess
+    import sys
+    import time
+
+    def job(job_id: int, node: str, code: str) -> subprocess.Popen[bytes]:
+        env = {"SLURM_JOB_ID": str(job_id), "SLURMD_NODENAME": node, "SLURM_CPUS_ON_NODE": "1"}
+        return subprocess.Popen([sys.executable, "-c", code], env=env)
+
+    busy = "import time\nend = time.time() + 30\nwhile time.time() < end: pass"
+    procs = [job(41, "gpu1", busy), job(42, "gpu1", "import time; time.sleep(30)")]
+    procs.append(job(43, "gpu2", busy))
+    try:
+        (tmp_path / "util").mkdir()
+        src = source(f"lab:{tmp_path / 'util'}", "gpu1")
+        assert isinstance(src, LabSource)
+        assert src.sample() == {}  # a first sample only sees the jobs
+        time.sleep(1.5)
+        got = src.sample()
+        assert got.keys() == {41, 42}  # job 43 runs on another node
+        assert got[41] > 50
+        assert got[42] < 10
+        (tmp_path / "util" / "42").write_text("75")
+        assert src.sample()[42] == 75.0
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+    with pytest.raises(ValueError, match="node"):
+        source(f"lab:{tmp_path}")
 
 
 def test_sample_file_is_pruned_when_it_grows(
