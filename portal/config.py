@@ -46,6 +46,9 @@ DEFAULTS: dict[str, Any] = {
     "RATELIMIT_STORAGE_URI": "memory://",
     "RATELIMIT_HEADERS_ENABLED": True,
     "PASSWORD_MIN_LENGTH": 10,
+    # a browser session ends this many hours after sign-in, or at sign-out, a password change,
+    # a reset or deactivation (sessions are kept on the server)
+    "SESSION_MAX_AGE_HOURS": 24,
     "API_TOKEN_DAYS": 90,
     # Slurm
     "SLURM_ENV": {},  # e.g. {"SLURM_CONF": "/tmp/aipool-lab/etc/slurm.conf"}

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import timedelta
 from typing import Any, ClassVar
 
 from flask import Flask, Request, current_app, jsonify, redirect, request, url_for
+from flask import session as flask_session
 from flask.views import MethodView
 from flask_login import current_user, login_required
 from sqlalchemy.orm import Session
@@ -15,7 +17,7 @@ from portal.authz import Access, access_for
 from portal.errors import Forbidden
 from portal.extensions import csrf, db, login_manager
 from portal.identity.models import User
-from portal.identity.service import user_for_token
+from portal.identity.service import session_user, user_for_token
 
 UNSAFE = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
@@ -41,6 +43,13 @@ def current_access() -> Access:
     return access_for(session(), caller())
 
 
+SESSION_KEY = "aipool_session"  # the browser session's secret, in Flask's signed cookie
+
+
+def session_max_age() -> timedelta:
+    return timedelta(hours=float(current_app.config["SESSION_MAX_AGE_HOURS"]))
+
+
 def bearer(req: Request) -> str | None:
     header = req.headers.get("Authorization", "")
     scheme, _, value = header.partition(" ")
@@ -59,10 +68,11 @@ def install(app: Flask) -> None:
         if bearer(request) is not None:
             return None  # a bearer call is authenticated by its token only, never a cookie
         user_id, _, epoch = ident.partition(":")
-        if not user_id.isdigit() or not epoch.isdigit():
+        secret = flask_session.get(SESSION_KEY)
+        if not user_id.isdigit() or not epoch.isdigit() or not isinstance(secret, str):
             return None
-        user: User | None = session().get(User, int(user_id))
-        if user is None or not user.active or user.session_epoch != int(epoch):
+        user = session_user(session(), int(user_id), secret, max_age=session_max_age())
+        if user is None or user.session_epoch != int(epoch):
             return None
         return user
 

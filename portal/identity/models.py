@@ -45,6 +45,18 @@ class User(UserMixin, Base):
         }
 
 
+class WebSession(Base):
+    """A signed-in browser: the cookie carries a random secret, the server keeps its hash, so
+    signing out (or a password change, a reset, deactivation) ends it whatever the cookie says."""
+
+    __tablename__ = "web_sessions"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    secret_hash: Mapped[str] = mapped_column(String(64), unique=True)  # sha256
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+
+
 class ApiToken(Base):
     __tablename__ = "api_tokens"
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from urllib.parse import urlsplit
 
 from flask import Blueprint, flash, redirect, render_template, request, url_for
+from flask import session as flask_session
 from flask_login import login_required, login_user, logout_user
 from flask_wtf import FlaskForm
 from werkzeug.wrappers import Response
@@ -14,7 +15,8 @@ from wtforms.validators import DataRequired, Length
 from portal.errors import ValidationFailed
 from portal.extensions import limiter
 from portal.identity import service
-from portal.web import caller, session, setting
+from portal.identity.models import User
+from portal.web import SESSION_KEY, caller, session, session_max_age, setting
 
 bp = Blueprint("identity_pages", __name__)
 
@@ -47,7 +49,7 @@ def login() -> str | Response | tuple[str, int]:
         username, password = form.username.data or "", form.password.data or ""
         user = service.authenticate(session(), username, password)
         if user is not None:
-            login_user(user)
+            _sign_in(user)
             return redirect(_safe_next(request.args.get("next")))
         flash("Wrong user name or password.", "error")
         return render_template("identity/login.html", form=form), 401
@@ -56,9 +58,20 @@ def login() -> str | Response | tuple[str, int]:
     return render_template("identity/login.html", form=form)
 
 
+def _sign_in(user: User) -> None:
+    """A new server-side session for this browser (a fresh cookie: no fixation)."""
+    flask_session.clear()
+    flask_session[SESSION_KEY] = service.open_session(session(), user, max_age=session_max_age())
+    login_user(user)
+
+
 @bp.route("/logout", methods=["POST"])
 def logout() -> Response:
+    secret = flask_session.get(SESSION_KEY)
+    if isinstance(secret, str):
+        service.close_session(session(), secret)  # a copy of the cookie no longer signs in
     logout_user()
+    flask_session.clear()
     return redirect(url_for("identity_pages.login"))
 
 
@@ -79,7 +92,7 @@ def password() -> str | Response | tuple[str, int]:
             for field, messages in exc.errors.items():
                 getattr(form, field).errors = list(messages)
             return render_template("identity/password.html", form=form), 422
-        login_user(caller())  # the session epoch changed: renew this session's cookie
-        flash("Password changed; your other sessions are signed out.", "info")
+        _sign_in(caller())  # every session and token ended: this browser gets a new one
+        flash("Password changed; your other sessions and your API tokens are ended.", "info")
         return redirect(url_for("dashboard.index"))
     return render_template("identity/password.html", form=form)

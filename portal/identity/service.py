@@ -11,13 +11,13 @@ from typing import Any
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatchError
-from sqlalchemy import CompoundSelect, Select, select, union
+from sqlalchemy import CompoundSelect, Select, delete, select, union
 from sqlalchemy.orm import Session
 
 from portal.audit.service import record
 from portal.authz import Access, Perm
 from portal.errors import Conflict, Forbidden, NotFound, ValidationFailed
-from portal.identity.models import ApiToken, User
+from portal.identity.models import ApiToken, User, WebSession
 from portal.models import utcnow
 from portal.tenancy.models import (
     DomainAdmin,
@@ -69,7 +69,7 @@ def change_password(
     except (VerifyMismatchError, VerificationError, InvalidHashError):
         raise ValidationFailed({"current_password": ["wrong password"]}) from None
     check_password_rules(new, min_length, "new_password")
-    _set_password(user, new)
+    _set_password(session, user, new)
     record(session, user, "user.password_change", "user", user.id)
     session.commit()
 
@@ -82,16 +82,49 @@ def reset_password(
     user = _get(session, user_id)
     password = new or secrets.token_urlsafe(12)
     check_password_rules(password, min_length)
-    _set_password(user, password)
+    _set_password(session, user, password)
     record(session, access.user, "user.password_reset", "user", user.id)
     session.commit()
     return password
 
 
-def _set_password(user: User, password: str) -> None:
+def _set_password(session: Session, user: User, password: str) -> None:
     user.password_hash = hash_password(password)
     user.password_changed_at = utcnow()
-    user.session_epoch += 1  # logs out the user's other sessions
+    end_sessions(session, user)
+
+
+# ---------------------------------------------------------------------- sessions
+def open_session(session: Session, user: User, *, max_age: timedelta) -> str:
+    """A new signed-in browser of ``user``; returns the secret its cookie carries. Sessions of
+    anyone older than ``max_age`` go at the same time."""
+    session.execute(delete(WebSession).where(WebSession.created_at < utcnow() - max_age))
+    secret = secrets.token_urlsafe(32)
+    session.add(WebSession(user_id=user.id, secret_hash=_digest(secret)))
+    session.commit()
+    return secret
+
+
+def session_user(session: Session, user_id: int, secret: str, *, max_age: timedelta) -> User | None:
+    """The active user whose browser session this is, else ``None``."""
+    row = session.scalar(select(WebSession).where(WebSession.secret_hash == _digest(secret)))
+    if row is None or row.user_id != user_id or row.created_at < utcnow() - max_age:
+        return None
+    user = session.get(User, user_id)
+    return user if user is not None and user.active else None
+
+
+def close_session(session: Session, secret: str) -> None:
+    session.execute(delete(WebSession).where(WebSession.secret_hash == _digest(secret)))
+    session.commit()
+
+
+def end_sessions(session: Session, user: User) -> int:
+    """End every browser session and API token of ``user`` (not committed); returns how many."""
+    user.session_epoch += 1
+    ended = session.execute(delete(WebSession).where(WebSession.user_id == user.id)).rowcount
+    ended += session.execute(delete(ApiToken).where(ApiToken.user_id == user.id)).rowcount
+    return int(ended or 0)
 
 
 # ---------------------------------------------------------------------- users
@@ -187,7 +220,7 @@ def update_user(session: Session, access: Access, user_id: int, data: Mapping[st
         if key in data:
             setattr(user, key, data[key])
     if "active" in data and not data["active"]:
-        user.session_epoch += 1
+        end_sessions(session, user)
     record(
         session, access.user, "user.update", "user", user.id, before=before, after=user.audit_view()
     )
