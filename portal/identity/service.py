@@ -39,11 +39,28 @@ def hash_password(password: str) -> str:
     return _hasher.hash(password)
 
 
-def check_password_rules(password: str, min_length: int, field: str = "password") -> None:
+MIN_STRENGTH = 2  # zxcvbn's score, 0-4: 0 and 1 are common passwords and their near variants
+
+
+def check_password_rules(
+    password: str, min_length: int, field: str = "password", *, user_inputs: tuple[str, ...] = ()
+) -> None:
+    """Length, then zxcvbn's guessability estimate (its lists of common passwords, names and
+    words, keyboard patterns, dates, and the user's own name and address)."""
+    from zxcvbn import zxcvbn
+
     if len(password) < min_length:
         raise ValidationFailed({field: [f"at least {min_length} characters"]})
     if len(password) > 1024:
         raise ValidationFailed({field: ["at most 1024 characters"]})
+    verdict = zxcvbn(password[:100], user_inputs=[x for x in user_inputs if x])
+    if verdict["score"] < MIN_STRENGTH:
+        why = verdict["feedback"]["warning"] or "it is easy to guess"
+        raise ValidationFailed({field: [f"too easy to guess: {why.rstrip('.')}; choose another"]})
+
+
+def _inputs(user: User) -> tuple[str, ...]:
+    return (user.username, user.display_name, user.email)
 
 
 def authenticate(session: Session, username: str, password: str) -> User | None:
@@ -68,7 +85,7 @@ def change_password(
         _hasher.verify(user.password_hash, current)
     except (VerifyMismatchError, VerificationError, InvalidHashError):
         raise ValidationFailed({"current_password": ["wrong password"]}) from None
-    check_password_rules(new, min_length, "new_password")
+    check_password_rules(new, min_length, "new_password", user_inputs=_inputs(user))
     _set_password(session, user, new)
     record(session, user, "user.password_change", "user", user.id)
     session.commit()
@@ -81,7 +98,7 @@ def reset_password(
     access.require_platform_admin()
     user = _get(session, user_id)
     password = new or secrets.token_urlsafe(12)
-    check_password_rules(password, min_length)
+    check_password_rules(password, min_length, user_inputs=_inputs(user))
     _set_password(session, user, password)
     record(session, access.user, "user.password_reset", "user", user.id)
     session.commit()
@@ -119,12 +136,11 @@ def close_session(session: Session, secret: str) -> None:
     session.commit()
 
 
-def end_sessions(session: Session, user: User) -> int:
-    """End every browser session and API token of ``user`` (not committed); returns how many."""
+def end_sessions(session: Session, user: User) -> None:
+    """End every browser session and API token of ``user`` (not committed)."""
     user.session_epoch += 1
-    ended = session.execute(delete(WebSession).where(WebSession.user_id == user.id)).rowcount
-    ended += session.execute(delete(ApiToken).where(ApiToken.user_id == user.id)).rowcount
-    return int(ended or 0)
+    session.execute(delete(WebSession).where(WebSession.user_id == user.id))
+    session.execute(delete(ApiToken).where(ApiToken.user_id == user.id))
 
 
 # ---------------------------------------------------------------------- users
@@ -192,7 +208,8 @@ def create_user(
     if session.scalar(select(User.id).where(User.username == username)) is not None:
         raise Conflict(f"user {username!r} exists")
     password = data.get("password") or secrets.token_urlsafe(12)
-    check_password_rules(password, min_length)
+    inputs = (username, data.get("display_name", ""), data.get("email", ""))
+    check_password_rules(password, min_length, user_inputs=inputs)
     user = User(
         username=username,
         display_name=data.get("display_name", ""),

@@ -83,3 +83,14 @@ def test_an_admin_reset_and_deactivation_end_cookies_and_tokens(env: Env) -> Non
             assert admin.patch(f"/api/v1/users/{user_id}", json={"active": True}).status_code == 200
             assert not _signed_in(browser)
             assert env.app.test_client().get("/api/v1/auth/me", headers=api).status_code == 401
+
+
+def test_common_and_personal_passwords_are_refused(env: Env) -> None:
+    admin = env.api("admin")
+    user_id = env.world.users["bob"]
+    for weak in ("password123", "qwertyuiop", "1234567890", "bobbobbob1"):
+        r = admin.post(f"/api/v1/users/{user_id}/password", json={"password": weak})
+        assert r.status_code == 422, weak
+        assert "too easy to guess" in r.json["errors"]["json"]["password"][0], weak
+    r = admin.post(f"/api/v1/users/{user_id}/password", json={"password": "violet kettle drums"})
+    assert r.status_code == 200
