@@ -36,7 +36,8 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
-JUPYTER = re.compile(r"^/jupyter/(?P<job>[1-9][0-9]{0,17})/(?P<rest>.*)$")  # ids < 2^63
+JUPYTER = re.compile(r"^/jupyter/(?P<job>[1-9][0-9]{0,9})/(?P<rest>.*)$")
+ID_MAX = 2**31 - 1  # as the portal's ``<id:…>`` routes (portal.app.IdConverter)
 MAX_MESSAGE = 64 * 1024 * 1024  # a notebook's output can be large; Jupyter's own cap is 10 MiB
 
 
@@ -131,6 +132,8 @@ async def _socket(app: Flask, scope: Scope, receive: Receive, send: Send) -> Non
         if match is None:
             raise NotFound("the portal has no WebSocket at this address")
         job_id = int(match["job"])
+        if job_id > ID_MAX:
+            raise NotFound(f"no job {job_id}")
         _check_origin(scope, headers)
         conn, cookies = await asyncio.to_thread(_authorise, app, scope, headers, job_id)
     except DomainError as exc:

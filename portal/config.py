@@ -64,6 +64,8 @@ DEFAULTS: dict[str, Any] = {
     "DATASET_STORAGE": None,  # None: <instance>/datasets; must be readable on the nodes
     "DATASET_QUOTA_BYTES": 100 * 2**30,  # per project, all versions
     "DATASET_MAX_FILE_BYTES": 20 * 2**30,
+    # the largest request body; None: the largest upload above plus 1 MiB for the form's parts
+    "MAX_CONTENT_LENGTH": None,
     "DATASET_MAX_FILES": 1_000_000,
     "DATASET_IMPORT_ROOTS": [],  # cluster paths one may import from; "{user}" is replaced
     "DATASET_S3_STORES": {},  # name -> {endpoint_url, region, access_key, secret_key}
@@ -103,6 +105,9 @@ def load(app: Flask, overrides: Mapping[str, Any] | None) -> None:
         app.config.from_mapping(overrides)
     url = app.config["DATABASE_URL"] or f"sqlite:///{app.instance_path}/portal.db"
     app.config["SQLALCHEMY_DATABASE_URI"] = url
+    if app.config["MAX_CONTENT_LENGTH"] is None:
+        largest = max(app.config["DATASET_MAX_FILE_BYTES"], app.config["MODEL_UPLOAD_MAX_BYTES"])
+        app.config["MAX_CONTENT_LENGTH"] = int(largest) + 2**20
     if not app.config["SECRET_KEY"]:
         raise RuntimeError("the portal needs a secret key: set AIPOOL_SECRET_KEY")
     check_branding(app.config)

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from http import HTTPStatus
 from typing import Any
 
-from flask import Flask, Response, jsonify, render_template, request
+from flask import Flask, Response, current_app, jsonify, render_template, request
 from werkzeug.exceptions import HTTPException
 
 
@@ -98,8 +98,50 @@ def register(app: Flask) -> None:
     @app.errorhandler(HTTPException)
     def http_error(exc: HTTPException) -> tuple[Response | str, int]:
         if _wants_json():
-            from portal.extensions import api
-
-            return api.handle_http_exception(exc)  # type: ignore[no-any-return]
+            return _api_error(exc)
         status = exc.code or 500
         return render_template("error.html", status=status, message=exc.description), status
+
+
+KEPT_HEADERS = ("Allow", "Retry-After", "WWW-Authenticate")  # what the client must be told
+
+
+def _api_error(exc: HTTPException) -> tuple[Response, int]:
+    """flask-smorest's envelope (with webargs' field errors), plus a human ``message`` and the
+    headers the status needs: ``Allow`` on 405, ``Retry-After`` on 429."""
+    from portal.extensions import api
+
+    payload, status, extra = api.handle_http_exception(exc)
+    body = dict(payload)
+    body.setdefault("error", HTTPStatus(status).phrase.lower().replace(" ", "_"))
+    if status == 413:
+        limit = current_app.config["MAX_CONTENT_LENGTH"]
+        body["message"] = f"the request is larger than the portal accepts ({_size(limit)})"
+    elif status == 422 and not body.get("message") and body.get("errors"):
+        body["message"] = f"invalid input: {_summary(body['errors'])}"
+    elif not body.get("message"):
+        body["message"] = exc.description or HTTPStatus(status).description
+    out = jsonify(body)
+    for name, value in [*exc.get_headers(), *dict(extra or {}).items()]:
+        if name in KEPT_HEADERS:
+            out.headers[name] = value
+    return out, status
+
+
+def _size(n: int) -> str:
+    return f"{n / 2**30:.1f} GiB" if n >= 2**30 else f"{n / 2**20:.1f} MiB"
+
+
+def _summary(errors: object, prefix: str = "") -> str:
+    """webargs' nested ``{"json": {"field": ["message"]}}`` as ``field: message; …``."""
+    if isinstance(errors, dict):
+        parts = []
+        for key, value in errors.items():
+            inner = "" if key in ("json", "query", "form", "files", "_schema") else str(key)
+            parts.append(_summary(value, f"{prefix}.{inner}".strip(".") if inner else prefix))
+        return "; ".join(p for p in parts if p)
+    if isinstance(errors, list):
+        text = ", ".join(str(e) for e in errors if not isinstance(e, dict | list))
+        nested = [_summary(e, prefix) for e in errors if isinstance(e, dict | list)]
+        return "; ".join(x for x in [f"{prefix}: {text}" if prefix else text, *nested] if x)
+    return f"{prefix}: {errors}" if prefix else str(errors)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from marshmallow import Schema, fields, validate
+from marshmallow import Schema, ValidationError, fields, validate, validates_schema
 
 # a pattern, not a function, so the OpenAPI document states the rule too
 _no_control = validate.Regexp(
@@ -53,3 +53,13 @@ def ident(*, query: bool = False, **kwargs: Any) -> fields.Integer:
     """A row id: 1 … 2³¹-1, as every database's integer key holds it. Strictly a JSON number in
     bodies; parsed from text in query strings."""
     return fields.Integer(strict=not query, validate=validate.Range(min=1, max=2**31 - 1), **kwargs)
+
+
+class ChangeSchema(Schema):
+    """The body of a ``PATCH``: at least one field to change (an empty one is a mistake, not a
+    success that changed nothing)."""
+
+    @validates_schema
+    def _something(self, data: dict[str, Any], **_kwargs: Any) -> None:
+        if not data:
+            raise ValidationError("give at least one field to change")

@@ -5,7 +5,7 @@ from typing import Any
 from marshmallow import Schema, ValidationError, fields, validate, validates_schema
 
 from portal.datasets.models import Source, Visibility
-from portal.schemas import ident, name, text
+from portal.schemas import ChangeSchema, ident, name, text
 
 _VISIBILITY = validate.OneOf([v.value for v in Visibility])
 _SHA256 = validate.Regexp(r"^[0-9a-fA-F]{64}$", error="64 hexadecimal digits")
@@ -29,7 +29,7 @@ class DatasetSchema(Schema):
     updated_at = fields.DateTime(dump_only=True)
 
 
-class DatasetUpdateSchema(Schema):
+class DatasetUpdateSchema(ChangeSchema):
     description = text(255)
     visibility = fields.String(validate=_VISIBILITY)
 

@@ -115,11 +115,18 @@ def safe_relpath(name: str, field: str = "files") -> str:
 def write_stream(src: IO[bytes], dest: Path, rel: str, budget: Budget) -> None:
     """Copy ``src`` to ``dest/rel``, counting every chunk against the budget."""
     target = dest / rel
+    clash = ValidationFailed({"files": [f"{rel}: a file and a directory of the same name"]})
+    if target.is_dir():
+        raise clash
     if target.exists():
         raise ValidationFailed({"files": [f"{rel}: given twice"]})
-    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        out = target.open("xb")
+    except (FileExistsError, NotADirectoryError):  # "x", then "x/y": x is not a directory
+        raise clash from None
     written = 0
-    with target.open("xb") as out:
+    with out:
         while chunk := src.read(CHUNK):
             written += len(chunk)
             budget.add(rel, written, len(chunk))

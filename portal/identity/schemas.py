@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from marshmallow import Schema, fields, validate
 
-from portal.schemas import text
+from portal.schemas import ChangeSchema, text
 
 
 class LoginSchema(Schema):
@@ -57,7 +57,7 @@ class UserCreatedSchema(UserSchema):
     )
 
 
-class UserUpdateSchema(Schema):
+class UserUpdateSchema(ChangeSchema):
     display_name = text(120)
     email = fields.Email(validate=validate.Length(max=254))
     is_platform_admin = fields.Boolean()

@@ -4,7 +4,7 @@ from marshmallow import Schema, fields, validate
 
 from portal.labelling.formats import Format
 from portal.labelling.models import ItemStatus, Kind
-from portal.schemas import ident, name, text
+from portal.schemas import ChangeSchema, ident, name, text
 
 _LABEL = validate.Regexp(
     r"^[A-Za-z0-9][A-Za-z0-9 _.-]{0,63}$",
@@ -23,7 +23,7 @@ class LabelSetSchema(Schema):
     created_at = fields.DateTime(dump_only=True)
 
 
-class LabelSetUpdateSchema(Schema):
+class LabelSetUpdateSchema(ChangeSchema):
     labels = fields.List(
         fields.String(validate=_LABEL), required=True, validate=validate.Length(min=1, max=100)
     )

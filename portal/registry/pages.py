@@ -71,7 +71,7 @@ def _act(model_id: int, action: Any, done: str) -> Response:
     return redirect(url_for(".detail", model_id=model_id))
 
 
-@bp.post("/models/<id:model_id>/versions/<int:number>/evaluate")
+@bp.post("/models/<id:model_id>/versions/<id:number>/evaluate")
 @login_required
 def evaluate(model_id: int, number: int) -> Response:
     return _act(
@@ -83,7 +83,7 @@ def evaluate(model_id: int, number: int) -> Response:
     )
 
 
-@bp.post("/models/<id:model_id>/versions/<int:number>/fine-tune")
+@bp.post("/models/<id:model_id>/versions/<id:number>/fine-tune")
 @login_required
 def fine_tune(model_id: int, number: int) -> Response:
     return _act(
@@ -95,7 +95,7 @@ def fine_tune(model_id: int, number: int) -> Response:
     )
 
 
-@bp.post("/models/<id:model_id>/versions/<int:number>/deploy")
+@bp.post("/models/<id:model_id>/versions/<id:number>/deploy")
 @login_required
 def deploy(model_id: int, number: int) -> Response:
     access = current_access()

@@ -141,7 +141,7 @@ class ImportVersion(AuthedView):
         return service.import_version(session(), current_access(), model_id, args)
 
 
-@blp.route("/models/<id:model_id>/versions/<int:number>")
+@blp.route("/models/<id:model_id>/versions/<id:number>")
 class VersionByNumber(AuthedView):
     @blp.response(200, schemas.ModelVersionSchema)
     def get(self, model_id: int, number: int) -> ModelVersion:
@@ -158,7 +158,7 @@ class VersionByNumber(AuthedView):
         service.delete_version(session(), current_access(), model_id, number)
 
 
-@blp.route("/models/<id:model_id>/versions/<int:number>/card")
+@blp.route("/models/<id:model_id>/versions/<id:number>/card")
 class VersionCard(AuthedView):
     @blp.response(200, {"type": "string"}, content_type="text/html")
     def get(self, model_id: int, number: int) -> Response:
@@ -169,7 +169,7 @@ class VersionCard(AuthedView):
         return Response(render(version.card), mimetype="text/html")
 
 
-@blp.route("/models/<id:model_id>/versions/<int:number>/files/<path:path>")
+@blp.route("/models/<id:model_id>/versions/<id:number>/files/<path:path>")
 class VersionFile(AuthedView):
     @blp.response(
         200, {"type": "string", "format": "binary"}, content_type="application/octet-stream"
@@ -180,7 +180,7 @@ class VersionFile(AuthedView):
         return send_file(file, as_attachment=True, download_name=file.name)
 
 
-@blp.route("/models/<id:model_id>/versions/<int:number>/fine-tune")
+@blp.route("/models/<id:model_id>/versions/<id:number>/fine-tune")
 class FineTune(AuthedView):
     @blp.arguments(schemas.ModelFineTuneSchema)
     @blp.response(201, schemas.ModelVersionSchema)
@@ -191,7 +191,7 @@ class FineTune(AuthedView):
         )
 
 
-@blp.route("/models/<id:model_id>/versions/<int:number>/evaluations")
+@blp.route("/models/<id:model_id>/versions/<id:number>/evaluations")
 class VersionEvaluations(AuthedView):
     @blp.response(200, schemas.ModelEvaluationSchema(many=True))
     def get(self, model_id: int, number: int) -> list[dict[str, Any]]:

@@ -3,7 +3,7 @@ from __future__ import annotations
 from marshmallow import Schema, fields, validate
 
 from portal.authz import GRANTABLE
-from portal.schemas import name, text
+from portal.schemas import ChangeSchema, name, text
 
 _PERMS = validate.OneOf(sorted(p.value for p in GRANTABLE))
 
@@ -16,7 +16,7 @@ class RoleSchema(Schema):
     builtin = fields.Boolean(dump_only=True)
 
 
-class RoleUpdateSchema(Schema):
+class RoleUpdateSchema(ChangeSchema):
     name = name(64, required=False)
     description = text(255)
     permissions = fields.List(fields.String(validate=_PERMS))

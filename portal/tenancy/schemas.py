@@ -3,7 +3,7 @@ from __future__ import annotations
 from marshmallow import Schema, fields
 
 from portal.identity.schemas import UserSchema
-from portal.schemas import ident, name, text
+from portal.schemas import ChangeSchema, ident, name, text
 
 
 class DomainSchema(Schema):
@@ -12,7 +12,7 @@ class DomainSchema(Schema):
     description = text(255)
 
 
-class DomainUpdateSchema(Schema):
+class DomainUpdateSchema(ChangeSchema):
     description = text(255)
 
 
@@ -24,7 +24,7 @@ class ProjectSchema(Schema):
     qos = text(255, metadata={"description": "QOS members may use, default first"})
 
 
-class ProjectUpdateSchema(Schema):
+class ProjectUpdateSchema(ChangeSchema):
     description = text(255)
     qos = text(255)
 
@@ -41,7 +41,7 @@ class MemberSchema(Schema):
     username = text(32, required=True, load_only=True)
 
 
-class MemberUpdateSchema(Schema):
+class MemberUpdateSchema(ChangeSchema):
     role_id = ident(required=True)
 
 

@@ -9,6 +9,7 @@ from marshmallow import RAISE, Schema, ValidationError, fields, validate, valida
 
 from accounting.export import FORMATS
 from accounting.report import Dim, Report
+from portal.schemas import ChangeSchema
 
 DIMS = [d.value for d in Dim]
 
@@ -188,7 +189,7 @@ class OpenAccountSchema(Schema):
     package = fields.String(load_default=None, allow_none=True, validate=validate.Length(1, 64))
 
 
-class ChangeAccountSchema(Schema):
+class ChangeAccountSchema(ChangeSchema):
     """Left out: unchanged; ``"package": null``: no package."""
 
     class Meta:
