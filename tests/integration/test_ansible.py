@@ -4,14 +4,16 @@
 host has no systemd) into its own prefix and ports (+500 over the lab's), so it never meets the
 lab that CI runs at the same time: its own munged (own socket and key), MariaDB datadir,
 slurmdbd, slurmctld, two ``slurmd -N`` nodes with fake A100s, slurmrestd, the admission hook,
-the policy daemon, two node agents and the portal on SQLite. Everything it started is stopped by
-its PID file and the prefix is removed at the end.
+the policy daemon, two node agents and the portal on SQLite; the host is a login node too, with
+the job runtime and the users' ``aipool`` link under the prefix. Everything it started is
+stopped by its PID file and the prefix is removed at the end.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import pwd
 import re
 import shutil
 import socket
@@ -19,6 +21,7 @@ import stat
 import subprocess
 import sys
 import time
+import tomllib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,6 +48,10 @@ OFFSET = 500  # the lab's ports + 500
 CTLD, SLURMD, DBD, RESTD = 6817 + OFFSET, 6818 + OFFSET, 6819 + OFFSET, 6820 + OFFSET
 MARIADB, PORTAL, NODE_BASE = 13306 + OFFSET, 8080 + OFFSET, 17001 + OFFSET
 CLUSTER = "ansibletest"
+# the role's defaults under aipool_prefix: the job runtime, the users' command, their profile
+RUNTIME = PREFIX / "opt/aipool/runtime"
+CLI = PREFIX / "usr/local/bin/aipool"
+PROFILE = PREFIX / "etc/profile.d/aipool.sh"
 NODES = ("node1", "node2")
 RECAP = re.compile(
     r"^(?P<host>\S+)\s*: ok=(?P<ok>\d+)\s+changed=(?P<changed>\d+)\s+"
@@ -74,9 +81,9 @@ class Run:
     output: str
 
 
-def inventory() -> dict[str, object]:
-    """The test site: one host that is controller, accounting, compute (two slurmd), REST
-    and portal, everything under PREFIX on ports of its own."""
+def inventory(runtime_spec: list[str]) -> dict[str, object]:
+    """The test site: one host that is controller, accounting, compute (two slurmd), REST,
+    portal and login node, everything under PREFIX on ports of its own."""
     policy = yaml.safe_load((REPO / "slurm_plugins/admission/lab-policy.yaml").read_text())
     host = {"ansible_connection": "local", "ansible_host": "127.0.0.1"}
     host["ansible_python_interpreter"] = "/usr/bin/python3"
@@ -132,8 +139,16 @@ def inventory() -> dict[str, object]:
         },
         "aipool_node_agent_source": f"file:{PREFIX / 'util'}",
         "aipool_portal_port": PORTAL,
+        "aipool_runtime_pip_spec": runtime_spec,
     }
-    groups = ("slurm_controller", "slurm_dbd", "slurm_compute", "slurm_restd", "aipool_portal")
+    groups = (
+        "slurm_controller",
+        "slurm_dbd",
+        "slurm_compute",
+        "slurm_restd",
+        "aipool_portal",
+        "aipool_login",
+    )
     return {
         "all": {
             "hosts": {"localhost": host},
@@ -148,6 +163,38 @@ def _resolves_to_loopback() -> bool:
         return socket.gethostbyname(socket.gethostname()) == "127.0.0.1"
     except OSError:
         return False
+
+
+def runtime_spec(work: Path) -> list[str]:
+    """The runtime's pip requirements: this checkout (a copy, so that the build never writes
+    into the tree others edit) and the JupyterLab of the ``lab`` extra. A site installs the
+    whole extra (torch and the presets' models too), which this test leaves out for time."""
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())
+    src = work / "aipool-src"
+    for name in ("pyproject.toml", "README.md"):
+        (src / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(REPO / name, src / name)
+    for pattern in project["tool"]["setuptools"]["packages"]["find"]["include"]:
+        package = pattern.rstrip("*")
+        ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+        shutil.copytree(REPO / package, src / package, ignore=ignore)
+    lab = project["project"]["optional-dependencies"]["lab"]
+    return [str(src), *(d for d in lab if d.startswith(("jupyterlab", "jupyter-server")))]
+
+
+def as_nobody(argv: list[str]) -> subprocess.CompletedProcess[str]:
+    """argv as the user nobody, in a clean environment (no root's HOME, PATH or venv)."""
+    user = pwd.getpwnam("nobody")
+    clean = {"PATH": f"{CLI.parent}:/usr/bin:/bin", "HOME": "/nonexistent"}
+    switch = ["setpriv", f"--reuid={user.pw_uid}", f"--regid={user.pw_gid}", "--clear-groups"]
+    return subprocess.run(
+        [*switch, "env", "-i", *(f"{k}={v}" for k, v in clean.items()), *argv],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+        cwd="/",
+    )
 
 
 def playbook(inv: Path, log_file: Path) -> Run:
@@ -226,7 +273,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
         os.mknod(PREFIX / f"dev/nvidia{i}", 0o666 | stat.S_IFCHR, os.makedev(195, i))
     work = tmp_path_factory.mktemp("ansible")
     inv = work / "inventory.yml"
-    inv.write_text(yaml.safe_dump(inventory(), sort_keys=False))
+    inv.write_text(yaml.safe_dump(inventory(runtime_spec(work)), sort_keys=False))
     try:
         first = playbook(inv, work / "first.log")
         log.warning("first run: %.1f s, changed=%d", first.seconds, first.changed)
@@ -299,6 +346,32 @@ def test_aipool_services_run(site: Site) -> None:
     for name in ("aipool-policy", *(f"aipool-agent-{n}" for n in NODES)):
         pid = int((piddir / f"{name}.pid").read_text())
         assert daemons.alive(pid, "aipool.cli"), name
+
+
+def test_runtime_serves_users_who_are_not_root(site: Site) -> None:
+    """What jobs and users run comes from the runtime, which nobody can use and none change."""
+    done = as_nobody([str(RUNTIME / "bin/python"), "-c", "import jupyterlab, aipool, jobspec"])
+    assert done.returncode == 0, done.stderr
+    assert os.readlink(CLI) == str(RUNTIME / "bin/aipool")
+    done = as_nobody([str(CLI), "--help"])
+    assert done.returncode == 0, done.stderr
+    assert {"submit", "jobs", "job", "cancel", "template"} <= set(done.stdout.split())
+    # a login shell's profile names the runtime and this site's slurm.conf: `aipool jobs`
+    # reaches the cluster as that user
+    done = as_nobody(["bash", "-c", '. "$1" && aipool jobs --all', "-", str(PROFILE)])
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "JOBID" in done.stdout
+    unsafe = []
+    for root, dirs, files in os.walk(RUNTIME):
+        for name in (*dirs, *files):
+            st = (Path(root) / name).lstat()
+            if stat.S_ISLNK(st.st_mode):
+                continue
+            if st.st_uid != 0 or st.st_mode & 0o022 or not st.st_mode & stat.S_IROTH:
+                unsafe.append(f"{root}/{name} {stat.filemode(st.st_mode)} uid={st.st_uid}")
+    assert not unsafe, unsafe[:20]
+    env = (PREFIX / "etc/aipool/portal.env").read_text()
+    assert f"AIPOOL_JOB_RUNTIME={RUNTIME}\n" in env
 
 
 def test_retention_at_least_180_days(site: Site) -> None:
