@@ -25,6 +25,23 @@ class IdConverter(IntegerConverter):
         super().__init__(map, min=1, max=2**31 - 1)
 
 
+def _private_home(app: Flask) -> None:
+    """The portal's home: users' jobs pass through it (0711) to the directories they are
+    given, but list nothing; its SQLite database (password and token hashes) is the portal's
+    alone (0600, and so are the journal files SQLite makes beside it)."""
+    home = Path(app.instance_path)
+    home.mkdir(parents=True, exist_ok=True)
+    if home.stat().st_uid == os.geteuid():
+        home.chmod(0o711)
+    url = str(app.config["SQLALCHEMY_DATABASE_URI"])
+    if url.startswith("sqlite:///") and url != "sqlite:///:memory:":
+        db_file = Path(url.removeprefix("sqlite:///"))
+        if db_file.parent.is_dir():
+            os.close(os.open(db_file, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600))
+            if db_file.stat().st_uid == os.geteuid():
+                db_file.chmod(0o600)
+
+
 def create_app(settings: Mapping[str, Any] | None = None) -> Flask:
     """Build the portal: defaults, then ``AIPOOL_*`` environment, then ``settings``."""
     # the portal's one home: its SQLite database, dataset versions, model artifacts and job
@@ -33,7 +50,7 @@ def create_app(settings: Mapping[str, Any] | None = None) -> Flask:
     app = Flask(__name__, instance_relative_config=True, instance_path=home or None)
     app.url_map.converters["id"] = IdConverter
     config.load(app, settings)
-    Path(app.instance_path).mkdir(parents=True, exist_ok=True)
+    _private_home(app)
     logging.getLogger("aipool.portal").setLevel(app.config.get("LOG_LEVEL", "INFO"))
 
     db.init_app(app)

@@ -23,7 +23,6 @@ def lab_settings() -> dict[str, Any]:
         "SLURM_ENV": dict(cfg.env()),
         "SLURM_REST_URL": cfg.rest_url,
         "SLURM_JWT_KEY_FILE": str(cfg.jwt_key),
-        "JOB_WORKDIR": str(cfg.jobs),
         # where the lab's node agents write utilisation samples (the policy daemon's dir)
         "SAMPLES_DIR": str(cfg.root / "policy" / "samples"),
         "ADMISSION_DIR": str(cfg.etc),

@@ -57,7 +57,11 @@ DEFAULTS: dict[str, Any] = {
     "SLURM_TIMEOUT": 30.0,
     "SLURM_CACHE_SECONDS": 2.0,  # queue and node reads shared by all pages for this long
     "SLURM": None,  # a ready SlurmPort (tests); else built from the settings above
-    "JOB_WORKDIR": "/tmp",  # working directory of portal-submitted jobs; "{user}" is replaced
+    # working directory of portal-submitted jobs; "{user}" is replaced. None: the user's own
+    # directory under USER_DIRS (portal/userdirs.py)
+    "JOB_WORKDIR": None,
+    "USER_DIRS": None,  # users' directories (2750, group SERVICE_GROUP); None: <instance>/users
+    "SERVICE_GROUP": "aipool",  # the portal's group: it reads users' job files through it
     "JOB_OUTPUT": "slurm-%j.out",
     "JOB_SCRIPT_MAX_BYTES": 65536,
     # datasets (docs/datasets.md)

@@ -1,8 +1,10 @@
 """Reading files that users write (job output, connection files) from the portal.
 
-Such a file lies in a directory its user controls: it may be swapped for a link to a file
-only the portal's account may read, or grow without end. So it is opened without following
-links, read only if it is a regular file owned by the job's user, and only its tail.
+Such a file lies in a directory its user controls: it, or any directory on its way, may be
+swapped for a link to a file only the portal's account may read, or it may grow without end.
+So it is opened one path component at a time without following a link at any of them, read
+only if it is a regular file owned by the job's user (a hard link to another's file is
+another's), and only up to a size.
 """
 
 from __future__ import annotations
@@ -22,14 +24,36 @@ def uid_of(user: str) -> int | None:
         return None
 
 
+def open_nofollow(path: str | Path) -> int | None:
+    """A read-only fd on the absolute ``path``, reached without following any link (every
+    directory on the way opened with ``O_NOFOLLOW`` relative to the one before); else None."""
+    parts = Path(path).parts
+    if not parts or parts[0] != "/" or ".." in parts:
+        return None
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        fd = os.open("/", flags | os.O_DIRECTORY)
+    except OSError:
+        return None
+    try:
+        for i, name in enumerate(parts[1:], start=1):
+            last = i == len(parts) - 1
+            nxt = os.open(name, flags | (os.O_NONBLOCK if last else os.O_DIRECTORY), dir_fd=fd)
+            os.close(fd)
+            fd = nxt
+    except OSError:
+        os.close(fd)
+        return None
+    return fd
+
+
 def _open(path: str | Path, owner: str) -> tuple[int, os.stat_result] | None:
     """An fd on ``path`` if it is a regular file of ``owner``'s, reached without a link."""
     uid = uid_of(owner)
     if uid is None:
         return None
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError:
+    fd = open_nofollow(path)
+    if fd is None:
         return None
     try:
         st = os.fstat(fd)

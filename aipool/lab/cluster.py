@@ -163,6 +163,8 @@ class Lab:
         ledger["controllers"] = cfg.controllers
         changed = self._write_configs(inv)
         created = host.ensure_unix_users(tenants.unix_users)
+        if host.ensure_service_account():
+            created.append(host.SERVICE_USER)
         ledger["users_created"] = sorted(set(ledger.get("users_created", [])) | set(created))
         self._save(ledger)
         report.step("configs, devices, users")

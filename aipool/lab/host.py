@@ -65,6 +65,20 @@ def ensure_unix_users(names: tuple[str, ...]) -> list[str]:
     return created
 
 
+SERVICE_USER = "aipool"  # AIPool's services' account, and the group that reads users' job files
+
+
+def ensure_service_account(name: str = SERVICE_USER) -> bool:
+    """The system user and group ``name`` (no home, no login shell); True if made now."""
+    if subprocess.run(["id", "-u", name], capture_output=True, check=False).returncode == 0:
+        return False
+    group_exists = subprocess.run(["getent", "group", name], capture_output=True, check=False)
+    group = ["--gid", name] if group_exists.returncode == 0 else ["--user-group"]
+    argv = ["useradd", "--system", *group, "--no-create-home", "--shell", "/usr/sbin/nologin"]
+    subprocess.run([*argv, name], check=True, capture_output=True)
+    return True
+
+
 def install_mariadb_datadir(cfg: LabConfig) -> None:
     """A private MariaDB datadir under the lab root (the host's /var/lib/mysql is untouched)."""
     datadir = cfg.mysql / "data"

@@ -146,7 +146,7 @@ def create(
         raise Conflict(f"project {project.name} already has a service named {name}")
     device, gpus, shards = _device(data)
     token = "svc_" + secrets.token_urlsafe(24)
-    workdir = runs.new_workdir()
+    workdir = runs.new_workdir(access.username)
     try:
         runs.stage_model(version, workdir / "model")
         svc = InferenceService(

@@ -11,6 +11,7 @@ from flask import current_app
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from portal import userdirs
 from portal.audit.service import record
 from portal.authz import Access, Perm
 from portal.errors import (
@@ -95,10 +96,23 @@ def _gres_wanted(props: Mapping[str, Any]) -> dict[str, int]:
     return {by_name[kind]: int(count) * int(props.get("nodes") or 1)}
 
 
+def job_workdir(user: str) -> str:
+    """Where ``user``'s portal jobs run and write their output: their own directory."""
+    configured = current_app.config["JOB_WORKDIR"]
+    if configured:
+        return str(configured).replace("{user}", user)
+    return str(userdirs.user_dir(user_root(), user, current_app.config["SERVICE_GROUP"]))
+
+
+def user_root() -> Path:
+    configured = current_app.config["USER_DIRS"]
+    return Path(configured) if configured else Path(current_app.instance_path) / "users"
+
+
 def job_properties(project: Project, user: str, data: Mapping[str, Any]) -> dict[str, Any]:
     """slurmrestd v0.0.38 job properties for a form submission."""
     cfg = current_app.config
-    workdir = str(cfg["JOB_WORKDIR"]).replace("{user}", user)
+    workdir = job_workdir(user)
     props: dict[str, Any] = {
         "name": data["name"],
         "account": project.name,
@@ -171,7 +185,7 @@ def submit_spec(
             }
         )
     _check_quota(project, _gres_wanted(props))
-    workdir = str(current_app.config["JOB_WORKDIR"]).replace("{user}", access.username)
+    workdir = job_workdir(access.username)
     props["account"] = project.name
     props.setdefault("current_working_directory", workdir)
     props["environment"] = {"PATH": "/usr/local/bin:/usr/bin:/bin"}

@@ -1,18 +1,17 @@
 """Model jobs: fine-tuning and evaluation as Slurm jobs submitted as the caller, and the
 bookkeeping that turns their output into versions and evaluations.
 
-Each job gets a fresh directory with a random name under ``MODEL_WORK`` (itself not
-listable by users): the job reads its model there (a copy; encrypted artifacts are decrypted
-only into such a directory, for a caller already checked) and writes its output there. Job
-state is read on every look at a version or an evaluation, so results appear without a
-background daemon.
+Each job gets a fresh directory with a random name under its user's own in ``MODEL_WORK``
+(``portal.userdirs``: the user's and the portal's group's, nobody else's): the job reads its
+model there (a copy; encrypted artifacts are decrypted only into such a directory, for a
+caller already checked) and writes its output there. Job state is read on every look at a
+version or an evaluation, so results appear without a background daemon.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-import secrets
 import shutil
 import sys
 from collections.abc import Mapping
@@ -23,6 +22,7 @@ from flask import current_app
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from portal import userdirs
 from portal.authz import Access
 from portal.errors import Conflict, ValidationFailed
 from portal.jobs import service as jobs
@@ -50,15 +50,13 @@ def work_root() -> Path:
     configured = current_app.config["MODEL_WORK"]
     path = Path(configured) if configured else Path(current_app.instance_path) / "model-work"
     path.mkdir(parents=True, exist_ok=True)
-    path.chmod(0o711)  # users reach their job's directory by its name, and cannot list others
     return path
 
 
-def new_workdir() -> Path:
-    path = work_root() / secrets.token_hex(16)  # a word jobspec accepts in paths
-    path.mkdir(mode=0o700)
-    path.chmod(0o777)  # the job runs as its user, who writes its output here
-    return path
+def new_workdir(username: str) -> Path:
+    """A fresh directory for one job of ``username``'s, theirs and the portal's group's only
+    (``<MODEL_WORK>/<user>/<random>``, portal/userdirs.py): the job writes its results there."""
+    return userdirs.run_dir(work_root(), username, current_app.config["SERVICE_GROUP"])
 
 
 def stage_model(version: ModelVersion, dest: Path) -> Path:
@@ -167,7 +165,7 @@ def fine_tune(
     """A new version produced by a training job that starts from version ``number``."""
     base = get_version(session, access, model_id, number, Level.WRITE)
     preset = preset_of(base.model)
-    workdir = new_workdir()
+    workdir = new_workdir(access.username)
     try:
         stage_model(base, workdir / "base")
         spec = fill(
@@ -246,7 +244,7 @@ def evaluate(
     if version.status in (VersionStatus.TRAINING, VersionStatus.FAILED) or not version.storage:
         raise Conflict(f"version {number} is {version.status}: nothing to evaluate yet")
     preset = preset_of(version.model)
-    workdir = new_workdir()
+    workdir = new_workdir(access.username)
     try:
         stage_model(version, workdir / "model")
         spec = fill(

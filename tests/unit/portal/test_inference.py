@@ -25,6 +25,7 @@ from slurm_plugins.client.models import JobState
 from tests.unit.portal.conftest import Env
 from tests.unit.portal.test_registry import T0, clock, reg  # noqa: F401 -- fixture
 from tests.unit.portal.test_registry_runs import import_digits, set_job, submitted, train
+from tests.unit.portal.test_userdirs import run_dirs
 
 # the jobs' files are written here by this process, standing in for the job's user
 pytestmark = pytest.mark.usefixtures("users_own_files")
@@ -159,10 +160,10 @@ def test_deploy_call_scale_restart_stop_start_delete(
     assert call(0, token).status_code == 404
     assert call(0, new).status_code == 503  # the restarted replica is still starting
     workdir = Path(env.app.config["MODEL_WORK"])
-    assert any(workdir.iterdir())
+    assert run_dirs(workdir)
     assert alice.delete(f"/api/v1/inference/{svc['id']}").status_code == 204
     assert alice.get(f"/api/v1/inference/{svc['id']}").status_code == 404
-    assert not any(workdir.iterdir())
+    assert run_dirs(workdir) == []  # alice's own directory stays, empty
 
 
 def test_expiry_stops_the_service(

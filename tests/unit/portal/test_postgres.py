@@ -140,7 +140,7 @@ def test_main_flows_on_postgres(pg_app: Flask, tmp_path: Path) -> None:
         },
     )
     assert job.status_code == 201
-    assert os.path.isdir(str(pg_app.config["JOB_WORKDIR"]))
+    assert os.path.isdir(Path(pg_app.instance_path) / "users" / "alice")  # the job's own dir
     # the job history on PostgreSQL: a reader's page (the OR of own and readable projects),
     # its count per branch, and a re-run as the owner
     job_id = job.json["job_id"]

@@ -15,6 +15,7 @@ from portal.presets import runtime
 from slurm_plugins.client.models import JobState
 from tests.unit.portal.conftest import Env
 from tests.unit.portal.test_registry import reg  # noqa: F401 -- fixture
+from tests.unit.portal.test_userdirs import run_dirs
 
 # the jobs' files are written here by this process, standing in for the job's user
 pytestmark = pytest.mark.usefixtures("users_own_files")
@@ -110,7 +111,7 @@ def test_fine_tune_then_evaluate_and_compare(reg: Env) -> None:  # noqa: F811
     assert (store / "evaluations" / f"{ev['id']}.png").is_file()
     assert alice.delete(f"/api/v1/models/{model_id}").status_code == 204
     assert [p for p in store.rglob("*") if p.is_file()] == []
-    assert list(Path(reg.app.config["MODEL_WORK"]).iterdir()) == []
+    assert run_dirs(Path(reg.app.config["MODEL_WORK"])) == []
 
 
 def test_jobs_need_write_access_and_a_runnable_preset(reg: Env) -> None:  # noqa: F811
@@ -144,7 +145,7 @@ def test_jobs_need_write_access_and_a_runnable_preset(reg: Env) -> None:  # noqa
     assert r.status_code == 409
     assert len(alice.get(f"/api/v1/models/{model_id}/versions").json) == 1
     work = Path(reg.app.config["MODEL_WORK"])
-    assert not any(work.iterdir())
+    assert run_dirs(work) == []
 
 
 def dataset_version(env: Env, path: Path, owner: str = "alice", project: str = "nlp") -> int:

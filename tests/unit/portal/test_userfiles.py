@@ -31,6 +31,21 @@ def test_a_link_another_owner_or_a_directory_is_not_read(tmp_path: Path) -> None
         assert read_tail(out, ME) is None
 
 
+def test_a_link_anywhere_on_the_way_is_not_followed(tmp_path: Path) -> None:
+    """The job's user swaps a directory on the path for a link to another place holding a
+    file of the same name: the portal does not follow it, even where the file is theirs."""
+    real = tmp_path / "elsewhere"
+    real.mkdir()
+    (real / "job.out").write_text("planted\n")
+    run = tmp_path / "run"
+    run.symlink_to(real, target_is_directory=True)
+    assert (run / "job.out").read_text() == "planted\n"  # the kernel would follow it
+    assert read_tail(run / "job.out", ME) is None
+    assert read_tail(real / "job.out", ME) == "planted\n"
+    assert read_tail("relative/job.out", ME) is None
+    assert read_tail(tmp_path / "x" / ".." / "run" / "job.out", ME) is None
+
+
 def test_only_the_tail_is_read(tmp_path: Path) -> None:
     out = tmp_path / "big.out"
     out.write_bytes(b"x" * 100_000 + b"\nthe end\n")
