@@ -88,6 +88,9 @@ def _register(app: Flask) -> None:
         api.register_blueprint(blp)
     register_pages(app)
     register_datasets(app)
+    from portal.datasets import unix
+
+    unix.install(app)  # dataset directories follow the portal's permissions
     register_usage(app)
     register_models(app)
     register_clusters(app)

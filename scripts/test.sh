@@ -20,17 +20,18 @@ fi
 cleanup() { if [ "$started" = 1 ]; then .venv/bin/aipool lab down || true; fi; }
 trap cleanup EXIT
 status=0
-# the journeys: the lab and services as `scripts/demo.sh` leaves them, as the demo's users
+# the journeys and the hostile tenant: the lab and services as `scripts/demo.sh` leaves them,
+# as the demo's users
 .venv/bin/aipool lab services up
-.venv/bin/python -m pytest --slurm tests/journeys "$@" || status=$?
-stage "journeys exited $status"
+.venv/bin/python -m pytest --slurm tests/journeys tests/security "$@" || status=$?
+stage "journeys and hostile tenant exited $status"
 # the rest start their own policy daemons and portals: the site's would steer their jobs;
 # and they expect the lab's own admission policy, which the site's portal rewrites when a
 # tenant admin saves a quota (`lab up` on a running lab puts the lab's files back)
 .venv/bin/aipool lab services down >/dev/null
 .venv/bin/aipool lab up >/dev/null
 rest=0
-.venv/bin/python -m pytest --slurm --ignore=tests/journeys "$@" || rest=$?
+.venv/bin/python -m pytest --slurm --ignore=tests/journeys --ignore=tests/security "$@" || rest=$?
 stage "pytest exited $rest"
 if [ "$status" = 0 ]; then status=$rest; fi
 exit "$status"

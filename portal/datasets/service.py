@@ -28,7 +28,7 @@ from sqlalchemy.orm import Session
 
 from portal.audit.service import record
 from portal.authz import Access, Perm
-from portal.datasets import s3, sources
+from portal.datasets import s3, sources, unix
 from portal.datasets.models import Dataset, DatasetVersion, Source, Visibility
 from portal.datasets.sources import Fill
 from portal.datasets.storage import (
@@ -351,7 +351,10 @@ def mount(
     if args.get("version") is not None:
         raise ValidationFailed({"version": ["versions are immutable: mount them ro"]})
     workspace = settings.store.workspace(ds.id)
-    workspace.mkdir(parents=True, exist_ok=True)
+    if not workspace.parent.exists():
+        workspace.parent.mkdir(mode=0o700, parents=True)  # its gate: set just below
+    workspace.mkdir(exist_ok=True)
+    unix.refresh(session, [ds])
     _hand_to(workspace, access.username)
     return {"name": name, "path": str(workspace), "mode": "rw", "kind": "data"}
 

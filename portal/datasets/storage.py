@@ -293,9 +293,19 @@ class Store:
         self.root = root
 
     def staging(self) -> Path:
-        path = self.root / ".staging" / uuid.uuid4().hex
-        path.mkdir(parents=True)
+        self._private_root()
+        staging = self.root / ".staging"
+        staging.mkdir(mode=0o700, exist_ok=True)
+        path = staging / uuid.uuid4().hex
+        path.mkdir()
         return path
+
+    def _private_root(self) -> None:
+        """The store lists nothing (0711): each dataset's directory is its own gate, set to
+        its readers by ``portal.datasets.unix``; staged uploads are the portal's alone."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        if self.root.stat().st_uid == os.geteuid():
+            self.root.chmod(0o711)
 
     def version_dir(self, dataset_id: int, version: int) -> Path:
         return self.root / str(dataset_id) / f"v{version}"
@@ -309,8 +319,9 @@ class Store:
         for path in staging.rglob("*"):
             path.chmod(0o555 if path.is_dir() else 0o444)
         staging.chmod(0o555)
-        final.parent.mkdir(parents=True, exist_ok=True)
-        final.parent.chmod(0o755)
+        if not final.parent.exists():
+            # the portal's alone until its readers are set, after the commit (datasets.unix)
+            final.parent.mkdir(mode=0o700, parents=True)
         try:
             # atomic: of two requests making the same version number one wins, the other
             # finds a non-empty directory there (a version always holds a file)

@@ -22,7 +22,7 @@ from portal.errors import (
     SlurmUnavailable,
     ValidationFailed,
 )
-from portal.jobs import queue
+from portal.jobs import mounts, queue
 from portal.jobs.models import FORM, SPEC, JobRecord
 from portal.jobs.specs import cluster_config, spec_job
 from portal.slurm import SlurmPort
@@ -173,6 +173,7 @@ def submit_spec(
     """A job from a declarative spec, charged to the project whatever the spec names."""
     project = get_project(session, access, project_id, Perm.JOBS_SUBMIT)
     script, props = spec_job(spec, cluster_config())
+    mounts.check(session, access, spec, cluster_config())
     if props.get("account", project.name) != project.name:
         raise ValidationFailed({"spec": [f"project: the job is charged to {project.name}"]})
     if props.get("qos") and props["qos"] not in project.qos_list():

@@ -144,7 +144,7 @@ def _run(portal: Portal, client: SlurmClient, lab: Lab, mounts: list[dict[str, A
         return bool(recs) and recs[0].state.is_finished
 
     wait_until(finished, 90, interval=1)
-    output = Path(lab.cfg.jobs) / f"pt-data-{job_id}.out"
+    output = Path(lab.cfg.root) / "portal" / "users" / "alice" / f"pt-data-{job_id}.out"
     try:
         text = output.read_text()
     finally:

@@ -146,7 +146,7 @@ def test_a_job_submitted_as_alice_runs_as_alice(
     [rec] = client.accounting(job_ids=[job_id])
     assert rec.state is JobState.COMPLETED
     assert rec.user == "alice"
-    output = Path(lab.cfg.jobs) / f"slurm-{job_id}.out"
+    output = Path(lab.cfg.root) / "portal" / "users" / "alice" / f"slurm-{job_id}.out"
     try:
         assert output.read_text().split() == ["alice"]
     finally:
@@ -172,7 +172,7 @@ def test_a_spec_job_runs_as_its_user(portal: Portal, client: SlurmClient, lab: L
     [rec] = client.accounting(job_ids=[job_id])
     assert (rec.state, rec.user, rec.account) == (JobState.COMPLETED, "alice", "nlp")
     assert rec.tres_alloc["gres/shard"] == 8
-    output = Path(lab.cfg.jobs) / f"pt-spec-{job_id}.out"
+    output = Path(lab.cfg.root) / "portal" / "users" / "alice" / f"pt-spec-{job_id}.out"
     try:
         assert "alice" in output.read_text().split()
     finally:

@@ -108,13 +108,20 @@ def as_user(browser: Browser, site: Site) -> Iterator[Callable[[str], Page]]:  #
 
 
 def wait_for(check: Callable[[], object], timeout: float, what: str, interval: float = 1) -> object:
-    """Poll ``check`` until it returns something true; fail naming ``what``."""
+    """Poll ``check`` until it returns something true; fail naming ``what``. A browser error
+    while polling (the page refreshing itself under a read) counts as "not yet"."""
+    from playwright.sync_api import Error as BrowserError
+
     deadline = time.monotonic() + timeout
+    last: BrowserError | None = None
     while time.monotonic() < deadline:
-        if got := check():
-            return got
+        try:
+            if got := check():
+                return got
+        except BrowserError as exc:
+            last = exc
         time.sleep(interval)
-    raise AssertionError(f"within {timeout:g} s: {what}")
+    raise AssertionError(f"within {timeout:g} s: {what}") from last
 
 
 def job_id_of(page: Page) -> int:

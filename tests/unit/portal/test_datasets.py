@@ -594,3 +594,36 @@ def test_a_cluster_path_imports_only_what_the_caller_could_read(
     assert staged(store) == []
     r = env.api("alice").post(f"{API}/{ds}/versions", json={"source": "path", "path": str(shared)})
     assert r.status_code == 201
+
+
+def test_a_spec_may_mount_only_what_its_user_may_read(env: Env, store: Path) -> None:
+    """Paths inside what the portal keeps are checked before submission: another tenant's
+    version or workspace, the portal's own files and others' job directories are refused."""
+    private = make_dataset(env, "alice", "nlp", name="mine", visibility="private")
+    assert upload(env, "alice", private, {"a.txt": b"alice's"}).status_code == 201
+    version = store / str(private) / "v1"
+    home = Path(env.app.instance_path)
+
+    def submit(who: str, project: str, path: Path, mode: str = "ro") -> Any:
+        spec = {"name": "m", "command": ["ls"], "mounts": [{"name": "x", "path": str(path),
+                                                            "mode": mode}]}  # fmt: skip
+        body = {"project_id": env.world.projects[project], "spec": spec}
+        return env.api(who).post("/api/v1/jobs/spec", json=body)
+
+    refused = [
+        ("bob", "vision", version, "ro"),  # another tenant's private version
+        ("bob", "vision", store / str(private) / "workspace", "rw"),
+        ("bob", "vision", store / str(private), "ro"),
+        ("alice", "nlp", version, "rw"),  # versions are read-only
+        ("bob", "vision", home / "portal.db", "ro"),  # the portal's own
+        ("bob", "vision", home / "users" / "alice", "ro"),  # another user's jobs
+    ]
+    for who, project, path, mode in refused:
+        r = submit(who, project, path, mode)
+        assert r.status_code == 422, (who, path, r.json)
+        assert "is not yours to mount" in str(r.json["errors"]), path
+    r = submit("bob", "vision", home / "users" / "bob" / ".." / "alice")
+    assert "'..' is not allowed" in str(r.json["errors"])  # jobspec's own rule
+    assert submit("alice", "nlp", version).status_code == 201
+    assert submit("bob", "vision", home / "users" / "bob" / "data").status_code == 201
+    assert submit("bob", "vision", Path("/srv/public/imagenet")).status_code == 201

@@ -1,0 +1,195 @@
+"""Datasets on the file system read by exactly those the portal lets read them.
+
+Jobs read a dataset's versions straight from the store (``<store>/<dataset id>/v<n>``), as
+their users. The dataset's own directory is the gate: owned by the portal, mode 0750 with a
+POSIX ACL naming each Unix user who may read the dataset in the portal (``u:<name>:r-x``):
+its owner for a private one, everyone who may read its project for a project one; a public one
+is 0755. Nobody else can enter, whatever they know of the path; the store itself is 0711.
+
+The ACL follows the portal's permissions as they change: whenever a commit touches a dataset,
+a membership, a group's members or grants, a domain's admins or a user, the datasets of the
+projects concerned are recomputed in the same transaction and their directories set right
+after it commits (a SQLAlchemy session hook, so no service can forget it). A file system
+without ACLs fails closed: the directory is then the portal's alone, and the log says so.
+"""
+
+from __future__ import annotations
+
+import logging
+import pwd
+import shutil
+import subprocess
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from flask import Flask, current_app, has_app_context
+from sqlalchemy import event, select
+from sqlalchemy.orm import Session
+
+from portal.datasets.models import Dataset, DatasetVersion, Visibility
+from portal.tenancy.models import DomainAdmin, GroupGrant, GroupMember, Membership, Project
+
+log = logging.getLogger("aipool.portal.datasets")
+
+PENDING = "aipool.dataset_acls"  # session.info: project ids touched, then directories to set
+
+
+def readers(session: Session, ds: Dataset) -> frozenset[str] | None:
+    """Unix names of those who may read ``ds`` in the portal (``None``: everybody)."""
+    from portal.authz import load_access
+    from portal.datasets.service import can
+    from portal.identity.models import User
+
+    if ds.visibility == Visibility.PUBLIC:
+        return None
+    project = ds.project
+    candidates = {ds.owner_id}
+    if ds.visibility == Visibility.PROJECT:
+        candidates |= set(
+            session.scalars(select(Membership.user_id).where(Membership.project_id == project.id))
+        )
+        candidates |= set(
+            session.scalars(
+                select(GroupMember.user_id)
+                .join(GroupGrant, GroupGrant.group_id == GroupMember.group_id)
+                .where(GroupGrant.project_id == project.id)
+            )
+        )
+        candidates |= set(
+            session.scalars(
+                select(DomainAdmin.user_id).where(DomainAdmin.domain_id == project.domain_id)
+            )
+        )
+    names = set()
+    for user_id in candidates:
+        user = session.get(User, user_id)
+        if user is not None and user.active and can(load_access(session, user), ds)[0]:
+            names.add(user.username)
+    return frozenset(names)
+
+
+def _unix(names: Iterable[str]) -> list[str]:
+    known = []
+    for name in sorted(names):
+        try:
+            pwd.getpwnam(name)
+        except KeyError:
+            continue  # a portal user without a Unix account has no job to read it
+        known.append(name)
+    return known
+
+
+def apply(path: Path, allowed: frozenset[str] | None) -> None:
+    """Set the gate of one dataset directory (missing: nothing to do yet)."""
+    if not path.is_dir() or path.is_symlink():
+        return
+    if allowed is None:
+        path.chmod(0o755)
+        _setfacl(path, ["-b"])
+        return
+    path.chmod(0o750)
+    entries = ["u::rwx", "g::---", "o::---", "m::r-x"]
+    entries += [f"u:{name}:r-x" for name in _unix(allowed)]
+    if not _setfacl(path, ["--set", ",".join(entries)]):
+        path.chmod(0o700)  # fail closed: nobody but the portal
+
+
+def _setfacl(path: Path, args: list[str]) -> bool:
+    tool = shutil.which("setfacl")
+    if tool is None:
+        log.error("setfacl is missing (Debian package acl): %s is the portal's alone", path)
+        return False
+    argv = [tool, *args, "--", str(path)]
+    done = subprocess.run(argv, check=False, capture_output=True, text=True)
+    if done.returncode != 0:
+        log.error("setfacl on %s failed (%s): it is the portal's alone", path, done.stderr.strip())
+        return False
+    return True
+
+
+def store_root() -> Path:
+    from portal.datasets.service import Settings
+
+    return Settings.of(current_app.config, current_app.instance_path).store.root
+
+
+def refresh(session: Session, datasets: Iterable[Dataset]) -> None:
+    """Set the directories of ``datasets`` now (outside the session hook: the CLI, tests)."""
+    root = store_root()
+    for ds in datasets:
+        apply(root / str(ds.id), readers(session, ds))
+
+
+# ------------------------------------------------------------------ the session hook
+_WATCHED = (Dataset, DatasetVersion, Membership, GroupMember, GroupGrant, DomainAdmin, Project)
+
+
+def _projects_of(session: Session, obj: Any) -> set[int]:
+    from portal.identity.models import User
+
+    if isinstance(obj, DatasetVersion):
+        ds = session.get(Dataset, obj.dataset_id)
+        return {ds.project_id} if ds is not None else set()
+    if isinstance(obj, Dataset | Membership | GroupGrant):
+        return {obj.project_id} if obj.project_id else set()
+    if isinstance(obj, Project):
+        return {obj.id} if obj.id else set()
+    if isinstance(obj, DomainAdmin):
+        return set(session.scalars(select(Project.id).where(Project.domain_id == obj.domain_id)))
+    if isinstance(obj, GroupMember):
+        rows = select(GroupGrant.project_id).where(GroupGrant.group_id == obj.group_id)
+        return set(session.scalars(rows))
+    if isinstance(obj, User):
+        rows = select(Membership.project_id).where(Membership.user_id == obj.id)
+        return set(session.scalars(rows)) | set(
+            session.scalars(select(Dataset.project_id).where(Dataset.owner_id == obj.id))
+        )
+    return set()
+
+
+def _after_flush(session: Session, _context: Any) -> None:
+    from portal.identity.models import User
+
+    touched: set[int] = session.info.setdefault(PENDING, set())
+    for obj in [*session.new, *session.dirty, *session.deleted]:
+        if isinstance(obj, (*_WATCHED, User)):
+            touched |= _projects_of(session, obj)
+
+
+def _before_commit(session: Session) -> None:
+    if not has_app_context():
+        return
+    if session.new or session.dirty or session.deleted:
+        session.flush()  # commit flushes after this hook: what it writes must count too
+    projects = session.info.pop(PENDING, set())
+    if not projects:
+        return
+    root = store_root()
+    plan = session.info.setdefault(PENDING + ".plan", {})
+    for ds in session.scalars(select(Dataset).where(Dataset.project_id.in_(projects))):
+        plan[root / str(ds.id)] = readers(session, ds)
+
+
+def _after_commit(session: Session) -> None:
+    for path, allowed in session.info.pop(PENDING + ".plan", {}).items():
+        try:
+            apply(path, allowed)
+        except OSError as exc:
+            log.error("could not set %s for its readers: %s", path, exc)
+
+
+def _after_rollback(session: Session) -> None:
+    session.info.pop(PENDING, None)
+    session.info.pop(PENDING + ".plan", None)
+
+
+def install(app: Flask) -> None:
+    """Listen on every session (once per process; the hooks act inside an app context)."""
+    if getattr(install, "done", False):
+        return
+    event.listen(Session, "after_flush", _after_flush)
+    event.listen(Session, "before_commit", _before_commit)
+    event.listen(Session, "after_commit", _after_commit)
+    event.listen(Session, "after_soft_rollback", lambda s, _t: _after_rollback(s))
+    install.done = True  # type: ignore[attr-defined]
