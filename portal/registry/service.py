@@ -25,6 +25,7 @@ from portal.registry.models import (
     VersionStatus,
     Visibility,
 )
+from portal.slurm import SlurmPort
 from portal.tenancy.models import Project
 from portal.tenancy.service import get_project
 
@@ -261,8 +262,17 @@ def upload_version(
     stream: IO[bytes],
     filename: str,
     data: Mapping[str, Any],
+    port: SlurmPort,
 ) -> ModelVersion:
     model, _ = get_model(session, access, model_id, Level.WRITE)
+    if data.get("job_id") is not None:
+        from portal.jobs.service import get_job
+
+        try:
+            get_job(session, access, port, data["job_id"])  # lineage names a job one may see
+        except NotFound:
+            message = "no job of yours or your projects' has this id"
+            raise ValidationFailed({"job_id": [message]}) from None
     if data.get("card"):
         cards.check(data["card"])  # before the upload is written anywhere
     if data.get("dataset_version_id") is not None:

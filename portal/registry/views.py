@@ -129,6 +129,7 @@ class Versions(AuthedView):
             stream=upload.stream,
             filename=upload.filename or "",
             data=form,
+            port=slurm(),
         )
 
 

@@ -464,3 +464,17 @@ def test_bad_uploads_get_a_clear_error_and_leave_nothing(reg: Env, tmp_path: Pat
         "/api/v1/models", json={"project_id": reg.world.projects["nlp"], "name": "../x"}
     )
     assert r.status_code == 422
+
+
+def test_lineage_names_only_a_job_the_uploader_may_see(env: Env, reg: Env) -> None:
+    model = make_model(env)
+    theirs = env.slurm.add_job("bob", "vision")
+    mine = env.slurm.add_job("alice", "nlp")
+    alice = env.api("alice")
+    r = upload(alice, model, b"w", "w.bin", job_id=str(theirs))
+    assert r.status_code == 422, r.json
+    assert "no job of yours" in r.json["errors"]["json"]["job_id"][0]
+    assert upload(alice, model, b"w", "w.bin", job_id=str(2**40)).status_code == 422
+    r = upload(alice, model, b"w", "w.bin", job_id=str(mine))
+    assert r.status_code == 201, r.json
+    assert r.json["job_id"] == mine
