@@ -62,6 +62,12 @@ def create_app(settings: Mapping[str, Any] | None = None) -> Flask:
     api.register_converter(IdConverter, integerconverter2paramschema)
     web.install(app)
     _register(app)
+    # a header is text: the pagination metadata travels as a JSON object written out
+    api.spec.components.headers["PAGINATION"] = {
+        "description": "Pagination metadata as JSON text: an object with total, total_pages, "
+        "first_page, last_page, page, previous_page and next_page (integers)",
+        "schema": {"type": "string", "example": '{"total": 42, "total_pages": 3, "page": 1}'},
+    }
     errors.register(app)
     from portal.quotas.policy import render_command
 
