@@ -164,11 +164,15 @@ def test_login_is_rate_limited(tmp_path: Path, seeded_db: tuple[Path, object]) -
     shutil.copyfile(seeded_db[0], path)
     app = make_app(path, tmp_path, LOGIN_RATE_LIMIT="3 per minute")
     client = app.test_client()
-    codes = [
-        client.post("/api/v1/auth/token", json={"username": "bob", "password": "x"}).status_code
+    answers = [
+        client.post("/api/v1/auth/token", json={"username": "bob", "password": "x"})
         for _ in range(4)
     ]
-    assert codes == [401, 401, 401, 429]
+    assert [r.status_code for r in answers] == [401, 401, 401, 429]
+    limited = answers[-1]
+    assert int(limited.headers["Retry-After"]) > 0  # when to try again
+    assert limited.json["error"] == "too_many_requests"
+    assert "3 per 1 minute" in limited.json["message"]
     with app.app_context():
         assert db.session.scalar(select(User.id).where(User.username == "bob"))
         db.engine.dispose()
