@@ -15,7 +15,7 @@ PACKAGES=(
   # the portal's PostgreSQL tests, browser tests, PDF report checks
   postgresql chromium fonts-noto-cjk poppler-utils
   # Debian's own python3 (3.11 on Debian 12) with venv; compilers for wheels that build
-  python3 python3-venv python3-dev build-essential
+  python3 python3-venv python3-dev python3-packaging build-essential
   # the tools the lab and the tests call: namespaces, users, processes, logs, unit checks
   util-linux passwd acl procps iproute2 logrotate systemd shellcheck git ca-certificates
 )
