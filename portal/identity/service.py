@@ -55,8 +55,9 @@ def check_password_rules(
         raise ValidationFailed({field: ["at most 1024 characters"]})
     verdict = zxcvbn(password[:100], user_inputs=[x for x in user_inputs if x])
     if verdict["score"] < MIN_STRENGTH:
-        why = verdict["feedback"]["warning"] or "it is easy to guess"
-        raise ValidationFailed({field: [f"too easy to guess: {why.rstrip('.')}; choose another"]})
+        why = (verdict["feedback"]["warning"] or "It is easy to guess").rstrip(".")
+        why = why[:1].lower() + why[1:]  # "this is a very common password"
+        raise ValidationFailed({field: [f"too easy to guess: {why}; choose another"]})
 
 
 def _inputs(user: User) -> tuple[str, ...]:
