@@ -19,19 +19,12 @@ from typing import Any
 from flask import current_app
 from sqlalchemy.orm import Session
 
-from jobspec import ClusterConfig
+from jobspec import ClusterConfig, load_spec
+from jobspec.render import resolve_mounts
 from portal.authz import Access
 from portal.errors import Forbidden, NotFound, ValidationFailed
 
 _VERSION = re.compile(r"v([1-9][0-9]{0,8})")
-
-
-def _absolute(mount: Mapping[str, Any], cfg: ClusterConfig) -> Path:
-    path = str(mount.get("path", ""))
-    if not path.startswith("/"):
-        root = cfg.data_root if mount.get("kind", "data") == "data" else cfg.model_root
-        path = f"{root.rstrip('/')}/{path}"
-    return Path(os.path.normpath(path))
 
 
 def _under(path: Path, root: Path) -> tuple[str, ...] | None:
@@ -42,27 +35,25 @@ def _under(path: Path, root: Path) -> tuple[str, ...] | None:
 
 
 def check(session: Session, access: Access, spec: Mapping[str, Any], cfg: ClusterConfig) -> None:
-    """Refuse (422, naming the mount) what ``access`` may not read or write."""
-    from portal.datasets.service import Settings
+    """Refuse (422, naming the mount) what ``access`` may not read or write. ``spec`` is one
+    that ``spec_job`` has already accepted."""
+    from portal.datasets.unix import store_root
     from portal.jobs.service import user_root
     from portal.registry import runs, storage
 
-    config = current_app.config
-    store = Settings.of(config, current_app.instance_path).store.root
+    store = store_root()
     own_roots = [user_root(), runs.work_root()]
     closed = [storage.root(), Path(current_app.instance_path)]
-    for mount in spec.get("mounts") or ():
-        if not isinstance(mount, Mapping):
-            continue  # the spec's own validation names it
-        path = _absolute(mount, cfg)
-        name = mount.get("name", str(path))
+    for mount in resolve_mounts(load_spec(spec).mounts, cfg):
+        path = Path(os.path.normpath(mount.path))
+        name = mount.name
         refusal = ValidationFailed(
             {"spec": [f"mounts: {name}: {path} is not yours to mount (the portal's or another "
                       "user's), or does not exist"]}
         )  # fmt: skip
         if (parts := _under(path, store)) is not None:
             try:
-                _dataset_mount(session, access, parts, mount)
+                _dataset_mount(session, access, parts, mount.mode.value)
             except (NotFound, Forbidden):
                 raise refusal from None
             continue
@@ -79,7 +70,7 @@ def _dataset_mount(
     session: Session,
     access: Access,
     parts: tuple[str, ...],
-    mount: Mapping[str, Any],
+    mode: str,
 ) -> None:
     from portal.datasets.service import get_dataset, get_version
 
@@ -88,7 +79,7 @@ def _dataset_mount(
     dataset_id = int(parts[0])
     if len(parts) >= 2 and (m := _VERSION.fullmatch(parts[1])):
         get_version(session, access, dataset_id, int(m.group(1)))
-        if mount.get("mode", "ro") != "ro":
+        if mode != "ro":
             raise NotFound("versions are read-only")
     elif len(parts) >= 2 and parts[1] == "workspace":
         get_dataset(session, access, dataset_id, write=True)
