@@ -16,9 +16,7 @@ import json
 import logging
 import re
 from collections.abc import Awaitable, Callable, MutableMapping
-from http import HTTPStatus
 from typing import Any
-from urllib.parse import urlsplit
 
 from a2wsgi import WSGIMiddleware
 from flask import Flask
@@ -26,7 +24,14 @@ from flask_login import current_user
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus, WebSocketException
 
-from portal.errors import BadGateway, DomainError, Forbidden, NotFound, Unauthorized
+from portal.errors import (
+    BadGateway,
+    DomainError,
+    Forbidden,
+    NotFound,
+    Unauthorized,
+    envelope,
+)
 
 log = logging.getLogger(__name__)
 
@@ -86,9 +91,10 @@ def _headers(scope: Scope) -> dict[str, str]:
 
 def _check_origin(scope: Scope, headers: dict[str, str]) -> None:
     """Browsers always send ``Origin`` on a WebSocket; it must be the portal's own."""
-    origin = urlsplit(headers.get("origin", ""))
-    secure = scope.get("scheme") == "wss"
-    if (origin.scheme, origin.netloc) != ("https" if secure else "http", headers.get("host")):
+    from portal.jobs.proxy import same_origin
+
+    scheme = "https" if scope.get("scheme") == "wss" else "http"
+    if not same_origin(headers.get("origin", ""), scheme, headers.get("host", "")):
         raise Forbidden("a WebSocket to a Jupyter server must come from the portal's own pages")
 
 
@@ -110,14 +116,7 @@ def _authorise(app: Flask, scope: Scope, headers: dict[str, str], job_id: int) -
 
 async def _refuse(send: Send, exc: DomainError) -> None:
     """An HTTP answer to the handshake, in the portal's error envelope."""
-    body = json.dumps(
-        {
-            "code": exc.status,
-            "status": HTTPStatus(exc.status).phrase,
-            "error": exc.code,
-            "message": exc.message,
-        }
-    ).encode()
+    body = json.dumps(envelope(exc.status, exc.code, exc.message)).encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body))]
     await send({"type": "websocket.http.response.start", "status": exc.status, "headers": headers})
     await send({"type": "websocket.http.response.body", "body": body})

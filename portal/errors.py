@@ -80,16 +80,16 @@ def _wants_json() -> bool:
     return request.path.startswith("/api/")
 
 
+def envelope(status: int, error: str, message: str) -> dict[str, Any]:
+    """The body of every error the API answers."""
+    return {"code": status, "status": HTTPStatus(status).phrase, "error": error, "message": message}
+
+
 def register(app: Flask) -> None:
     @app.errorhandler(DomainError)
     def domain_error(exc: DomainError) -> tuple[Response | str, int]:
         if _wants_json():
-            body: dict[str, Any] = {
-                "code": exc.status,
-                "status": HTTPStatus(exc.status).phrase,
-                "error": exc.code,
-                "message": exc.message,
-            }
+            body = envelope(exc.status, exc.code, exc.message)
             if isinstance(exc, ValidationFailed):
                 body["errors"] = {"json": exc.errors}
             return jsonify(body), exc.status

@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session
 from werkzeug.wrappers import Response as BaseResponse
 
 from portal.authz import Access, access_for
-from portal.errors import Forbidden
+from portal.errors import Forbidden, envelope
 from portal.extensions import csrf, db, login_manager
 from portal.identity.models import User
 from portal.identity.service import session_user, user_for_token
@@ -84,13 +84,7 @@ def install(app: Flask) -> None:
     @login_manager.unauthorized_handler
     def unauthorized() -> BaseResponse | tuple[BaseResponse, int]:
         if request.path.startswith("/api/"):
-            body = {
-                "code": 401,
-                "status": "Unauthorized",
-                "error": "unauthorized",
-                "message": "login or token required",
-            }
-            return jsonify(body), 401
+            return jsonify(envelope(401, "unauthorized", "login or token required")), 401
         return redirect(url_for("identity_pages.login", next=request.full_path))
 
     @app.before_request

@@ -85,13 +85,18 @@ def _http() -> httpx.Client:
     return client
 
 
+def same_origin(origin: str, scheme: str, host: str) -> bool:
+    """Whether a browser's ``Origin`` is the portal's own (``scheme://host``)."""
+    theirs = urlsplit(origin)
+    return (theirs.scheme, theirs.netloc) == (scheme, host)
+
+
 def _check_xsrf() -> None:
     """State-changing requests: same origin, and Jupyter's XSRF header equal to its cookie."""
-    if origin := request.headers.get("Origin"):
-        mine = urlsplit(request.host_url)
-        theirs = urlsplit(origin)
-        if (theirs.scheme, theirs.netloc) != (mine.scheme, mine.netloc):
-            raise Forbidden("cross-origin request to a Jupyter server refused")
+    if (origin := request.headers.get("Origin")) and not same_origin(
+        origin, request.scheme, request.host
+    ):
+        raise Forbidden("cross-origin request to a Jupyter server refused")
     cookie = request.cookies.get("_xsrf", "")
     header = request.headers.get("X-XSRFToken", "")
     if not cookie or not hmac.compare_digest(cookie, header):
