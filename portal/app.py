@@ -10,6 +10,7 @@ from typing import Any
 
 from flask import Flask
 from flask_smorest.spec.plugins import integerconverter2paramschema
+from sqlalchemy.engine import make_url
 from werkzeug.routing import IntegerConverter
 
 from portal import config, errors, web
@@ -33,9 +34,9 @@ def _private_home(app: Flask) -> None:
     home.mkdir(parents=True, exist_ok=True)
     if home.stat().st_uid == os.geteuid():
         home.chmod(0o711)
-    url = str(app.config["SQLALCHEMY_DATABASE_URI"])
-    if url.startswith("sqlite:///") and url != "sqlite:///:memory:":
-        db_file = Path(url.removeprefix("sqlite:///"))
+    url = make_url(str(app.config["SQLALCHEMY_DATABASE_URI"]))
+    if url.get_backend_name() == "sqlite" and url.database not in (None, "", ":memory:"):
+        db_file = Path(url.database)
         if db_file.parent.is_dir():
             os.close(os.open(db_file, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600))
             if db_file.stat().st_uid == os.geteuid():
