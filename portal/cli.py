@@ -25,7 +25,10 @@ def lab_settings() -> dict[str, Any]:
         "SLURM_JWT_KEY_FILE": str(cfg.jwt_key),
         # where the lab's node agents write utilisation samples (the policy daemon's dir)
         "SAMPLES_DIR": str(cfg.root / "policy" / "samples"),
-        "ADMISSION_DIR": str(cfg.etc),
+        # the admission table's directory, the portal's to write (the hook stays root's)
+        "ADMISSION_DIR": str(cfg.admission),
+        # users' directories are made by the root helper (aipool lab services up installs it)
+        "ROOT_HELPER": ["sudo", "-n", str(cfg.root / "sbin" / "aipool-helper")],
         # what users' jobs run (evaluation, fine-tuning, replicas, Jupyter)
         "JOB_RUNTIME": str(cfg.runtime),
         # the portal's one home, under the lab's root: `aipool lab down` wipes it with the rest

@@ -43,6 +43,8 @@ DEFAULTS: dict[str, Any] = {
     "WTF_CSRF_TIME_LIMIT": None,
     # login throttling
     "LOGIN_RATE_LIMIT": "10 per minute",
+    # failed sign-ins per account before it is refused for the rest of the window (None: off)
+    "ACCOUNT_LOCKOUT": "10 per 15 minutes",
     "RATELIMIT_STORAGE_URI": "memory://",
     "RATELIMIT_HEADERS_ENABLED": True,
     "PASSWORD_MIN_LENGTH": 10,
@@ -62,6 +64,9 @@ DEFAULTS: dict[str, Any] = {
     "JOB_WORKDIR": None,
     "USER_DIRS": None,  # users' directories (2750, group SERVICE_GROUP); None: <instance>/users
     "SERVICE_GROUP": "aipool",  # the portal's group: it reads users' job files through it
+    # the root helper that makes and removes users' directories (aipool/roothelper.py), e.g.
+    # "sudo -n /usr/local/libexec/aipool-helper" (a list or a shell-quoted string); None: none
+    "ROOT_HELPER": None,
     "JOB_OUTPUT": "slurm-%j.out",
     "JOB_SCRIPT_MAX_BYTES": 65536,
     # datasets (docs/datasets.md)

@@ -7,9 +7,14 @@ outputs through the group (new files inherit it, the setgid bit); nobody else ma
 directory of one run (``<root>/<user>/<random>``) is the same. Nothing the portal makes for
 users is world-writable or world-readable.
 
-Only root may give a directory to another user. A portal running as root does it here; one
-that is not leaves it to whoever prepared the directories (the lab, the Ansible role) and
-refuses a directory that is missing or not the user's.
+A run's directory is also the group's to write (mode 2770): the portal stages the job's model
+into it. The job's user owns both, so the portal cannot remove what the job wrote by itself.
+
+Only root may give a directory to another user. The portal does not run as root: it asks the
+root helper (``aipool/roothelper.py``, through ``sudo -n``, the ``ROOT_HELPER`` setting) to
+make and remove these directories, and nothing else. Without a helper it uses what whoever
+prepared the directories left (the Ansible role) and refuses a directory that is missing or
+not the user's. A process that is root (the unit tests) does the same itself.
 """
 
 from __future__ import annotations
@@ -18,12 +23,18 @@ import grp
 import os
 import pwd
 import secrets
+import shlex
+import shutil
 import stat
+import subprocess
 from pathlib import Path
+
+from flask import current_app, has_app_context
 
 from portal.errors import Conflict
 
 MODE = 0o2750  # the user's; the portal's group reads; others nothing; new files keep the group
+RUN_MODE = 0o2770  # a run's: the portal's group also writes (the staged model)
 
 
 def service_group(name: str) -> int | None:
@@ -33,18 +44,38 @@ def service_group(name: str) -> int | None:
         return None
 
 
-def _give(path: Path, username: str, group: str) -> None:
+def _give(path: Path, username: str, group: str, mode: int = MODE) -> None:
     entry = pwd.getpwnam(username)
     gid = service_group(group)
     os.chown(path, entry.pw_uid, entry.pw_gid if gid is None else gid, follow_symlinks=False)
-    path.chmod(MODE if gid is not None else 0o700)
+    path.chmod(mode if gid is not None else 0o700)
+
+
+def helper() -> list[str]:
+    """The root helper's command (``ROOT_HELPER``: a list or a shell-quoted string), or []."""
+    configured = current_app.config.get("ROOT_HELPER") if has_app_context() else None
+    if not configured:
+        return []
+    return shlex.split(configured) if isinstance(configured, str) else [str(w) for w in configured]
+
+
+def _ask(verb: str, *args: str) -> None:
+    """One call of the root helper; its refusal becomes the caller's 409, in its words."""
+    argv = [*helper(), verb, *args]
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise Conflict(f"the root helper did not answer: {exc}") from None
+    if done.returncode != 0:
+        said = done.stderr.strip().removeprefix("aipool-helper: ") or f"exit {done.returncode}"
+        raise Conflict(f"the root helper refused to {verb.replace('-', ' ')}: {said}")
 
 
 def _check(path: Path, username: str) -> None:
     st = path.lstat()
     if not stat.S_ISDIR(st.st_mode):
         raise Conflict(f"the directory of {username}'s jobs is not a directory")
-    if os.geteuid() == 0 and st.st_uid != pwd.getpwnam(username).pw_uid:
+    if (os.geteuid() == 0 or helper()) and st.st_uid != pwd.getpwnam(username).pw_uid:
         raise Conflict(f"the directory of {username}'s jobs belongs to someone else")
     if st.st_mode & 0o007:
         raise Conflict(f"the directory of {username}'s jobs is open to other users")
@@ -58,13 +89,20 @@ def user_dir(root: Path, username: str, group: str) -> Path:
         except KeyError:
             raise Conflict(f"{username} has no Unix account here: jobs run as the user") from None
     root.mkdir(parents=True, exist_ok=True)
-    if os.geteuid() == 0:
+    if root.stat().st_uid == os.geteuid():
         root.chmod(0o711)  # users reach their own directory by name and list nobody's
     path = root / username
     if not path.exists() and not path.is_symlink():
-        path.mkdir(mode=0o700)
         if os.geteuid() == 0:
+            path.mkdir(mode=0o700)
             _give(path, username, group)
+        elif helper():
+            _ask("user-dir", str(root), username)
+        else:
+            raise Conflict(
+                f"{username} has no directory for jobs here and the portal may not make one "
+                "(it is not root and has no ROOT_HELPER)"
+            )
     _check(path, username)
     return path
 
@@ -72,7 +110,22 @@ def user_dir(root: Path, username: str, group: str) -> Path:
 def run_dir(root: Path, username: str, group: str) -> Path:
     """A new directory for one run of ``username``'s, under their own (random name)."""
     path = user_dir(root, username, group) / secrets.token_hex(16)  # a word jobspec accepts
-    path.mkdir(mode=0o700)
     if os.geteuid() == 0:
-        _give(path, username, group)
+        path.mkdir(mode=0o700)
+        _give(path, username, group, RUN_MODE)
+    elif helper():
+        _ask("run-dir", str(root), username, path.name)
+    else:
+        path.mkdir(mode=0o700)  # a directory prepared to be writable by the portal's group
     return path
+
+
+def remove_run(path: Path | str) -> None:
+    """Remove one run's directory (``<root>/<user>/<name>``) with all its job wrote."""
+    path = Path(path)
+    if os.geteuid() == 0 or not helper():
+        shutil.rmtree(path, ignore_errors=True)
+        return
+    shutil.rmtree(path, ignore_errors=True)  # what the portal staged there, at least
+    if path.exists() or path.is_symlink():
+        _ask("remove-run", str(path.parent.parent), path.parent.name, path.name)

@@ -16,8 +16,9 @@ PACKAGES=(
   postgresql chromium fonts-noto-cjk poppler-utils
   # Debian's own python3 (3.11 on Debian 12) with venv; compilers for wheels that build
   python3 python3-venv python3-dev python3-packaging build-essential
-  # the tools the lab and the tests call: namespaces, users, processes, logs, unit checks
-  util-linux passwd acl procps iproute2 logrotate systemd shellcheck git ca-certificates
+  # the tools the lab and the tests call: namespaces, users, ACLs, the root helper (sudo),
+  # processes, logs, unit checks
+  util-linux passwd acl sudo procps iproute2 logrotate systemd shellcheck git ca-certificates
 )
 
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }

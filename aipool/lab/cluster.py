@@ -114,6 +114,7 @@ class Lab:
         expect: str,
         user: str | None = None,
         env: dict[str, str] | None = None,
+        cwd: Path | None = None,
     ) -> int:
         if self._running(ledger, name):
             report.reused.append(name)
@@ -124,6 +125,7 @@ class Lab:
             log=self.cfg.log / f"{name}.out",
             user=user,
             env={**self.cfg.env(), **(env or {})},
+            cwd=cwd,
         )
         ledger["daemons"][name] = {"pid": proc.pid, "expect": expect, "argv": list(proc.argv)}
         self._save(ledger)
@@ -158,13 +160,12 @@ class Lab:
         cfg = self.cfg
         inv = self.inventory()
         tenants = load_tenants(cfg.tenants)
+        created = [host.SERVICE_USER] if host.ensure_service_account() else []
         self._prepare_dirs(inv)
         ledger = self.ledger()
         ledger["controllers"] = cfg.controllers
         changed = self._write_configs(inv)
-        created = host.ensure_unix_users(tenants.unix_users)
-        if host.ensure_service_account():
-            created.append(host.SERVICE_USER)
+        created += host.ensure_unix_users(tenants.unix_users)
         ledger["users_created"] = sorted(set(ledger.get("users_created", [])) | set(created))
         self._save(ledger)
         report.step("configs, devices, users")
@@ -190,6 +191,8 @@ class Lab:
         progress("nodes up")
 
         self.client.ensure_tenants(tenants.qos, tenants.accounts, tenants.users)
+        # AIPool's services act for others: job priorities, node weights, drains, all usage
+        self.client.ensure_admin_level(host.SERVICE_USER)
         report.step("tenants")
         pid = self.start(
             ledger,
@@ -419,6 +422,8 @@ class Lab:
         host.make_fake_devices(inv)
         if not member.jwt_key.exists():
             host.write_private(member.jwt_key, secrets.token_bytes(32))
+        host.share_with_service(member.jwt_key)
+        host.make_service_dir(member.admission, 0o755)
         self._write_files(member, inv)
         self.client.add_cluster(member.cluster)
         client = SlurmClient(env=member.env(), timeout=20)
@@ -439,6 +444,7 @@ class Lab:
         cfg.jobs.mkdir(exist_ok=True)
         cfg.jobs.chmod(0o1777)
         shutil.chown(cfg.mysql, "mysql", "mysql")
+        host.make_service_dir(cfg.admission, 0o755)  # the portal writes the admission table
         host.make_fake_devices(inv)
 
     def _write_configs(self, inv: Inventory) -> list[str]:
@@ -449,6 +455,7 @@ class Lab:
             host.write_private(pw_file, secrets.token_hex(16))
         if not cfg.jwt_key.exists():
             host.write_private(cfg.jwt_key, secrets.token_bytes(32))
+        host.share_with_service(cfg.jwt_key)  # the portal mints users' tokens; nobody else
         return self._write_files(cfg, inv)
 
     def _write_files(self, cfg: LabConfig, inv: Inventory) -> list[str]:
@@ -464,7 +471,7 @@ class Lab:
             changed.append(name)
             if name == "slurmdbd.conf":
                 host.write_private(path, text)  # slurmdbd refuses a world-readable config
-            elif name in (HOOK_FILE, TABLE_FILE):
+            elif Path(name).name in (HOOK_FILE, TABLE_FILE):
                 # slurmctld re-reads these by mtime while it runs: never show it half a file
                 replace_atomically(path, text.encode())
             else:
@@ -617,10 +624,13 @@ class Lab:
                 self.cfg.dev,
                 self.cfg.root / "portal",
                 self.cfg.root / "policy",
+                self.cfg.root / "sbin",
                 self.cfg.clusters_dir,
             ):
                 shutil.rmtree(d, ignore_errors=True)
             self.cfg.ledger.unlink(missing_ok=True)
+            # the root helper's sudoers rule goes with the lab (services.install_helper)
+            (Path("/etc/sudoers.d") / f"aipool-lab-{self.cfg.cluster}").unlink(missing_ok=True)
         else:
             self._save(ledger)
         return stopped

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import gres
+from slurm_plugins.admission.render import ADMISSION_SUBDIR
 
 DEFAULT_ROOT = Path("/tmp/aipool-lab")
 PACKAGE_DIR = Path(__file__).resolve().parent
@@ -125,6 +126,11 @@ class LabConfig:
     @property
     def slurm_conf(self) -> Path:
         return self.etc / "slurm.conf"
+
+    @property
+    def admission(self) -> Path:
+        """The admission table's directory: the portal's to write (the hook stays in etc)."""
+        return self.etc / ADMISSION_SUBDIR
 
     @property
     def jwt_key(self) -> Path:

@@ -38,8 +38,10 @@ def spawn(
     log: Path,
     user: str | None = None,
     env: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
 ) -> Started:
-    """Start ``argv`` detached from us, optionally as ``user`` (setpriv execs, keeping the PID)."""
+    """Start ``argv`` detached from us, optionally as ``user`` (setpriv execs, keeping the PID),
+    in ``cwd`` (default: ours)."""
     args = list(argv)
     if user is not None:
         args = ["setpriv", f"--reuid={user}", f"--regid={user}", "--init-groups", *args]
@@ -52,6 +54,7 @@ def spawn(
             stderr=subprocess.STDOUT,
             start_new_session=True,
             env={**os.environ, **(env or {})},
+            cwd=cwd,
         )
     _CHILDREN.append(proc)
     return Started(name, proc.pid, tuple(args))

@@ -5,7 +5,9 @@ These run ordinary system tools (never Slurm commands) with argv lists, as root.
 
 from __future__ import annotations
 
+import grp
 import os
+import shutil
 import stat
 import subprocess
 from pathlib import Path
@@ -77,6 +79,20 @@ def ensure_service_account(name: str = SERVICE_USER) -> bool:
     argv = ["useradd", "--system", *group, "--no-create-home", "--shell", "/usr/sbin/nologin"]
     subprocess.run([*argv, name], check=True, capture_output=True)
     return True
+
+
+def share_with_service(path: Path, name: str = SERVICE_USER) -> None:
+    """``path`` stays root's, and only the service's group may also read it (mode 0640)."""
+    os.chown(path, 0, grp.getgrnam(name).gr_gid)
+    path.chmod(0o640)
+
+
+def make_service_dir(path: Path, mode: int = 0o700, name: str = SERVICE_USER) -> Path:
+    """A directory of the service user's (made if missing), with ``mode``."""
+    path.mkdir(parents=True, exist_ok=True)
+    shutil.chown(path, name, name)
+    path.chmod(mode)
+    return path
 
 
 def install_mariadb_datadir(cfg: LabConfig) -> None:

@@ -28,6 +28,9 @@ REQUIRED: dict[str, str] = {
     "unshare": "util-linux",  # backup controllers (--controllers) in their own UTS namespace
     "mount": "mount",
     "useradd": "passwd",
+    "setfacl": "acl",  # datasets' readers (portal/datasets/unix.py)
+    "sudo": "sudo",  # the services (as aipool) run the root helper through it
+    "visudo": "sudo",
     "mknod": "coreutils",
 }
 SEARCH_PATH = os.pathsep.join(

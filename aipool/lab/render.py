@@ -18,8 +18,9 @@ from gres.render import (
     render_node_lines,
     render_task_prolog,
 )
-from slurm_plugins.admission import load_policy, render_hook
+from slurm_plugins.admission import HOOK_FILE, load_policy, render_hook
 from slurm_plugins.admission.config import LAB_POLICY
+from slurm_plugins.admission.render import ADMISSION_SUBDIR
 
 _ENV = jinja2.Environment(
     loader=jinja2.FileSystemLoader(PACKAGE_DIR / "templates"),
@@ -82,10 +83,17 @@ def render_lab(
 
     ``loopback_only`` keeps every daemon off 0.0.0.0: each binds to the address of its host
     name, which the lab maps to its own address (``Lab.as_lab_host``).
-    ``job_submit`` adds the admission hook and its table (from the lab policy), listed first
-    so they exist before a slurm.conf that loads them.
+    ``job_submit`` adds the admission hook and its table (from the lab policy, the table in
+    ``admission/``), listed first so they exist before a slurm.conf that loads them.
     """
-    hook = render_hook(load_policy(LAB_POLICY)) if job_submit else {}
+    hook: dict[str, str] = {}
+    if job_submit:
+        # slurmctld's hook reads the table from the portal's directory; beside the table,
+        # the same pair as the portal writes (it explains refusals with that hook)
+        policy = load_policy(LAB_POLICY)
+        pair = render_hook(policy)
+        hook = {f"{ADMISSION_SUBDIR}/{name}": text for name, text in pair.items()}
+        hook[HOOK_FILE] = render_hook(policy, table_dir=ADMISSION_SUBDIR)[HOOK_FILE]
     slurm_conf = _ENV.get_template("slurm.conf.j2").render(
         cfg=cfg,
         gres_types=gres_types(inv),

@@ -6,6 +6,11 @@
 - the inference reconciler on a timer (``aipool inference reconcile``),
 - one node agent per lab node (``aipool policy agent``): utilisation samples and health.
 
+All run as the service user ``aipool`` (never root) from the job runtime's Python. Slurm knows
+``aipool`` as an administrator (``lab up``); the JWT key is readable by root and the group
+``aipool`` only; the one thing needing root, giving users their directories, goes through the
+root helper (``aipool/roothelper.py``), which a sudoers rule lets ``aipool`` run.
+
 They are recorded in the same ledger as the Slurm daemons, so ``aipool lab down`` stops them
 first (before the jobs are drained), ``aipool lab status`` lists them and ``aipool lab
 services down`` stops only them.
@@ -13,14 +18,18 @@ services down`` stops only them.
 
 from __future__ import annotations
 
+import json
 import secrets
+import shutil
+import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import httpx
 
+from aipool import roothelper
 from aipool.lab import daemons, host
 from aipool.lab.cluster import Lab, Report, is_slurm_side
 from aipool.lab.config import DEFAULT_ROOT, LabConfig
@@ -33,6 +42,8 @@ SERVICES = (
     "inference-reconciler",
 )
 AGENT_PREFIX = "agent-"
+USER = host.SERVICE_USER  # every service runs as this user, never as root
+SUDOERS_DIR = Path("/etc/sudoers.d")
 DEMO_USERS = ("admin", "alice", "bob", "carol", "dave")
 IMPORT_MINUTES = 2  # the scheduled sacct import's interval: usage shows up within this
 RECONCILE_S = 20  # the inference reconciler's interval
@@ -76,19 +87,99 @@ def _portal_env(cfg: LabConfig) -> dict[str, str]:
     return env
 
 
+def helper_path(cfg: LabConfig) -> Path:
+    return cfg.root / "sbin" / "aipool-helper"
+
+
+def helper_roots(cfg: LabConfig) -> list[Path]:
+    """Where the portal keeps users' directories (its USER_DIRS and MODEL_WORK defaults)."""
+    return [cfg.root / "portal" / "users", cfg.root / "portal" / "model-work"]
+
+
+def sudoers_file(cfg: LabConfig) -> Path:
+    return SUDOERS_DIR / f"aipool-lab-{cfg.cluster}"  # sudo skips names with a dot
+
+
+def install_helper(cfg: LabConfig) -> Path:
+    """The root helper as a site installs it: root's copy, its configuration beside it, and
+    a sudoers rule that lets the service user run exactly that file, without a password."""
+    path = helper_path(cfg)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.parent.chmod(0o755)
+    shutil.copyfile(roothelper.__file__, path)
+    path.chmod(0o755)
+    conf = {
+        "roots": [str(r) for r in helper_roots(cfg)],
+        "group": host.SERVICE_USER,
+        "caller": host.SERVICE_USER,
+        "audit": str(cfg.log / "helper-audit.log"),
+    }
+    path.with_name("aipool-helper.json").write_text(json.dumps(conf, indent=2) + "\n")
+    path.with_name("aipool-helper.json").chmod(0o644)
+    rule = f"{host.SERVICE_USER} ALL=(root) NOPASSWD: {path}\n"
+    target = sudoers_file(cfg)
+    tmp = target.with_name(f".{target.name}.new")  # sudo skips it while we check it
+    tmp.write_text(rule)
+    tmp.chmod(0o440)
+    argv = ["visudo", "-cf", str(tmp)]
+    checked = subprocess.run(argv, check=False, capture_output=True, text=True)
+    if checked.returncode != 0:
+        tmp.unlink()
+        raise daemons.LabError(f"the lab's sudoers rule does not parse: {checked.stdout}")
+    tmp.replace(target)
+    return path
+
+
+def remove_helper(cfg: LabConfig) -> None:
+    sudoers_file(cfg).unlink(missing_ok=True)
+
+
+def service_python(cfg: LabConfig) -> str:
+    """The Python the services run: the job runtime's, which the service user can read (a
+    checkout may lie in a home nobody else enters); brought up to date with the checkout."""
+    script = Path(__file__).resolve().parents[2] / "scripts" / "install-runtime.sh"
+    if script.is_file():
+        done = subprocess.run(["bash", str(script), str(cfg.runtime)], check=False)
+        if done.returncode != 0:
+            raise daemons.LabError(f"could not bring the job runtime {cfg.runtime} up to date")
+    return str(cfg.runtime / "bin" / "python")
+
+
 def up(lab: Lab, *, port: int = 8080) -> ServiceInfo:
-    """Start every service that is not running; the portal first answers before we return."""
+    """Start every service that is not running, as the service user (not root); the portal
+    first answers before we return."""
     if not lab.is_up():
         raise daemons.LabError("the lab is not up: run `aipool lab up` first")
     cfg, ledger, report = lab.cfg, lab.ledger(), Report()
-    (cfg.root / "portal").mkdir(exist_ok=True)
+    host.make_service_dir(cfg.root / "portal", 0o711)
+    for root in helper_roots(cfg):
+        host.make_service_dir(root, 0o711)
+    install_helper(cfg)
+    home = host.make_service_dir(cfg.run / "aipool-home")
     env = _portal_env(cfg)
+    python = service_python(cfg)
+
+    def start(name: str, argv: list[str], env: dict[str, str] | None = None) -> int:
+        return lab.start(
+            ledger,
+            report,
+            name,
+            [python, *argv[1:]],
+            expect="aipool.cli",
+            user=USER,
+            env={"HOME": str(home), **(env or {})},
+            cwd=home,  # not the checkout: `python -m` would import from it
+        )
+
     if cfg.root == DEFAULT_ROOT:  # the daemon's lab configuration names this root
-        lab.start(ledger, report, "policy-daemon", _aipool("policy", "run"), expect="aipool.cli")
-        lab.start(ledger, report, "health-checker", _aipool("health", "run"), expect="aipool.cli")
-        _agents(lab, ledger, report)
+        policy = cfg.root / "policy"
+        for d in (policy, policy / "util", policy / "samples"):
+            host.make_service_dir(d, 0o755)
+        start("policy-daemon", _aipool("policy", "run"))
+        start("health-checker", _aipool("health", "run"))
+        _agents(lab, start)
     argv = _aipool("portal", "--lab", "--demo", "--port", str(port))
-    pid = lab.start(ledger, report, "portal", argv, expect="aipool.cli", env=env)
+    pid = start("portal", argv, env=env)
     url = f"http://127.0.0.1:{port}"
     daemons.wait_for(
         "portal", lambda: _answers(url), timeout=60, pid=pid, log=cfg.log / "portal.out"
@@ -96,19 +187,17 @@ def up(lab: Lab, *, port: int = 8080) -> ServiceInfo:
     # after the portal has made its database: both write to it
     every = str(IMPORT_MINUTES)
     argv = _aipool("accounting", "run", "--lab", "--db", portal_db(cfg), "--every-minutes", every)
-    lab.start(ledger, report, "accounting-import", argv, expect="aipool.cli", env=env)
+    start("accounting-import", argv, env=env)
     argv = _aipool("inference", "reconcile", "--lab", "--every", str(RECONCILE_S))
-    lab.start(ledger, report, "inference-reconciler", argv, expect="aipool.cli", env=env)
+    start("inference-reconciler", argv, env=env)
     return ServiceInfo(url, Path(cfg.etc / "demo-passwords"), tuple(report.started))
 
 
-def _agents(lab: Lab, ledger: dict[str, Any], report: Report) -> None:
+def _agents(lab: Lab, start: Callable[..., int]) -> None:
     """A node agent per lab node, as a site runs one on every compute node. The lab's cards
     are device files with no load: a job's CPU load stands in for its cards' (``lab:`` source;
     ``<policy>/util/<job id>`` overrides it)."""
     policy = lab.cfg.root / "policy"
-    for d in (policy / "util", policy / "samples"):
-        d.mkdir(parents=True, exist_ok=True)
     for node in lab.inventory().nodes:
         argv = _aipool(
             "policy",
@@ -124,7 +213,7 @@ def _agents(lab: Lab, ledger: dict[str, Any], report: Report) -> None:
             "--interval",
             str(AGENT_S),
         )
-        lab.start(ledger, report, f"{AGENT_PREFIX}{node.name}", argv, expect="aipool.cli")
+        start(f"{AGENT_PREFIX}{node.name}", argv)
 
 
 def names(lab: Lab) -> list[str]:

@@ -15,7 +15,6 @@ A dataset the caller cannot read is reported as not found.
 from __future__ import annotations
 
 import os
-import pwd
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -355,20 +354,9 @@ def mount(
         workspace.parent.mkdir(mode=0o700, parents=True)  # its gate: set just below
     workspace.mkdir(exist_ok=True)
     unix.refresh(session, [ds])
-    _hand_to(workspace, access.username)
+    if not unix.grant_workspace(workspace, access.username):
+        raise Conflict(f"{ds.name}'s workspace cannot be opened to {access.username}'s jobs")
     return {"name": name, "path": str(workspace), "mode": "rw", "kind": "data"}
-
-
-def _hand_to(path: Path, username: str) -> None:
-    """A portal running as root gives the workspace to the user whose jobs write into it."""
-    if os.geteuid() != 0:
-        return
-    try:
-        entry = pwd.getpwnam(username)
-    except KeyError:
-        return
-    os.chown(path, entry.pw_uid, entry.pw_gid)
-    path.chmod(0o750)
 
 
 def upload_version(

@@ -318,7 +318,9 @@ class Store:
         when another request took it first)."""
         for path in staging.rglob("*"):
             path.chmod(0o555 if path.is_dir() else 0o444)
-        staging.chmod(0o555)
+        # the top directory stays writable until it is in place: moving a directory to
+        # another parent rewrites its ".." entry, which a portal that is not root may only do
+        # in a directory it may write
         if not final.parent.exists():
             # the portal's alone until its readers are set, after the commit (datasets.unix)
             final.parent.mkdir(mode=0o700, parents=True)
@@ -332,6 +334,7 @@ class Store:
                     f"{final.name} is being made by another request; try again"
                 ) from None
             raise
+        final.chmod(0o555)
         _manifest_path(final).write_text(json.dumps(_manifest_json(manifest)))
 
     def manifest(self, final: Path) -> Manifest:

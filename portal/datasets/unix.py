@@ -16,6 +16,7 @@ without ACLs fails closed: the directory is then the portal's alone, and the log
 from __future__ import annotations
 
 import logging
+import os
 import pwd
 import shutil
 import subprocess
@@ -93,6 +94,20 @@ def apply(path: Path, allowed: frozenset[str] | None) -> None:
     entries += [f"u:{name}:r-x" for name in _unix(allowed)]
     if not _setfacl(path, ["--set", ",".join(entries)]):
         path.chmod(0o700)  # fail closed: nobody but the portal
+
+
+def grant_workspace(path: Path, username: str) -> bool:
+    """Let ``username``'s jobs write the dataset's workspace (which stays the portal's), and
+    the portal read and remove what they write there (default ACL entries)."""
+    if path.is_symlink():
+        return False
+    if not _unix([username]):
+        return True  # no Unix account: no job of theirs to let in
+    me = pwd.getpwuid(os.geteuid()).pw_name
+    entries = [f"u:{username}:rwx", f"d:u:{username}:rwx", "m::rwx", "d:m::rwx"]
+    if os.geteuid() != 0:
+        entries.insert(2, f"d:u:{me}:rwx")
+    return _setfacl(path, ["-m", ",".join(entries)])
 
 
 def _setfacl(path: Path, args: list[str]) -> bool:

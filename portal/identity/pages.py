@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
 from urllib.parse import urlsplit
 
 from flask import Blueprint, flash, redirect, render_template, request, url_for
@@ -13,8 +15,8 @@ from wtforms import PasswordField, StringField
 from wtforms.validators import DataRequired, Length
 
 from portal.errors import ValidationFailed
-from portal.extensions import limiter
 from portal.identity import service
+from portal.identity.limits import sign_in_limits
 from portal.identity.models import User
 from portal.web import SESSION_KEY, caller, session, session_max_age, setting
 
@@ -41,8 +43,14 @@ def _safe_next(target: str | None) -> str:
     return target
 
 
+def _limited(view: Callable[..., Any]) -> Callable[..., Any]:
+    for limit in reversed(sign_in_limits()):
+        view = limit(view)
+    return view
+
+
 @bp.route("/login", methods=["GET", "POST"])
-@limiter.limit(lambda: str(setting("LOGIN_RATE_LIMIT")), methods=["POST"])
+@_limited
 def login() -> str | Response | tuple[str, int]:
     form = LoginForm()
     if form.validate_on_submit():

@@ -10,8 +10,8 @@ from flask_smorest import Blueprint
 from marshmallow import Schema
 
 from portal.errors import Unauthorized
-from portal.extensions import limiter
 from portal.identity import service
+from portal.identity.limits import sign_in_limits
 from portal.identity.models import ApiToken, User
 from portal.identity.schemas import (
     NewTokenSchema,
@@ -34,10 +34,6 @@ auth = Blueprint("auth", __name__, url_prefix="/api/v1/auth", description="Login
 users = Blueprint("users", __name__, url_prefix="/api/v1/users", description="Users")
 
 
-def _login_limit() -> str:
-    return str(setting("LOGIN_RATE_LIMIT"))
-
-
 def _raw(obj: object, schema: type[Schema]) -> dict[str, Any]:
     """The object's attributes that ``schema`` shows, not yet serialised."""
     return {name: getattr(obj, name) for name in schema().fields}
@@ -49,13 +45,14 @@ def _token_data(token: ApiToken, secret: str) -> dict[str, Any]:
 
 @auth.route("/token")
 class Token(MethodView):
-    decorators: ClassVar[list[Callable[..., Any]]] = [limiter.limit(_login_limit, methods=["POST"])]
+    decorators: ClassVar[list[Callable[..., Any]]] = sign_in_limits()
 
     @auth.arguments(TokenRequestSchema)
     @auth.response(201, TokenCreatedSchema)
     @auth.doc(security=[])
     def post(self, args: dict[str, Any]) -> dict[str, Any]:
-        """Exchange a user name and password for an API token (rate-limited)."""
+        """Exchange a user name and password for an API token (rate-limited per address, and
+        per account after failed attempts: 429 with ``Retry-After``)."""
         user = service.authenticate(session(), args["username"], args["password"])
         if user is None:
             raise Unauthorized("wrong user name or password")

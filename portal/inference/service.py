@@ -15,7 +15,6 @@ import hmac
 import ipaddress
 import json
 import secrets
-import shutil
 from collections.abc import Mapping
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -26,6 +25,7 @@ from flask import current_app
 from sqlalchemy import Select, select, update
 from sqlalchemy.orm import Session
 
+from portal import userdirs
 from portal.audit.service import record
 from portal.authz import Access, Perm, load_access
 from portal.errors import (
@@ -172,7 +172,7 @@ def create(
         session.commit()
     except BaseException:
         session.rollback()
-        shutil.rmtree(workdir, ignore_errors=True)
+        userdirs.remove_run(workdir)
         raise
     reconcile(session, port, svc)
     return svc, token

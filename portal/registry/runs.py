@@ -179,7 +179,7 @@ def fine_tune(
         job_id = submit(session, access, port, base.model.project_id, spec)
     except BaseException:
         session.rollback()
-        shutil.rmtree(workdir, ignore_errors=True)
+        userdirs.remove_run(workdir)
         raise
     return new_version(
         session,
@@ -227,7 +227,7 @@ def refresh_version(session: Session, port: SlurmPort, version: ModelVersion) ->
         version.status = VersionStatus.FAILED.value
         version.tags = {**version.tags, "error": f"job {version.job_id} {state.value}"}
     session.commit()
-    shutil.rmtree(workdir, ignore_errors=True)
+    userdirs.remove_run(workdir)
 
 
 # ---------------------------------------------------------------------- evaluation
@@ -280,7 +280,7 @@ def evaluate(
         session.commit()
     except BaseException:
         session.rollback()
-        shutil.rmtree(workdir, ignore_errors=True)
+        userdirs.remove_run(workdir)
         raise
     return row
 
@@ -322,7 +322,7 @@ def refresh_evaluation(session: Session, port: SlurmPort, row: Evaluation) -> No
         row.message = f"job {row.job_id} {state.value}{exit_code}: {why}"[:1000]
     row.finished_at = utcnow()
     session.commit()
-    shutil.rmtree(workdir, ignore_errors=True)
+    userdirs.remove_run(workdir)
 
 
 def evaluations(
@@ -368,4 +368,4 @@ def confusion_png(session: Session, access: Access, evaluation_id: int) -> Path:
 
 def remove_workdir(path: str) -> None:
     if path and Path(path).is_relative_to(work_root()):
-        shutil.rmtree(path, ignore_errors=True)
+        userdirs.remove_run(path)

@@ -33,15 +33,28 @@ _ENV = jinja2.Environment(
 _ENV.filters["lua"] = lua_string
 
 
+ADMISSION_SUBDIR = "admission"  # where a site lets the portal write the table (see below)
+
+
 def render_hook(
-    config: PolicyConfig, *, pass_through: bool = False, profile: int | None = None
+    config: PolicyConfig,
+    *,
+    pass_through: bool = False,
+    profile: int | None = None,
+    table_dir: str = "",
 ) -> dict[str, str]:
-    """File name -> content: the policy table first, then the hook that reads it."""
+    """File name -> content: the policy table first, then the hook that reads it.
+
+    ``table_dir`` (relative to the hook) puts the table in a directory of its own, e.g.
+    ``admission``: a portal that does not run as root may write there, and not in Slurm's
+    configuration directory. The hook loads the table as data only (no functions of Lua's
+    at hand), so whoever may write the table cannot run code inside slurmctld."""
     table = build_table(config, pass_through=pass_through, profile=profile)
+    table_file = f"{table_dir}/{TABLE_FILE}" if table_dir else TABLE_FILE
     return {
-        TABLE_FILE: render_table(table),
+        table_file: render_table(table),
         HOOK_FILE: _ENV.get_template("job_submit.lua.j2").render(
-            table_file=TABLE_FILE, format=FORMAT
+            table_file=table_file, format=FORMAT
         ),
     }
 

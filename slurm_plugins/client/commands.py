@@ -409,6 +409,23 @@ class SlurmClient:
             + accounts_mod.user_commands(assocs, users)
         )
 
+    def ensure_admin_level(self, user: str, level: str = "Administrator") -> bool:
+        """Make ``user`` a Slurm ``level`` (Operator or Administrator), adding it under the
+        root account if it has no association; returns True when something changed.
+
+        AIPool's service user needs Administrator: node weights and drains (policy daemon,
+        health checker) are administrators' updates in Slurm; Operator covers only jobs."""
+        if level not in ("Operator", "Administrator"):
+            raise ValueError(f"a Slurm admin level is Operator or Administrator, not {level}")
+        argv = ["sacctmgr", "-nP", "show", "user", f"name={user}", "format=adminlevel"]
+        shown = self._run(argv).stdout.split()
+        if shown and shown[0] == level:
+            return False
+        verb = "modify user" if shown else "add user"
+        where = f"name={user} set" if shown else f"name={user} account=root"
+        self._write(["sacctmgr", "-i", *verb.split(), *where.split(), f"adminlevel={level}"])
+        return True
+
     def remove_associations(
         self, *, users: Sequence[tuple[str, str]] = (), accounts: Sequence[str] = ()
     ) -> list[str]:

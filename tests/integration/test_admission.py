@@ -172,8 +172,8 @@ def wider_policy() -> PolicyConfig:
 
 @pytest.fixture
 def lab_policy_restored(lab: Lab) -> Iterator[Path]:
-    yield lab.cfg.etc
-    write_files(render_hook(load_policy(LAB_POLICY)), lab.cfg.etc)
+    yield lab.cfg.admission  # the table's directory, which slurmctld's hook reads
+    write_files(render_hook(load_policy(LAB_POLICY)), lab.cfg.admission)
 
 
 def accepted(client: SlurmClient, lab: Lab, user: str, *opts: str) -> bool:

@@ -343,9 +343,32 @@ def test_aipool_services_run(site: Site) -> None:
     login = httpx.get(f"http://127.0.0.1:{PORTAL}/login", timeout=10)
     assert login.status_code == 200
     piddir = PREFIX / "run/aipool-services"
-    for name in ("aipool-policy", *(f"aipool-agent-{n}" for n in NODES)):
+    service_uid = pwd.getpwnam("aipool").pw_uid
+    for name in ("aipool-portal", "aipool-policy", *(f"aipool-agent-{n}" for n in NODES)):
         pid = int((piddir / f"{name}.pid").read_text())
         assert daemons.alive(pid, "aipool.cli"), name
+        assert Path(f"/proc/{pid}").stat().st_uid == service_uid, f"{name} is not aipool's"
+
+
+def test_the_root_helper_is_roots_and_only_aipool_may_run_it(site: Site) -> None:
+    helper = PREFIX / "usr/local/libexec/aipool-helper"
+    for path in (helper, helper.with_name("aipool-helper.json")):
+        st = path.stat()
+        assert st.st_uid == 0, path
+        assert not st.st_mode & 0o022, path
+    rule = (PREFIX / "etc/sudoers.d/aipool").read_text()
+    assert rule == f"aipool ALL=(root) NOPASSWD: {helper}\n"
+    env = (PREFIX / "etc/aipool/portal.env").read_text()
+    assert f"AIPOOL_ROOT_HELPER=sudo -n {helper}\n" in env
+    # the helper as installed makes a user's directory where the portal keeps them
+    users = PREFIX / "var/lib/aipool/portal/users"
+    done = subprocess.run(
+        [str(helper), "user-dir", str(users), "nobody"], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    st = (users / "nobody").stat()
+    assert st.st_uid == pwd.getpwnam("nobody").pw_uid
+    assert stat.S_IMODE(st.st_mode) == 0o2750
 
 
 def test_runtime_serves_users_who_are_not_root(site: Site) -> None:

@@ -66,7 +66,7 @@ def portal(lab: Lab, tmp_path: Path) -> Iterator[Portal]:
     admission = tmp_path / "admission"
     admission.mkdir()
     for name in (HOOK_FILE, TABLE_FILE):
-        shutil.copy2(lab.cfg.etc / name, admission / name)
+        shutil.copy2(lab.cfg.admission / name, admission / name)
     app = create_app(
         {
             "SECRET_KEY": "integration",

@@ -10,9 +10,12 @@ reads back from a job (symbolic links at the file and on its way, hard links).
 
 from __future__ import annotations
 
+import grp
+import pwd
 import re
 import secrets
 import shlex
+import stat
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -306,3 +309,92 @@ def test_alices_private_dataset_is_closed_to_bob_everywhere(
     finally:
         alice.delete(f"/datasets/{ds}")
     assert ledger.leaks == []
+
+
+# ---------------------------------------------------------------- the services' own user
+SLURM_SIDE = ("slurmctld", "slurmd", "slurmdbd", "slurmrestd", "slurmstepd", "munged", "mariadbd")
+
+
+def _processes() -> list[tuple[int, int, str]]:
+    """(pid, real uid, command line) of every process on this host."""
+    out = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            argv = (proc / "cmdline").read_bytes().split(b"\0")
+            uid = int((proc / "status").read_text().split("\nUid:")[1].split()[0])
+        except (OSError, IndexError, ValueError):
+            continue  # gone meanwhile
+        out.append((int(proc.name), uid, " ".join(a.decode(errors="replace") for a in argv)))
+    return out
+
+
+def test_no_aipool_service_runs_as_root(site: Site) -> None:
+    """``ps`` in the lab: AIPool's services are the service user's; only Slurm's, munge's and
+    MariaDB's own daemons (and this test's own processes) run as root."""
+    services = [
+        (pid, uid, cmd)
+        for pid, uid, cmd in _processes()
+        if "aipool.cli" in cmd and "pytest" not in cmd
+    ]
+    assert len(services) >= 5, services  # portal, policy daemon, import, reconciler, agents
+    service_uid = pwd.getpwnam("aipool").pw_uid
+    as_root = [cmd for _pid, uid, cmd in services if uid != service_uid]
+    assert as_root == [], as_root
+    for name in ("portal", "policy run", "accounting run", "inference reconcile", "policy agent"):
+        assert any(name in cmd for _p, _u, cmd in services), f"no {name} is running"
+
+
+def test_the_jwt_key_is_for_slurm_and_the_portal_only(site: Site, ledger: Ledger) -> None:
+    key = site.lab.cfg.jwt_key
+    st = key.stat()
+    assert (st.st_uid, stat.S_IMODE(st.st_mode)) == (0, 0o640)
+    assert grp.getgrgid(st.st_gid).gr_name == "aipool"
+    assert grp.getgrnam("aipool").gr_mem in ([], ["aipool"])  # nobody else in its group
+    assert site.shell("aipool", "test", "-r", str(key)).returncode == 0  # its intended reader
+    for user in ("alice", "bob", "carol", "dave"):
+        done = site.shell(user, "od", "-An", "-v", "-tx1", str(key))
+        ledger.attempt(f"shell: {user} reads the JWT key", re.sub(r"\s", "", done.stdout),
+                       key.read_bytes().hex())  # fmt: skip
+    assert ledger.leaks == []
+
+
+def test_only_the_service_user_may_use_the_root_helper_and_only_as_meant(
+    site: Site, ledger: Ledger
+) -> None:
+    helper = site.lab.cfg.root / "sbin" / "aipool-helper"
+    users = site.lab.cfg.root / "portal" / "users"
+    # bob may not run it through sudo, nor run it as himself to any effect
+    done = site.shell("bob", "sudo", "-n", str(helper), "user-dir", str(users), "bob")
+    ledger.attempt("shell: bob runs the root helper through sudo", done.stdout + done.stderr,
+                   str(users / "bob"))  # fmt: skip
+    assert done.returncode != 0
+    done = site.shell("bob", str(helper), "user-dir", str(users), "bob")
+    assert done.returncode == 2
+    assert "must run as root" in done.stderr
+    # the service user may, for what the helper is for, and nothing else
+    refused = {
+        "a directory for root": ["user-dir", str(users), "root"],
+        "a directory outside its roots": ["user-dir", "/etc", "bob"],
+        "a run named like a path": ["run-dir", str(users), "bob", "../../../etc"],
+        "another verb": ["chown", "/etc/shadow", "bob"],
+    }
+    for what, args in refused.items():
+        done = site.shell("aipool", "sudo", "-n", str(helper), *args)
+        assert done.returncode != 0, (what, done.stdout)
+    done = site.shell("aipool", "sudo", "-n", "/usr/bin/id")
+    assert done.returncode != 0, "sudo lets aipool run more than the helper"
+    audit = (site.lab.cfg.log / "helper-audit.log").read_text()
+    assert '"argv": ["chown", "/etc/shadow", "bob"], "done": false' in audit
+
+
+def test_a_tenant_cannot_touch_the_admission_table(site: Site) -> None:
+    """The portal writes slurmctld's table (as data, in its own directory); tenants may not."""
+    table = site.lab.cfg.admission / "aipool_policy.lua"
+    for argv in (["touch", str(table)], ["mv", str(table), f"{table}.x"],
+                 ["cp", "/etc/hostname", str(site.lab.cfg.admission / "x.lua")]):  # fmt: skip
+        assert site.shell("bob", *argv).returncode != 0, argv
+    hook = (site.lab.cfg.etc / "job_submit.lua").stat()
+    assert hook.st_uid == 0
+    assert not hook.st_mode & 0o022

@@ -162,3 +162,33 @@ def test_a_failed_replacement_leaves_the_old_file_and_no_litter(
         replace_atomically(path, b"new")
     assert path.read_bytes() == b"old"
     assert os.listdir(tmp_path) == ["f.lua"]
+
+
+def test_a_table_that_would_run_code_cannot(tmp_path: Path) -> None:
+    """The table is loaded as data: whoever may write it cannot reach os, io or require."""
+    hook = install(tmp_path / "etc")
+    table = hook.parent / TABLE_FILE
+    mark = tmp_path / "ran"
+    good = render_hook(parse_policy(lab_raw()))[TABLE_FILE]
+    evil = f'os.execute("touch {mark}")\n' + good
+    sneaky = f'local f = io.open("{mark}", "w")\n' + good
+    sly = 'require("posix")\n' + good
+    steps: list[dict[str, Any]] = []
+    for clock, text in ((101, evil), (102, sneaky), (103, sly)):
+        steps += [mv(staged(tmp_path, text, f"t{clock}.lua"), table, clock)]
+        steps += [at(clock, submit(f"at {clock}", "carol"))]
+    outs = run(hook, [at(100, submit("first", "carol")), *steps])
+    assert not mark.exists()
+    assert all(o.accepted for o in outs)  # the lab's table stays in force
+    assert sum("cannot load" in e for o in outs for e in o.errors) == 3
+
+
+def test_the_table_may_live_in_a_directory_of_its_own(tmp_path: Path) -> None:
+    """``table_dir``: the portal writes the table where it may, the hook stays root's."""
+    files = render_hook(parse_policy(lab_raw()), table_dir="admission")
+    assert list(files) == [f"admission/{TABLE_FILE}", HOOK_FILE]
+    etc = tmp_path / "etc"
+    (etc / "admission").mkdir(parents=True)
+    write_files(files, etc)
+    (out,) = run(etc / HOOK_FILE, [submit("eight", "carol", tres_per_node="gres:shard:8")])
+    assert out.accepted, out.errors

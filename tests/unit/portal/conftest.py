@@ -38,6 +38,7 @@ BASE = {
     "SECRET_KEY": "test-secret",
     "TESTING": True,
     "LOGIN_RATE_LIMIT": "1000 per minute",
+    "ACCOUNT_LOCKOUT": "1000 per minute",
     "RATELIMIT_STORAGE_URI": "memory://",
 }
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from sqlalchemy import select
+from werkzeug.test import TestResponse
 
 from portal.extensions import db
 from portal.identity.models import ApiToken, User
@@ -175,4 +176,53 @@ def test_login_is_rate_limited(tmp_path: Path, seeded_db: tuple[Path, object]) -
     assert "3 per 1 minute" in limited.json["message"]
     with app.app_context():
         assert db.session.scalar(select(User.id).where(User.username == "bob"))
+        db.engine.dispose()
+
+
+def test_an_account_is_locked_after_failed_sign_ins_from_any_address(
+    tmp_path: Path, seeded_db: tuple[Path, object]
+) -> None:
+    import shutil
+
+    path = tmp_path / "lock.db"
+    shutil.copyfile(seeded_db[0], path)
+    app = make_app(path, tmp_path, ACCOUNT_LOCKOUT="3 per 15 minutes")
+    client = app.test_client()
+
+    def token(user: str, password: str, address: str) -> TestResponse:
+        body = {"username": user, "password": password}
+        return client.post("/api/v1/auth/token", json=body, environ_base={"REMOTE_ADDR": address})
+
+    # a right password does not count; three wrong ones from three addresses do
+    assert token("bob", PASSWORD, "10.0.0.9").status_code == 201
+    assert [token("bob", "wrong", f"10.0.0.{i}").status_code for i in (1, 2, 3)] == [401] * 3
+    locked = token("bob", PASSWORD, "10.0.0.4")  # even with the right password
+    assert locked.status_code == 429
+    assert "too many failed sign-ins for this account" in locked.json["message"]
+    assert int(locked.headers["Retry-After"]) > 0
+    # the sign-in page too, under the same account, whatever the case of its name
+    csrf = csrf_of(client.get("/login").get_data(as_text=True))
+    form = {"username": "BOB", "password": PASSWORD, "csrf_token": csrf}
+    page = client.post("/login", data=form)
+    assert page.status_code == 429
+    assert token("alice", PASSWORD, "10.0.0.1").status_code == 201  # others are not locked
+    with app.app_context():
+        db.engine.dispose()
+
+
+def test_account_lockout_can_be_turned_off(
+    tmp_path: Path, seeded_db: tuple[Path, object]
+) -> None:
+    import shutil
+
+    path = tmp_path / "nolock.db"
+    shutil.copyfile(seeded_db[0], path)
+    app = make_app(path, tmp_path, ACCOUNT_LOCKOUT=None)
+    client = app.test_client()
+    for _ in range(5):
+        r = client.post("/api/v1/auth/token", json={"username": "carol", "password": "wrong"})
+        assert r.status_code == 401
+    body = {"username": "carol", "password": PASSWORD}
+    assert client.post("/api/v1/auth/token", json=body).status_code == 201
+    with app.app_context():
         db.engine.dispose()

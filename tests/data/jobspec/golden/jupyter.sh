@@ -61,8 +61,9 @@ set -u
 AIPOOL_PROGRAM=()
 
 # A Jupyter server on this node: a free port and a fresh token chosen here, published in a
-# connection file (mode 600) that the portal and `aipool job` read. Cancel or the time limit
-# stops it; the connection file goes with it.
+# connection file (mode 640) that the portal and `aipool job` read: the user and the output
+# directory's group (the portal's service group in the directories it gives users), nobody
+# else. Cancel or the time limit stops it; the connection file goes with it.
 AIPOOL_JUPYTER_APP=lab
 AIPOOL_HOST="$(aipool_node_addr "${SLURMD_NODENAME:-$(hostname)}")"
 AIPOOL_JUPYTER_PORT="$(python3 -c 'import socket; s = socket.socket(); s.bind(("", 0)); print(s.getsockname()[1])')"
@@ -73,7 +74,7 @@ export JUPYTER_TOKEN
 AIPOOL_CONNECTION="$AIPOOL_OUTPUT_DIR/jupyter-${SLURM_JOB_ID}.json"
 trap 'rm -f "$AIPOOL_CONNECTION"' EXIT
 (
-  umask 077
+  umask 027
   printf '{"job_id": %s, "app": "%s", "host": "%s", "port": %s, "token": "%s", "base_url": "%s", "url": "http://%s:%s%s?token=%s"}\n' \
     "$SLURM_JOB_ID" "$AIPOOL_JUPYTER_APP" "$AIPOOL_HOST" "$AIPOOL_JUPYTER_PORT" "$JUPYTER_TOKEN" \
     "$AIPOOL_JUPYTER_BASE" "$AIPOOL_HOST" "$AIPOOL_JUPYTER_PORT" "$AIPOOL_JUPYTER_BASE" \

@@ -1,0 +1,220 @@
+#!/usr/bin/python3 -I
+"""aipool-helper: the only things AIPool's services need root for, and nothing else.
+
+AIPool's services run as their own user (``aipool``); a job runs as its user. Giving a new
+directory to a user is the one act that needs root, so the portal asks this helper, through
+``sudo -n``, with one of three fixed argument lists::
+
+    aipool-helper user-dir   ROOT USER         # ROOT/USER: USER's, mode 2750, the service group
+    aipool-helper run-dir    ROOT USER NAME    # ROOT/USER/NAME: USER's, mode 2770, same group
+    aipool-helper remove-run ROOT USER NAME    # ROOT/USER/NAME and all in it, gone
+
+ROOT must be one of the roots its configuration lists; USER an ordinary account (uid at least
+``min_uid``); NAME 32 hex digits. Every path is walked from ROOT by directory descriptors
+without following a symbolic link, and a user's directory must be that user's, so a user who
+plants a link or renames a directory gets a refusal, never root acting elsewhere. Each call,
+done or refused, is appended to the audit log as one JSON line.
+
+The configuration is the file ``aipool-helper.json`` beside this script (root's, not
+writable by others): ``{"roots": [...], "group": "aipool", "caller": "aipool", "min_uid":
+1000, "audit": "/var/log/aipool/helper-audit.log"}``. The script uses the standard library
+only and runs under ``python3 -I`` (no environment, no user site): install it owned by root,
+mode 0755, and let the service user run it through sudo (``docs/security.md``).
+"""
+
+from __future__ import annotations
+
+import grp
+import json
+import os
+import pwd
+import re
+import shutil
+import stat
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+USER_MODE = 0o2750  # the user's; the service group reads; nobody else
+RUN_MODE = 0o2770  # the user's; the service group also writes (it stages a job's model)
+_USER = re.compile(r"^[a-z_][a-z0-9_.-]{0,31}$")
+_NAME = re.compile(r"^[0-9a-f]{32}$")
+_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+USAGE = (
+    "usage: aipool-helper user-dir ROOT USER | run-dir ROOT USER NAME | remove-run ROOT USER NAME"
+)
+
+
+class Refused(Exception):
+    """The call is not one the helper makes; the message says why."""
+
+
+def config_path() -> Path:
+    return Path(__file__).resolve().with_name("aipool-helper.json")
+
+
+def load_config(path: Path) -> dict[str, Any]:
+    st = path.lstat()
+    if not stat.S_ISREG(st.st_mode) or st.st_uid != 0 or st.st_mode & 0o022:
+        raise Refused(f"{path} must be a regular file of root's that only root may write")
+    cfg = json.loads(path.read_text(encoding="utf-8"))
+    roots = cfg.get("roots")
+    if not isinstance(roots, list) or not all(
+        isinstance(r, str) and r.startswith("/") for r in roots
+    ):
+        raise Refused(f"{path}: roots must be a list of absolute paths")
+    return {
+        "roots": [os.path.normpath(r) for r in roots],
+        "group": str(cfg.get("group", "aipool")),
+        "caller": str(cfg.get("caller", "aipool")),
+        "min_uid": int(cfg.get("min_uid", 1000)),
+        "audit": cfg.get("audit"),
+    }
+
+
+def _account(cfg: dict[str, Any], name: str) -> pwd.struct_passwd:
+    if not _USER.match(name):
+        raise Refused(f"not a user name: {name!r}")
+    try:
+        entry = pwd.getpwnam(name)
+    except KeyError:
+        raise Refused(f"no such user: {name}") from None
+    if entry.pw_uid < cfg["min_uid"] or entry.pw_uid == 0:
+        raise Refused(f"{name} is a system account (uid {entry.pw_uid} < {cfg['min_uid']})")
+    return entry
+
+
+def _root_fd(cfg: dict[str, Any], root: str) -> int:
+    if os.path.normpath(root) not in cfg["roots"] or root != os.path.normpath(root):
+        raise Refused(f"{root} is not a root this helper serves")
+    fd = os.open(root, _DIR)
+    owner = os.fstat(fd).st_uid
+    if owner not in (0, _uid_of(cfg["caller"])):
+        os.close(fd)
+        raise Refused(f"{root} belongs neither to root nor to {cfg['caller']}")
+    return fd
+
+
+def _uid_of(name: str) -> int:
+    try:
+        return pwd.getpwnam(name).pw_uid
+    except KeyError:
+        return 0
+
+
+def _user_fd(root_fd: int, entry: pwd.struct_passwd, *, create: bool, gid: int) -> int:
+    """The user's directory under the root, opened without following a link (made if asked)."""
+    name = entry.pw_name
+    made = False
+    if create:
+        try:
+            os.mkdir(name, 0o700, dir_fd=root_fd)
+            made = True
+        except FileExistsError:
+            pass
+    try:
+        fd = os.open(name, _DIR, dir_fd=root_fd)
+    except FileNotFoundError:
+        raise Refused(f"{name} has no directory here yet") from None
+    except OSError as exc:  # ELOOP: a symbolic link; ENOTDIR: not a directory
+        raise Refused(f"{name}'s directory is not a directory ({exc.strerror})") from None
+    if made:
+        os.fchown(fd, entry.pw_uid, gid)
+        os.fchmod(fd, USER_MODE)
+    st = os.fstat(fd)
+    if st.st_uid != entry.pw_uid:
+        os.close(fd)
+        raise Refused(f"{name}'s directory belongs to someone else")
+    if st.st_mode & 0o007:
+        os.close(fd)
+        raise Refused(f"{name}'s directory is open to other users")
+    return fd
+
+
+def run(argv: list[str], cfg: dict[str, Any]) -> str:
+    """Do what ``argv`` asks (see the module's text); returns the path it made or removed."""
+    if not argv or argv[0] not in ("user-dir", "run-dir", "remove-run"):
+        raise Refused(USAGE)
+    verb, args = argv[0], argv[1:]
+    if len(args) != (2 if verb == "user-dir" else 3):
+        raise Refused(USAGE)
+    try:
+        gid = grp.getgrnam(cfg["group"]).gr_gid
+    except KeyError:
+        raise Refused(f"no such group: {cfg['group']}") from None
+    entry = _account(cfg, args[1])
+    if verb != "user-dir" and not _NAME.match(args[2]):
+        raise Refused(f"not a run directory's name: {args[2]!r}")
+    root_fd = _root_fd(cfg, args[0])
+    try:
+        user_fd = _user_fd(root_fd, entry, create=verb != "remove-run", gid=gid)
+    finally:
+        os.close(root_fd)
+    try:
+        if verb == "user-dir":
+            return os.path.join(args[0], entry.pw_name)
+        name, path = args[2], os.path.join(args[0], entry.pw_name, args[2])
+        if verb == "run-dir":
+            os.mkdir(name, 0o700, dir_fd=user_fd)  # FileExistsError: refused below
+            fd = os.open(name, _DIR, dir_fd=user_fd)
+            try:
+                os.fchown(fd, entry.pw_uid, gid)
+                os.fchmod(fd, RUN_MODE)
+            finally:
+                os.close(fd)
+            return path
+        try:
+            st = os.stat(name, dir_fd=user_fd, follow_symlinks=False)
+        except FileNotFoundError:
+            return path  # gone already
+        if not stat.S_ISDIR(st.st_mode):
+            raise Refused(f"{path} is not a directory")
+        shutil.rmtree(name, dir_fd=user_fd)  # descriptor-based: never follows a link
+        return path
+    finally:
+        os.close(user_fd)
+
+
+def audit(cfg: dict[str, Any] | None, argv: list[str], error: str | None) -> None:
+    target = (cfg or {}).get("audit")
+    if not target:
+        return
+    line = {
+        "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "caller": os.environ.get("SUDO_USER") or pwd.getpwuid(os.getuid()).pw_name,
+        "argv": argv,
+        "done": error is None,
+        "error": error,
+    }
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        fd = os.open(str(target), flags, 0o640)
+        with os.fdopen(fd, "a", encoding="utf-8") as out:
+            out.write(json.dumps(line, ensure_ascii=False) + "\n")
+    except OSError as exc:
+        print(f"aipool-helper: cannot write the audit log {target}: {exc}", file=sys.stderr)
+
+
+def main(argv: list[str] | None = None, config: Path | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    cfg = None
+    try:
+        if os.geteuid() != 0:
+            raise Refused("aipool-helper must run as root (through sudo)")
+        cfg = load_config(config or config_path())
+        sudo_uid = os.environ.get("SUDO_UID")
+        if sudo_uid is not None and int(sudo_uid) != _uid_of(cfg["caller"]):
+            raise Refused(f"only {cfg['caller']} may call aipool-helper")
+        print(run(args, cfg))
+    except (Refused, OSError, ValueError) as exc:
+        message = str(exc) if isinstance(exc, Refused) else f"{type(exc).__name__}: {exc}"
+        audit(cfg, args, message)
+        print(f"aipool-helper: {message}", file=sys.stderr)
+        return 2
+    audit(cfg, args, None)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
