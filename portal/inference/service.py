@@ -15,6 +15,7 @@ import hmac
 import ipaddress
 import json
 import secrets
+import shutil
 from collections.abc import Mapping
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -343,6 +344,18 @@ def backoff(failures: int) -> timedelta:
     return min(wait, BACKOFF_CAP)
 
 
+def _model_copy(svc: InferenceService, *, wanted: bool) -> None:
+    """A decrypted copy lives only while replicas may run: a stopped or expired service of an
+    encrypted version loses it, and gets it again when it starts."""
+    if not svc.workdir:
+        return
+    model = Path(svc.workdir) / "model"
+    if wanted and not model.exists():
+        runs.stage_model(svc.version, model)
+    elif not wanted and svc.version.encrypted and model.exists():
+        shutil.rmtree(model, ignore_errors=True)  # the portal's own files, in the run's directory
+
+
 def reconcile(
     session: Session,
     port: SlurmPort,
@@ -358,6 +371,7 @@ def reconcile(
         svc.state = ServiceState.EXPIRED.value
     want = svc.replicas if svc.state == ServiceState.RUNNING else 0
     _cancel_replicas(session, port, svc, keep=want)
+    _model_copy(svc, wanted=want > 0)
     have = {r.index: r for r in svc.replica_rows}
     for index in range(want):
         replica = have.get(index)

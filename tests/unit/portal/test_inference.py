@@ -347,3 +347,27 @@ def test_a_crash_looping_replica_waits_longer_each_time_up_to_a_cap() -> None:
     assert waits == sorted(waits)
     assert max(waits) == 600
     assert backoff(10_000).total_seconds() == 600
+
+
+def test_a_stopped_service_keeps_no_decrypted_copy(reg: Env) -> None:  # noqa: F811
+    """An encrypted version is decrypted into the service's run directory only while its
+    replicas may run: stopping removes the copy, starting stages it again."""
+    from portal.inference.models import InferenceService
+    from tests.unit.portal.test_registry import _share
+
+    model_id = import_digits(reg)
+    v2 = train(reg, model_id)
+    _share(reg, model_id, "dave", "read")  # another tenant: encrypted at rest
+    alice = reg.api("alice")
+    version = alice.get(f"/api/v1/models/{model_id}/versions/{v2['number']}").json
+    assert version["encrypted"] is True
+    svc = alice.post("/api/v1/inference", json={"version_id": v2["id"]}).json
+    with reg.app.app_context():
+        model = Path(db.session.get(InferenceService, svc["id"]).workdir) / "model"
+    assert any(p.is_file() for p in model.rglob("*"))  # decrypted for its replicas
+    assert alice.post(f"/api/v1/inference/{svc['id']}/stop").status_code == 200
+    assert not model.exists()
+    assert alice.post(f"/api/v1/inference/{svc['id']}/start").status_code == 200
+    assert any(p.is_file() for p in model.rglob("*"))
+    assert alice.delete(f"/api/v1/inference/{svc['id']}").status_code == 204
+    assert not model.parent.exists()
