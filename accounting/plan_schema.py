@@ -7,7 +7,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
-from typing import Any, Final
+from typing import Any, ClassVar, Final
 
 import yaml
 from marshmallow import (
@@ -46,6 +46,17 @@ class MoneyField(fields.Field[Decimal]):
         "range": "must be at least 0 and at most 1,000,000,000",
         "places": "at most 6 decimal places",
     }
+
+    # what the OpenAPI document states: a decimal string in range (an integer is taken too)
+    DOCUMENTED: ClassVar[dict[str, str]] = {
+        "type": "string",
+        "pattern": r"^([0-9]{1,9}([.][0-9]{1,6})?|1000000000([.]0{1,6})?)$",
+        "example": "12.50",
+    }
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs["metadata"] = {**self.DOCUMENTED, **kwargs.get("metadata", {})}
+        super().__init__(**kwargs)
 
     def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> Decimal:
         if isinstance(value, float):

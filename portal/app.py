@@ -10,8 +10,10 @@ from typing import Any
 
 from flask import Flask
 from flask_smorest.spec.plugins import integerconverter2paramschema
+from marshmallow import fields as ma_fields
+from marshmallow import validate as ma_validate
 from sqlalchemy.engine import make_url
-from werkzeug.routing import IntegerConverter
+from werkzeug.routing import BaseConverter, IntegerConverter
 
 from portal import config, errors, web
 from portal.extensions import api, csrf, db, limiter, login_manager, migrate
@@ -24,6 +26,17 @@ class IdConverter(IntegerConverter):
 
     def __init__(self, map: Any) -> None:
         super().__init__(map, min=1, max=2**31 - 1)
+
+
+class NameConverter(BaseConverter):
+    """``<name:alias>``: a letter, then letters, digits, ``_`` and ``-`` (64 at most); any
+    other path is no such resource (404), as the OpenAPI document's pattern says."""
+
+    regex = r"[A-Za-z][A-Za-z0-9_-]{0,63}"
+
+
+def _name_param(_converter: BaseConverter) -> dict[str, Any]:
+    return {"type": "string", "pattern": f"^{NameConverter.regex}$"}
 
 
 def _private_home(app: Flask) -> None:
@@ -50,6 +63,7 @@ def create_app(settings: Mapping[str, Any] | None = None) -> Flask:
     home = (settings or {}).get("PORTAL_HOME") or os.environ.get("AIPOOL_PORTAL_HOME")
     app = Flask(__name__, instance_relative_config=True, instance_path=home or None)
     app.url_map.converters["id"] = IdConverter
+    app.url_map.converters["name"] = NameConverter
     config.load(app, settings)
     _private_home(app)
     logging.getLogger("aipool.portal").setLevel(app.config.get("LOG_LEVEL", "INFO"))
@@ -61,8 +75,11 @@ def create_app(settings: Mapping[str, Any] | None = None) -> Flask:
     limiter.init_app(app)
     api.init_app(app)
     api.register_converter(IdConverter, integerconverter2paramschema)
+    api.register_converter(NameConverter, _name_param)
+    api.ma_plugin.converter.add_attribute_function(_dict_rules)
     web.install(app)
     _register(app)
+    _schema_rules()
     # a header is text: the pagination metadata travels as a JSON object written out
     api.spec.components.headers["PAGINATION"] = {
         "description": "Pagination metadata as JSON text: an object with total, total_pages, "
@@ -74,6 +91,51 @@ def create_app(settings: Mapping[str, Any] | None = None) -> Flask:
 
     app.cli.add_command(render_command)
     return app
+
+
+def _dict_rules(_self: Any, field: Any, ret: dict[str, Any], **_kwargs: Any) -> dict[str, Any]:
+    """A mapping's rules in the document as marshmallow enforces them: the number of entries
+    (``maxProperties``, where apispec writes a string's ``maxLength``) and the length of its
+    keys (``propertyNames``; apispec states only the values' schema)."""
+    if not isinstance(field, ma_fields.Dict):
+        return {}
+    extra: dict[str, Any] = {}
+    for rule in field.validators:
+        if isinstance(rule, ma_validate.Length):
+            ret.pop("maxLength", None)
+            ret.pop("minLength", None)
+            bounds = {"minProperties": rule.min, "maxProperties": rule.max}
+            extra |= {k: v for k, v in bounds.items() if v is not None}
+    for rule in getattr(field.key_field, "validators", []) if field.key_field else []:
+        if isinstance(rule, ma_validate.Length):
+            bounds = {"minLength": rule.min, "maxLength": rule.max}
+            extra["propertyNames"] = {k: v for k, v in bounds.items() if v is not None}
+    return extra
+
+
+def _schema_rules() -> None:
+    """Rules of whole bodies in the document, as the schemas' validators enforce them: every
+    PATCH body (``ChangeSchema``) may not be empty; a schema's ``OPENAPI_EXTRA`` (e.g. the
+    fields each ``source`` needs) is merged into its entry."""
+    from marshmallow import Schema
+
+    from portal.schemas import ChangeSchema
+
+    def subclasses(cls: type) -> list[type]:
+        found: list[type] = []
+        sub: type
+        for sub in cls.__subclasses__():
+            found += [sub, *subclasses(sub)]
+        return found
+
+    documented = api.spec.components.schemas
+    for cls in subclasses(Schema):
+        name = api.ma_plugin.schema_name_resolver(cls)
+        if name not in documented:
+            continue
+        if issubclass(cls, ChangeSchema):
+            documented[name]["minProperties"] = 1
+        documented[name].update(getattr(cls, "OPENAPI_EXTRA", {}))
 
 
 def _register(app: Flask) -> None:

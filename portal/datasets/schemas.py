@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from marshmallow import Schema, ValidationError, fields, validate, validates_schema
 
@@ -62,6 +62,25 @@ class S3Fields(Schema):
 
 class NewVersionSchema(Schema):
     """A version from a cluster ``path``, an ``s3`` prefix or the dataset's ``workspace``."""
+
+    # what each source needs, in the OpenAPI document too (portal.app merges it in)
+    OPENAPI_EXTRA: ClassVar[dict[str, Any]] = {
+        "oneOf": [
+            {
+                "properties": {"source": {"enum": [Source.PATH.value]}, "path": {"minLength": 1}},
+                "required": ["source", "path"],
+            },
+            {
+                "properties": {
+                    "source": {"enum": [Source.S3.value]},
+                    "store": {"minLength": 1},
+                    "bucket": {"minLength": 1},
+                },
+                "required": ["source", "store", "bucket"],
+            },
+            {"properties": {"source": {"enum": [Source.WORKSPACE.value]}}},
+        ]
+    }
 
     source = fields.String(
         required=True,

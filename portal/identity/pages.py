@@ -14,7 +14,7 @@ from werkzeug.wrappers import Response
 from wtforms import PasswordField, StringField
 from wtforms.validators import DataRequired, Length
 
-from portal.errors import ValidationFailed
+from portal.errors import Forbidden, ValidationFailed
 from portal.identity import service
 from portal.identity.limits import sign_in_limits
 from portal.identity.models import User
@@ -100,6 +100,9 @@ def password() -> str | Response | tuple[str, int]:
             for field, messages in exc.errors.items():
                 getattr(form, field).errors = list(messages)
             return render_template("identity/password.html", form=form), 422
+        except Forbidden as exc:  # the current password is wrong
+            form.current_password.errors = [exc.message]
+            return render_template("identity/password.html", form=form), 403
         _sign_in(caller())  # every session and token ended: this browser gets a new one
         flash("Password changed; your other sessions and your API tokens are ended.", "info")
         return redirect(url_for("dashboard.index"))

@@ -44,7 +44,13 @@ class UserSchema(Schema):
 
 
 class UserCreateSchema(Schema):
-    username = text(32, required=True)
+    username = text(
+        32,
+        required=True,
+        validate=validate.Regexp(
+            r"^[a-z_][a-z0-9_-]{0,31}$", error="a Unix user name: [a-z_][a-z0-9_-]{{0,31}}"
+        ),
+    )
     password = fields.String(validate=validate.Length(max=1024))
     display_name = text(120)
     email = fields.Email(validate=validate.Length(max=254))

@@ -85,7 +85,7 @@ def change_password(
     try:
         _hasher.verify(user.password_hash, current)
     except (VerifyMismatchError, VerificationError, InvalidHashError):
-        raise ValidationFailed({"current_password": ["wrong password"]}) from None
+        raise Forbidden("the current password is wrong") from None
     check_password_rules(new, min_length, "new_password", user_inputs=_inputs(user))
     _set_password(session, user, new)
     record(session, user, "user.password_change", "user", user.id)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import re
-
 from marshmallow import Schema, fields, validate
 
 from portal.registry.models import GranteeKind, ShareMode, VersionStatus, Visibility
@@ -207,6 +205,3 @@ class PresetSchema(Schema):
 class PresetImportSchema(Schema):
     project_id = ident(required=True)
     name = name(64, required=False)
-
-
-ALIAS = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")

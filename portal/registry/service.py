@@ -348,7 +348,7 @@ def import_preset(session: Session, access: Access, data: Mapping[str, Any]) -> 
 
     preset = get_preset(data["preset"])
     if preset is None:
-        raise ValidationFailed({"preset": ["no such preset (GET /api/v1/presets)"]})
+        raise NotFound(f"no preset named {data['preset']!r} (GET /api/v1/presets)")
     if preset.mirror and not (storage.mirror() / preset.mirror).is_dir():
         raise Conflict(
             f"{preset.mirror} is not in the offline mirror {storage.mirror()}: "

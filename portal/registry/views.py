@@ -8,7 +8,7 @@ from flask import Response, send_file
 from flask_smorest import Blueprint
 from sqlalchemy import func, select
 
-from portal.errors import NotFound, ValidationFailed
+from portal.errors import NotFound
 from portal.identity.models import User
 from portal.pagination import PageParams, page_of_query
 from portal.presets.catalog import get as get_preset
@@ -226,7 +226,7 @@ class ConfusionPng(AuthedView):
         return send_file(path, mimetype="image/png")
 
 
-@blp.route("/models/<id:model_id>/aliases/<string:alias>")
+@blp.route("/models/<id:model_id>/aliases/<name:alias>")
 class Alias(AuthedView):
     @blp.response(200, schemas.ModelVersionSchema)
     def get(self, model_id: int, alias: str) -> ModelVersion:
@@ -235,8 +235,6 @@ class Alias(AuthedView):
     @blp.arguments(schemas.ModelAliasSchema)
     @blp.response(200, schemas.ModelVersionSchema)
     def put(self, args: dict[str, Any], model_id: int, alias: str) -> ModelVersion:
-        if not schemas.ALIAS.match(alias):
-            raise ValidationFailed({"alias": ["a letter, then letters, digits, _ -"]})
         return sharing.set_alias(session(), current_access(), model_id, alias, args["version"])
 
     @blp.response(204)

@@ -1,14 +1,19 @@
 from __future__ import annotations
 
-from marshmallow import Schema, fields
+from marshmallow import Schema, fields, validate
 
 from portal.identity.schemas import UserSchema
 from portal.schemas import ChangeSchema, ident, name, text
 
+# a Slurm account: domains and projects are accounts (portal/tenancy/service.py checks the rest)
+ACCOUNT = validate.Regexp(
+    r"^[a-z][a-z0-9_-]{1,31}$", error="a Slurm account name: [a-z][a-z0-9_-]{{1,31}}, not root"
+)
+
 
 class DomainSchema(Schema):
     id = fields.Integer(dump_only=True)
-    name = name(32)
+    name = name(32, validate=ACCOUNT)
     description = text(255)
 
 
@@ -19,7 +24,7 @@ class DomainUpdateSchema(ChangeSchema):
 class ProjectSchema(Schema):
     id = fields.Integer(dump_only=True)
     domain_id = ident(required=True)
-    name = name(32)
+    name = name(32, validate=ACCOUNT)
     description = text(255)
     qos = text(255, metadata={"description": "QOS members may use, default first"})
 

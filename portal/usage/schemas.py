@@ -139,7 +139,13 @@ class TopUpSchema(Schema):
     amount = fields.Decimal(
         required=True,
         validate=_cents,
-        metadata={"description": "0.01 to 1,000,000,000, at most 2 decimal places"},
+        metadata={
+            "description": "0.01 to 1,000,000,000, at most 2 decimal places",
+            "minimum": 0,
+            "exclusiveMinimum": True,
+            "maximum": 1_000_000_000,
+            "multipleOf": 0.01,
+        },
     )
     note = fields.String(load_default="", validate=validate.Length(max=255))
 

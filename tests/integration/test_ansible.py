@@ -53,6 +53,7 @@ RUNTIME = PREFIX / "opt/aipool/runtime"
 CLI = PREFIX / "usr/local/bin/aipool"
 PROFILE = PREFIX / "etc/profile.d/aipool.sh"
 NODES = ("node1", "node2")
+SERVICE_VENV = Path("/opt/aipool/runtime")  # scripts/install-runtime.sh
 RECAP = re.compile(
     r"^(?P<host>\S+)\s*: ok=(?P<ok>\d+)\s+changed=(?P<changed>\d+)\s+"
     r"unreachable=(?P<unreachable>\d+)\s+failed=(?P<failed>\d+)",
@@ -92,10 +93,10 @@ def inventory(runtime_spec: list[str]) -> dict[str, object]:
         "aipool_service_manager": "direct",
         # bootstrap.sh installed the Debian packages; the roles still check the binaries
         "aipool_install_packages": False,
-        "aipool_venv": str(Path(sys.executable).parent.parent),
-        "aipool_python": sys.executable,
-        # the venv lives under /root here, which only root can read
-        "aipool_user": "root",
+        # the services run as aipool, which cannot read a checkout's venv under /root: they
+        # use the job runtime that bootstrap.sh installed from this checkout (readable by all)
+        "aipool_venv": str(SERVICE_VENV),
+        "aipool_python": str(SERVICE_VENV / "bin/python"),
         "munge_generate_key": True,
         "slurm_cluster_name": CLUSTER,
         "slurm_ctld_port": CTLD,

@@ -22,8 +22,11 @@ from portal.extensions import db
 from tests.unit.portal.conftest import make_app
 from tests.unit.portal.world import World
 
-# Business rules (unique names, quotas, the account namespace) refuse some schema-valid bodies
-# with 409/422: that check would only report that.
+# The document states the rules of bodies that a schema can state (patterns, ranges, the
+# fields each dataset source needs, non-empty PATCH bodies, mappings' key lengths); rules
+# between query parameters (usage: month, or from and to), between list items (a plan's rates),
+# and references to other rows (a billing account's tenant) refuse some schema-valid requests
+# with 422 still: that check would report those.
 EXCLUDED = [positive_data_acceptance]
 
 
