@@ -24,6 +24,10 @@ def _address_limit() -> str:
     return str(setting("LOGIN_RATE_LIMIT"))
 
 
+def _address_message() -> str:
+    return f"too many sign-ins from this address ({_address_limit()}): wait, then try again"
+
+
 def _account_limit() -> str:
     return str(setting("ACCOUNT_LOCKOUT") or "1 per second")  # unused when off (exempt)
 
@@ -45,7 +49,7 @@ def _lockout_off() -> bool:
 def sign_in_limits() -> list[Callable[[Any], Any]]:
     """The decorators of a login view: its address's limit, then its account's."""
     return [
-        limiter.limit(_address_limit, methods=["POST"]),
+        limiter.limit(_address_limit, methods=["POST"], error_message=_address_message),
         limiter.shared_limit(  # one count per account over both forms
             _account_limit,
             scope="sign-in-account",
