@@ -49,6 +49,7 @@ __all__ = [
     "PlanError",
     "PlanSchema",
     "PlanSpec",
+    "UnknownName",
     "account_settings",
     "accounts_by_plan",
     "apply_plan",
@@ -62,6 +63,10 @@ __all__ = [
     "plan_spec",
     "tenant_exists",
 ]
+
+
+class UnknownName(PlanError):
+    """A change names a plan or a tenant that does not exist (an API answers 404)."""
 
 
 class NotFoundError(LookupError):
@@ -230,7 +235,7 @@ def _package_of(session: Session, plan: PricePlan, name: str | None) -> Package 
 def _plan_named(session: Session, name: str) -> PricePlan:
     plan = _plan(session, name)
     if plan is None:
-        raise PlanError({"plan": [f"no price plan named {name!r}"]})
+        raise UnknownName({"plan": [f"no price plan named {name!r}"]})
     return plan
 
 
@@ -257,7 +262,7 @@ def open_account(
     if tenant in RESERVED:
         raise PlanError({"tenant": [f"{tenant!r} is reserved by the portal's billing API"]})
     if not tenant_exists(session, tenant):
-        raise PlanError({"tenant": [f"no domain or project named {tenant!r}"]})
+        raise UnknownName({"tenant": [f"no domain or project named {tenant!r}"]})
     if session.scalar(select(BillingAccount.id).where(BillingAccount.tenant == tenant)):
         raise AccountExists(f"{tenant!r} already has a billing account")
     price_plan = _plan_named(session, plan)

@@ -198,6 +198,10 @@ def _agents(lab: Lab, start: Callable[..., int]) -> None:
     are device files with no load: a job's CPU load stands in for its cards' (``lab:`` source;
     ``<policy>/util/<job id>`` overrides it)."""
     policy = lab.cfg.root / "policy"
+    # the agents run as the service user: a copy it may read (the checkout may be in a home)
+    inventory = lab.cfg.etc / "inventory.yaml"
+    shutil.copyfile(lab.cfg.inventory, inventory)
+    inventory.chmod(0o644)
     for node in lab.inventory().nodes:
         argv = _aipool(
             "policy",
@@ -209,7 +213,7 @@ def _agents(lab: Lab, start: Callable[..., int]) -> None:
             "--out",
             str(policy / "samples"),
             "--inventory",
-            str(lab.cfg.inventory),
+            str(inventory),
             "--interval",
             str(AGENT_S),
         )

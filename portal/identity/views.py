@@ -118,7 +118,10 @@ class Users(AuthedView):
     @users.arguments(UserCreateSchema)
     @users.response(201, UserCreatedSchema)
     def post(self, args: dict[str, Any]) -> dict[str, Any]:
-        """Create a user (platform admin); a password is generated when none is given."""
+        """Create a user (platform admin); a password is generated when none is given.
+
+        A given password must be long and strong enough (``PASSWORD_MIN_LENGTH``, a
+        common-password check): 422 otherwise, naming why."""
         user, password = service.create_user(
             session(), current_access(), args, min_length=setting("PASSWORD_MIN_LENGTH")
         )

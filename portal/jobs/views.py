@@ -43,7 +43,9 @@ class Jobs(AuthedView):
     @blp.arguments(JobSubmitSchema)
     @blp.response(201, JobSubmittedSchema)
     def post(self, args: dict[str, Any]) -> dict[str, int]:
-        """Submit a batch job as the caller, charged to a project."""
+        """Submit a batch job as the caller, charged to a project.
+
+        Ask for one kind of device at most (``gpus``, ``shards`` or ``npus``): 422 otherwise."""
         return {"job_id": service.submit(session(), current_access(), slurm(), args)}
 
 
@@ -52,7 +54,10 @@ class SpecJobs(AuthedView):
     @blp.arguments(SpecSubmitSchema)
     @blp.response(201, JobSubmittedSchema)
     def post(self, args: dict[str, Any]) -> dict[str, int]:
-        """Submit a job from a declarative spec as the caller, charged to a project."""
+        """Submit a job from a declarative spec as the caller, charged to a project.
+
+        ``spec`` is checked as docs/jobspec.md describes it (its own schema: 422 naming each
+        problem)."""
         job_id = service.submit_spec(
             session(), current_access(), slurm(), args["project_id"], args["spec"]
         )

@@ -138,7 +138,9 @@ class ImportVersion(AuthedView):
     @blp.arguments(schemas.ModelImportSchema)
     @blp.response(201, schemas.ModelVersionSchema)
     def post(self, args: dict[str, Any], model_id: int) -> ModelVersion:
-        """Import a Hugging Face or ModelScope model directory from an import root."""
+        """Import a Hugging Face or ModelScope model directory from an import root.
+
+        Tag keys are 1-64 characters (``propertyNames``); another key is 422."""
         return service.import_version(session(), current_access(), model_id, args)
 
 
@@ -151,7 +153,9 @@ class VersionByNumber(AuthedView):
     @blp.arguments(schemas.ModelVersionUpdateSchema)
     @blp.response(200, schemas.ModelVersionSchema)
     def patch(self, args: dict[str, Any], model_id: int, number: int) -> ModelVersion:
-        """Status (ready, staging, production, archived), tags, model card."""
+        """Status (ready, staging, production, archived), tags, model card.
+
+        Tag keys are 1-64 characters (``propertyNames``); another key is 422."""
         return service.update_version(session(), current_access(), model_id, number, args)
 
     @blp.response(204)
@@ -186,7 +190,9 @@ class FineTune(AuthedView):
     @blp.arguments(schemas.ModelFineTuneSchema)
     @blp.response(201, schemas.ModelVersionSchema)
     def post(self, args: dict[str, Any], model_id: int, number: int) -> ModelVersion:
-        """Fine-tune as a Slurm job (as the caller): a new version, ready when the job ends."""
+        """Fine-tune as a Slurm job (as the caller): a new version, ready when the job ends.
+
+        Tag keys are 1-64 characters (``propertyNames``); another key is 422."""
         return runs.fine_tune(
             session(), current_access(), slurm(), model_id, number=number, data=args
         )

@@ -125,8 +125,8 @@ def post_bill(session: Session, access: Access, tenant: str, month_text: str) ->
     try:
         billing.post_bill(session, tenant, month, access.username)
     except billing.BillingError as exc:
+        # the month is billed already or not over yet, the plan lacks a rate: the state of
+        # the account, not the request, is in the way
         session.rollback()
-        if "already billed" in str(exc):
-            raise Conflict(str(exc)) from exc
-        raise ValidationFailed({"month": [str(exc)]}) from exc
+        raise Conflict(str(exc)) from exc
     return view(session, access, tenant)

@@ -23,6 +23,13 @@ from portal.tenancy.models import Domain, Project
 from portal.usage import billing
 
 
+def _refusal(exc: plans.PlanError) -> NotFound | ValidationFailed:
+    """A change naming a plan or tenant that does not exist is 404; any other problem 422."""
+    if isinstance(exc, plans.UnknownName):
+        return NotFound("; ".join(m for ms in exc.errors.values() for m in ms))
+    return ValidationFailed(exc.errors)
+
+
 def plan_list(session: Session, access: Access) -> list[dict[str, Any]]:
     """Every plan as its document, with the tenants billed on it."""
     access.require_platform_admin()
@@ -55,7 +62,7 @@ def put_plan(session: Session, access: Access, name: str, spec: PlanSpec) -> dic
         applied = plans.apply_plan(session, spec, commit=False)
     except plans.PlanError as exc:
         session.rollback()
-        raise ValidationFailed(exc.errors) from exc
+        raise _refusal(exc) from exc
     record(
         session,
         access.user,
@@ -75,7 +82,7 @@ def apply_text(session: Session, access: Access, text: str) -> str:
     try:
         spec = plans.parse_plan(text)
     except plans.PlanError as exc:
-        raise ValidationFailed(exc.errors) from exc
+        raise _refusal(exc) from exc
     put_plan(session, access, spec.name, spec)
     return spec.name
 
@@ -89,7 +96,7 @@ def open_account(
         acct = plans.open_account(session, tenant, plan_name, package, commit=False)
     except plans.PlanError as exc:
         session.rollback()
-        raise ValidationFailed(exc.errors) from exc
+        raise _refusal(exc) from exc
     except plans.AccountExists as exc:
         session.rollback()
         raise Conflict(str(exc)) from exc
@@ -123,7 +130,7 @@ def change_account(
         )
     except plans.PlanError as exc:
         session.rollback()
-        raise ValidationFailed(exc.errors) from exc
+        raise _refusal(exc) from exc
     record(
         session,
         access.user,

@@ -17,7 +17,9 @@ DIMS = [d.value for d in Dim]
 def _month(*, required: bool = False) -> fields.String:
     return fields.String(
         required=required,
-        validate=validate.Regexp(r"^\d{4}-(0[1-9]|1[0-2])$", error="month must be YYYY-MM"),
+        validate=validate.Regexp(
+            r"^(19[7-9][0-9]|2[0-9]{3})-(0[1-9]|1[0-2])$", error="month must be YYYY-MM, 1970-2999"
+        ),
     )
 
 

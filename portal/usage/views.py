@@ -41,7 +41,10 @@ class Usage(AuthedView):
     @blp.arguments(UsageQuerySchema, location="query")
     @blp.response(200, UsageReportSchema)
     def get(self, args: dict[str, Any]) -> dict[str, Any]:
-        """Card-hours, CPU-hours, waits by domain, project, user, GPU type or pool."""
+        """Card-hours, CPU-hours, waits by domain, project, user, GPU type or pool.
+
+        The period is ``month``, or ``from`` and ``to`` (both, ``from`` before ``to``); none:
+        the current month. Any other combination is 422."""
         rep = service.report(session(), current_access(), args_of(args), slurm())
         return report_data(rep)
 
@@ -51,7 +54,8 @@ class Export(AuthedView):
     @blp.arguments(ExportQuerySchema, location="query")
     @blp.response(200, description="the report as a CSV, XLSX or PDF file")
     def get(self, args: dict[str, Any]) -> Response:
-        """The same report as a file."""
+        """The same report as a file (the period as for ``GET /usage``: ``month``, or ``from``
+        and ``to``; any other combination is 422)."""
         fmt = args.pop("format")
         rep = service.report(session(), current_access(), args_of(args), slurm())
         name = f"usage-{rep.by.value}-{rep.start:%Y%m%d%H}-{rep.end:%Y%m%d%H}.{fmt}"
@@ -103,7 +107,10 @@ class PricePlan(AuthedView):
     @blp.response(200, PricePlanSchema)
     def put(self, spec: Any, name: str) -> dict[str, Any]:
         """Create or replace a price plan: its prices replaced, its packages matched by name
-        (one in use cannot be removed). Money as decimal strings. Platform admins; audited."""
+        (one in use cannot be removed). Money as decimal strings. Platform admins; audited.
+
+        422 for what the schema cannot state: one rate per resource and model, cpu and mem
+        rates without a model, package names unique."""
         return plans.put_plan(session(), current_access(), name, spec)
 
 
