@@ -8,7 +8,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from flask import Flask
+from flask import Flask, has_request_context, request
+from flask.sessions import SecureCookieSessionInterface
 from flask_smorest.spec.plugins import integerconverter2paramschema
 from marshmallow import fields as ma_fields
 from marshmallow import validate as ma_validate
@@ -39,6 +40,18 @@ def _name_param(_converter: BaseConverter) -> dict[str, Any]:
     return {"type": "string", "pattern": f"^{NameConverter.regex}$"}
 
 
+class PortalSessionInterface(SecureCookieSessionInterface):
+    """Flask's signed-cookie sessions, with ``Secure`` following the request's scheme unless
+    ``SESSION_COOKIE_SECURE`` says otherwise (portal.web keeps the session's state on the
+    server; the cookie only names it)."""
+
+    def get_cookie_secure(self, app: Flask) -> bool:
+        configured = app.config["SESSION_COOKIE_SECURE"]
+        if configured is None:
+            return has_request_context() and request.is_secure
+        return bool(configured)
+
+
 def _private_home(app: Flask) -> None:
     """The portal's home: users' jobs pass through it (0711) to the directories they are
     given, but list nothing; its SQLite database (password and token hashes) is the portal's
@@ -63,6 +76,7 @@ def create_app(settings: Mapping[str, Any] | None = None) -> Flask:
     home = (settings or {}).get("PORTAL_HOME") or os.environ.get("AIPOOL_PORTAL_HOME")
     app = Flask(__name__, instance_relative_config=True, instance_path=home or None)
     app.url_map.converters["id"] = IdConverter
+    app.session_interface = PortalSessionInterface()
     app.url_map.converters["name"] = NameConverter
     config.load(app, settings)
     _private_home(app)

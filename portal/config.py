@@ -38,7 +38,9 @@ DEFAULTS: dict[str, Any] = {
     # sessions and CSRF
     "SESSION_COOKIE_HTTPONLY": True,
     "SESSION_COOKIE_SAMESITE": "Lax",
-    "SESSION_COOKIE_SECURE": False,  # set true behind TLS
+    # None: Secure exactly when the request came over HTTPS (directly, or from a proxy on this
+    # host that says so in X-Forwarded-Proto: uvicorn trusts 127.0.0.1); true/false: always/never
+    "SESSION_COOKIE_SECURE": None,
     "WTF_CSRF_CHECK_DEFAULT": False,  # checked in a before_request hook: bearer calls skip it
     "WTF_CSRF_TIME_LIMIT": None,
     # login throttling

@@ -94,3 +94,22 @@ def test_common_and_personal_passwords_are_refused(env: Env) -> None:
         assert "too easy to guess" in r.json["errors"]["json"]["password"][0], weak
     r = admin.post(f"/api/v1/users/{user_id}/password", json={"password": "violet kettle drums"})
     assert r.status_code == 200
+
+
+def _set_cookie_after_sign_in(env: Env, base_url: str) -> str:
+    client = env.app.test_client()
+    page = client.get("/login", base_url=base_url).get_data(as_text=True)
+    form = {"username": "alice", "password": PASSWORD, "csrf_token": csrf_of(page)}
+    r = client.post("/login", data=form, base_url=base_url)
+    assert r.status_code == 302
+    return ";".join(v for k, v in r.headers.items() if k == "Set-Cookie")
+
+
+def test_the_session_cookie_is_secure_exactly_over_https(env: Env) -> None:
+    assert "Secure" in _set_cookie_after_sign_in(env, "https://portal.example.edu")
+    assert "Secure" not in _set_cookie_after_sign_in(env, "http://127.0.0.1")
+    env.app.config["SESSION_COOKIE_SECURE"] = True  # a site may insist
+    try:
+        assert "Secure" in _set_cookie_after_sign_in(env, "http://127.0.0.1")
+    finally:
+        env.app.config["SESSION_COOKIE_SECURE"] = None
