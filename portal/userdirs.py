@@ -116,7 +116,13 @@ def run_dir(root: Path, username: str, group: str) -> Path:
     elif helper():
         _ask("run-dir", str(root), username, path.name)
     else:
-        path.mkdir(mode=0o700)  # a directory prepared to be writable by the portal's group
+        try:
+            path.mkdir(mode=0o700)  # in a directory prepared to be writable by the portal
+        except PermissionError:
+            raise Conflict(
+                f"the portal may not make a directory for {username}'s run (it is not root "
+                "and has no ROOT_HELPER)"
+            ) from None
     return path
 
 
