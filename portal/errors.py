@@ -96,11 +96,25 @@ def register(app: Flask) -> None:
         return render_template("error.html", status=exc.status, message=exc.message), exc.status
 
     @app.errorhandler(HTTPException)
-    def http_error(exc: HTTPException) -> tuple[Response | str, int]:
+    def http_error(exc: HTTPException) -> tuple[Response | str, int] | Response:
         if _wants_json():
             return _api_error(exc)
         status = exc.code or 500
+        if status == 429 and request.endpoint == "identity_pages.login":
+            return _sign_in_refused(exc)
         return render_template("error.html", status=status, message=exc.description), status
+
+
+def _sign_in_refused(exc: HTTPException) -> Response:
+    """Too many sign-ins: the sign-in page again, saying why and when to come back."""
+    from portal.identity.pages import LoginForm
+
+    page = render_template("identity/login.html", form=LoginForm(), refused=exc.description)
+    out = current_app.make_response((page, 429))
+    for name, value in exc.get_headers():
+        if name == "Retry-After":
+            out.headers[name] = value
+    return out
 
 
 KEPT_HEADERS = ("Allow", "Retry-After", "WWW-Authenticate")  # what the client must be told

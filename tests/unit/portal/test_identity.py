@@ -207,6 +207,10 @@ def test_an_account_is_locked_after_failed_sign_ins_from_any_address(
     form = {"username": "BOB", "password": PASSWORD, "csrf_token": csrf}
     page = client.post("/login", data=form)
     assert page.status_code == 429
+    # the sign-in page again, saying why and when
+    assert "too many failed sign-ins for this account" in page.get_data(as_text=True)
+    assert 'name="username"' in page.get_data(as_text=True)
+    assert int(page.headers["Retry-After"]) > 0
     assert token("alice", PASSWORD, "10.0.0.1").status_code == 201  # others are not locked
     with app.app_context():
         db.engine.dispose()
