@@ -435,7 +435,8 @@ def test_jupyter_answers_on_its_port_with_its_token(jobs: Jobs, tmp_path: Path) 
     wait_until(lambda: read_connection(conn_file) is not None, 60)
     conn = read_connection(conn_file)
     assert conn is not None
-    assert oct(conn_file.stat().st_mode & 0o777) == "0o600"
+    # the user and the directory's group (the portal's, in the directories it gives users)
+    assert oct(conn_file.stat().st_mode & 0o777) == "0o640"
     base = f"http://{conn.host}:{conn.port}{conn.base_url}api/status"
     assert conn.base_url == f"/jupyter/{job_id}/"  # where the portal proxies it
 
