@@ -28,7 +28,7 @@ def lab_settings() -> dict[str, Any]:
         # the admission table's directory, the portal's to write (the hook stays root's)
         "ADMISSION_DIR": str(cfg.admission),
         # users' directories are made by the root helper (aipool lab services up installs it)
-        "ROOT_HELPER": ["sudo", "-n", str(cfg.root / "sbin" / "aipool-helper")],
+        "ROOT_HELPER": ["sudo", "-n", str(cfg.root_helper)],
         # what users' jobs run (evaluation, fine-tuning, replicas, Jupyter)
         "JOB_RUNTIME": str(cfg.runtime),
         # the portal's one home, under the lab's root: `aipool lab down` wipes it with the rest

@@ -624,13 +624,13 @@ class Lab:
                 self.cfg.dev,
                 self.cfg.root / "portal",
                 self.cfg.root / "policy",
-                self.cfg.root / "sbin",
+                self.cfg.root_helper.parent,
                 self.cfg.clusters_dir,
             ):
                 shutil.rmtree(d, ignore_errors=True)
             self.cfg.ledger.unlink(missing_ok=True)
             # the root helper's sudoers rule goes with the lab (services.install_helper)
-            (Path("/etc/sudoers.d") / f"aipool-lab-{self.cfg.cluster}").unlink(missing_ok=True)
+            self.cfg.sudoers_file.unlink(missing_ok=True)
         else:
             self._save(ledger)
         return stopped

@@ -128,6 +128,17 @@ class LabConfig:
         return self.etc / "slurm.conf"
 
     @property
+    def root_helper(self) -> Path:
+        """The root helper as the lab installs it (``aipool lab services up``)."""
+        return self.root / "sbin" / "aipool-helper"
+
+    @property
+    def sudoers_file(self) -> Path:
+        """The sudoers rule that lets the service user run the root helper (sudo skips names
+        with a dot, so the cluster's name is joined by a dash)."""
+        return Path("/etc/sudoers.d") / f"aipool-lab-{self.cluster}"
+
+    @property
     def admission(self) -> Path:
         """The admission table's directory: the portal's to write (the hook stays in etc)."""
         return self.etc / ADMISSION_SUBDIR

@@ -43,7 +43,6 @@ SERVICES = (
 )
 AGENT_PREFIX = "agent-"
 USER = host.SERVICE_USER  # every service runs as this user, never as root
-SUDOERS_DIR = Path("/etc/sudoers.d")
 DEMO_USERS = ("admin", "alice", "bob", "carol", "dave")
 IMPORT_MINUTES = 2  # the scheduled sacct import's interval: usage shows up within this
 RECONCILE_S = 20  # the inference reconciler's interval
@@ -87,23 +86,15 @@ def _portal_env(cfg: LabConfig) -> dict[str, str]:
     return env
 
 
-def helper_path(cfg: LabConfig) -> Path:
-    return cfg.root / "sbin" / "aipool-helper"
-
-
 def helper_roots(cfg: LabConfig) -> list[Path]:
     """Where the portal keeps users' directories (its USER_DIRS and MODEL_WORK defaults)."""
     return [cfg.root / "portal" / "users", cfg.root / "portal" / "model-work"]
 
 
-def sudoers_file(cfg: LabConfig) -> Path:
-    return SUDOERS_DIR / f"aipool-lab-{cfg.cluster}"  # sudo skips names with a dot
-
-
 def install_helper(cfg: LabConfig) -> Path:
     """The root helper as a site installs it: root's copy, its configuration beside it, and
     a sudoers rule that lets the service user run exactly that file, without a password."""
-    path = helper_path(cfg)
+    path = cfg.root_helper
     path.parent.mkdir(parents=True, exist_ok=True)
     path.parent.chmod(0o755)
     shutil.copyfile(roothelper.__file__, path)
@@ -117,7 +108,7 @@ def install_helper(cfg: LabConfig) -> Path:
     path.with_name("aipool-helper.json").write_text(json.dumps(conf, indent=2) + "\n")
     path.with_name("aipool-helper.json").chmod(0o644)
     rule = f"{host.SERVICE_USER} ALL=(root) NOPASSWD: {path}\n"
-    target = sudoers_file(cfg)
+    target = cfg.sudoers_file
     tmp = target.with_name(f".{target.name}.new")  # sudo skips it while we check it
     tmp.write_text(rule)
     tmp.chmod(0o440)
@@ -128,10 +119,6 @@ def install_helper(cfg: LabConfig) -> Path:
         raise daemons.LabError(f"the lab's sudoers rule does not parse: {checked.stdout}")
     tmp.replace(target)
     return path
-
-
-def remove_helper(cfg: LabConfig) -> None:
-    sudoers_file(cfg).unlink(missing_ok=True)
 
 
 def service_python(cfg: LabConfig) -> str:

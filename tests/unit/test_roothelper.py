@@ -56,12 +56,15 @@ def site(tmp_path: Path) -> dict[str, Path]:
     return {"script": script, "root": root, "audit": audit, "conf": conf}
 
 
-def call(site: dict[str, Path], *args: str) -> subprocess.CompletedProcess[str]:
+def call(
+    site: dict[str, Path], *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-I", str(site["script"]), *args],
         capture_output=True,
         text=True,
         check=False,
+        env=env,
     )
 
 
@@ -158,12 +161,6 @@ def test_a_configuration_others_may_write_is_refused(site: dict[str, Path]) -> N
 
 def test_only_the_configured_caller_may_use_it(site: dict[str, Path]) -> None:
     env = {**os.environ, "SUDO_UID": str(pwd.getpwnam(_someone()).pw_uid)}
-    done = subprocess.run(
-        [sys.executable, "-I", str(site["script"]), "user-dir", str(site["root"]), _someone()],
-        capture_output=True,
-        text=True,
-        check=False,
-        env=env,
-    )
+    done = call(site, "user-dir", str(site["root"]), _someone(), env=env)
     assert done.returncode == 2
     assert "may call aipool-helper" in done.stderr
