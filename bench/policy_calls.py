@@ -32,7 +32,7 @@ from slurm_plugins.policy.engine import EngineConfig, build_policies, plan
 from slurm_plugins.policy.plan import Action, Plan
 from slurm_plugins.policy.snapshot import Snapshot
 
-_WRITE_VERBS = {"update", "hold", "release", "requeue", "requeuehold", "-Q", "reconfigure"}
+_WRITE_VERBS = {"update", "hold", "release", "requeue", "requeuehold", "reconfigure"}
 
 
 def is_write(argv: Sequence[str]) -> bool:
@@ -40,7 +40,8 @@ def is_write(argv: Sequence[str]) -> bool:
         return True
     if argv[0] == "sacctmgr":
         return "-i" in argv
-    return argv[0] == "scontrol" and bool(_WRITE_VERBS & set(argv[1:3]))
+    # a bare `scontrol` reads its job updates on stdin
+    return argv[0] == "scontrol" and (len(argv) == 1 or bool(_WRITE_VERBS & set(argv[1:3])))
 
 
 def _ok(argv: Sequence[str], stdin: str | None) -> Completed:

@@ -316,6 +316,9 @@ class SlurmClient:
     def update_jobs(self, updates: Iterable[JobUpdate], *, current: Mapping[int, Job] = {}) -> int:
         """Apply many job updates with one ``scontrol`` reading lines on stdin.
 
+        Not ``-Q``: that would hide Slurm's reason when a line fails (an unknown job, a
+        controller in the middle of a takeover), and the caller needs it to tell them apart.
+
         Fields that already have their value on the job in ``current`` are skipped, and an
         update that is left with nothing is not sent at all. Returns the lines sent.
         """
@@ -327,7 +330,7 @@ class SlurmClient:
                 kv = " ".join(f"{k}={quote_value(v)}" for k, v in fields.items())
                 lines.append(f"update JobId={up.job_id} {kv}")
         if lines:
-            self._write(["scontrol", *self._m(), "-Q"], input="\n".join(lines) + "\n")
+            self._write(["scontrol", *self._m()], input="\n".join(lines) + "\n")
         return len(lines)
 
     def takeover(self, index: int = 1) -> None:

@@ -1,6 +1,6 @@
 """The only writer: turn a :class:`Plan` into as few Slurm calls as it can.
 
-One call per kind of change (``scontrol hold ids``, one ``scontrol -Q`` with every job
+One call per kind of change (``scontrol hold ids``, one ``scontrol`` reading every job
 update on stdin, ``scontrol release ids``, …); a plan without changes makes none. The order
 is chosen for safety: holds first (nothing we hold may start meanwhile), then node lists,
 QOS and SiteFactors, then releases (a released job already has its new lists and QOS), then signals,
@@ -61,8 +61,8 @@ class _Writer:
         except ControllerUnavailable:
             raise  # nothing to isolate: the cycle fails and the next one tries again
         except SlurmError as exc:
-            # `scontrol -Q` says nothing when the controller is gone: ask before retrying
-            # job by job, which would cost a full timeout per job
+            # a failure that does not say the controller is gone may still mean it is (an
+            # empty message): ask before retrying job by job, a full timeout per job
             if not self._ping():
                 raise ControllerUnavailable(f"{what} failed and slurmctld does not answer") from exc
             log.warning("%s of %d jobs failed (%s); retrying one by one", what, len(ids), exc)

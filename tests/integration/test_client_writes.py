@@ -41,7 +41,7 @@ def test_batched_job_updates_land_and_no_ops_are_not_sent(client: SlurmClient, l
         [JobUpdate(i, priority=1000 + n, exc_nodes="gpu1") for n, i in enumerate(ids)]
     )
     assert sent == 3
-    assert sum(1 for argv, _ in recorder.calls if argv[:2] == ("scontrol", "-Q")) == 1
+    assert sum(1 for argv, _ in recorder.calls if argv[:2] == ("scontrol",)) == 1
     jobs = {j.job_id: j for j in client.jobs() if j.job_id in ids}
     assert [jobs[i].priority for i in ids] == [1000, 1001, 1002]
     assert {jobs[i].excluded_nodes for i in ids} == {"gpu1"}

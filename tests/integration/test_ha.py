@@ -17,7 +17,7 @@ import pytest
 
 from aipool.lab.cluster import Lab
 from aipool.lab.config import MEMBER_INVENTORY
-from slurm_plugins.client import JobUpdate, SlurmClient
+from slurm_plugins.client import JobUpdate, SlurmClient, SlurmError
 from tests.integration.conftest import side_lab, wait_job, wait_until
 
 pytestmark = pytest.mark.slurm
@@ -117,10 +117,27 @@ def test_controllers_down_one_at_a_time_for_maintenance(ha_lab: Lab, client: Slu
 
 
 def settle(lab: Lab, client: SlurmClient, jobs: dict[int, str]) -> None:
-    """Change a pending job; wait until the controller in charge has written its state."""
+    """Change a pending job; wait until the controller in charge has written its state.
+
+    A controller that has only just taken over may refuse a write for a moment: the update
+    is tried again until it lands (within 30 s), and a failure names Slurm's last reason.
+    """
     mark = time.time()
     pending = min(k for k, v in jobs.items() if v == "PENDING")
-    client.update_jobs([JobUpdate(pending, site_factor=int(mark) % 1000 + 1)])
+    refused: list[str] = []
+
+    def update() -> bool:
+        try:
+            client.update_jobs([JobUpdate(pending, site_factor=int(mark) % 1000 + 1)])
+        except SlurmError as exc:
+            refused.append(str(exc))
+            return False
+        return True
+
+    try:
+        wait_until(update, 30, interval=1)
+    except AssertionError:
+        raise AssertionError(f"job {pending} could not be updated: {refused[-1]}") from None
     lab.wait_state_saved(mark)
 
 

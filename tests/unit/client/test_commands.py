@@ -116,7 +116,7 @@ def test_batched_updates_skip_no_ops() -> None:
     )
     assert sent == 2
     argv, stdin = r.calls[-1]
-    assert argv == ("scontrol", "-Q")
+    assert argv == ("scontrol",)
     assert stdin == (
         "update JobId=14 Priority=5 ExcNodeList=node1\nupdate JobId=15 SiteFactor=100\n"
     )
@@ -294,7 +294,7 @@ def test_every_write_logs_its_argv_quoted_and_dry_run_says_so(
         "run: sbatch --parsable '--job-name=a b; $(id)' <<< 2 lines",
         "run: scancel 5",
         "run: scontrol hold 5,6",
-        "run: scontrol -Q <<< 1 lines",
+        "run: scontrol <<< 1 lines",
     ]
     caplog.clear()
     dry, dry_runner = client({}, dry_run=True)

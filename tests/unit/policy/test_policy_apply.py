@@ -71,7 +71,7 @@ def test_one_call_per_kind_in_a_safe_order(tmp_path: Path) -> None:
     argvs = [argv for argv, _ in r.calls]
     assert argvs == [
         ("scontrol", "hold", "3,4"),
-        ("scontrol", "-Q"),
+        ("scontrol",),
         ("scontrol", "release", "5"),
         ("scancel", "--signal", "USR1", "6"),
         ("scontrol", "requeue", "7,8"),
@@ -153,7 +153,7 @@ def test_state_file_survives_damage(tmp_path: Path) -> None:
 
 def test_a_failed_batch_with_the_controller_gone_fails_the_cycle_at_once(tmp_path: Path) -> None:
     """No job-by-job retries (a full timeout each) when slurmctld does not answer."""
-    failing = Completed((), 1, "", "")  # what `scontrol -Q` prints when the controller is gone
+    failing = Completed((), 1, "", "")  # a failure without Slurm's reason
     c, r = client({("scontrol", "hold"): failing, ("scontrol", "ping"): DOWN})
     with pytest.raises(ControllerUnavailable, match="slurmctld does not answer"):
         apply(full_plan(), c, old_state=DaemonState(), store=StateStore(tmp_path))

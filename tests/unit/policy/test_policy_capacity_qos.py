@@ -219,7 +219,7 @@ def test_apply_writes_the_qos_before_the_release(tmp_path: Path) -> None:
         releases=(),
     )
     apply(p, client, old_state=DaemonState(), store=StateStore(tmp_path))
-    assert runner.calls[0][0] == ("scontrol", "-Q")
+    assert runner.calls[0][0] == ("scontrol",)
     assert runner.calls[0][1] == "update JobId=2 QOS=low\nupdate JobId=3 QOS=normal SiteFactor=7\n"
 
 

@@ -61,7 +61,7 @@ def test_cycle_then_nothing_changed_means_no_writes(tmp_path: Path) -> None:
     d = Daemon(config(tmp_path), SlurmClient(runner), clock=lambda: NOW)  # type: ignore[arg-type]
     first = d.cycle()
     assert first is not None
-    assert [w[0][:2] for w in writes] == [("scontrol", "-Q")]
+    assert [w[0][:2] for w in writes] == [("scontrol",)]
     assert "SiteFactor=" in (writes[0][1] or "")
     # Slurm now holds what we set; the same world again: reads only, no write
     writes.clear()
