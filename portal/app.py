@@ -4,22 +4,62 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from flask import Flask, has_request_context, request
 from flask.sessions import SecureCookieSessionInterface
+from flask_smorest import Api
 from flask_smorest.spec.plugins import integerconverter2paramschema
 from marshmallow import fields as ma_fields
 from marshmallow import validate as ma_validate
 from sqlalchemy.engine import make_url
 from werkzeug.routing import BaseConverter, IntegerConverter
 
-from portal import config, errors, web
+from portal import (
+    audit,
+    clusters,
+    config,
+    dashboard,
+    datasets,
+    errors,
+    identity,
+    inference,
+    jobs,
+    labelling,
+    nodes,
+    quotas,
+    registry,
+    roles,
+    site,
+    tenancy,
+    usage,
+    web,
+)
 from portal.extensions import api, csrf, db, limiter, login_manager, migrate
 
 MIGRATIONS = str(Path(__file__).with_name("migrations"))
+
+#: The packages that make up the portal, in order (the API document lists their operations
+#: so). Each one's ``register(app, api)`` adds its API blueprints, pages and commands.
+RESOURCES: tuple[Callable[[Flask, Api], None], ...] = (
+    identity.register,
+    site.register,
+    dashboard.register,
+    roles.register,
+    tenancy.register,
+    quotas.register,
+    jobs.register,
+    nodes.register,
+    audit.register,
+    datasets.register,
+    labelling.register,
+    usage.register,
+    registry.register,
+    inference.register,
+    clusters.register,
+)
 
 
 class IdConverter(IntegerConverter):
@@ -92,7 +132,8 @@ def create_app(settings: Mapping[str, Any] | None = None) -> Flask:
     api.register_converter(NameConverter, _name_param)
     api.ma_plugin.converter.add_attribute_function(_dict_rules)
     web.install(app)
-    _register(app)
+    for register in RESOURCES:
+        register(app, api)
     _schema_rules()
     # a header is text: the pagination metadata travels as a JSON object written out
     api.spec.components.headers["PAGINATION"] = {
@@ -101,9 +142,6 @@ def create_app(settings: Mapping[str, Any] | None = None) -> Flask:
         "schema": {"type": "string", "example": '{"total": 42, "total_pages": 3, "page": 1}'},
     }
     errors.register(app)
-    from portal.quotas.policy import render_command
-
-    app.cli.add_command(render_command)
     return app
 
 
@@ -150,30 +188,3 @@ def _schema_rules() -> None:
         if issubclass(cls, ChangeSchema):
             documented[name]["minProperties"] = 1
         documented[name].update(getattr(cls, "OPENAPI_EXTRA", {}))
-
-
-def _register(app: Flask) -> None:
-    from portal.audit.views import blp as audit
-    from portal.clusters.views import register as register_clusters
-    from portal.datasets.views import register as register_datasets
-    from portal.identity.views import auth, users
-    from portal.jobs.views import blp as jobs
-    from portal.nodes.views import blp as nodes
-    from portal.pages import register_pages
-    from portal.quotas.views import blp as quotas
-    from portal.registry.web import register as register_models
-    from portal.roles.views import blp as roles
-    from portal.tenancy.group_views import blp as groups
-    from portal.tenancy.views import domains, projects
-    from portal.usage.views import register as register_usage
-
-    for blp in (auth, users, roles, domains, projects, groups, quotas, jobs, nodes, audit):
-        api.register_blueprint(blp)
-    register_pages(app)
-    register_datasets(app)
-    from portal.datasets import unix
-
-    unix.install(app)  # dataset directories follow the portal's permissions
-    register_usage(app)
-    register_models(app)
-    register_clusters(app)

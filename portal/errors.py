@@ -1,8 +1,9 @@
-"""Domain errors raised by services, mapped to HTTP once (JSON for the API, pages otherwise)."""
+"""Domain errors raised by services, mapped to HTTP once, and the one error envelope: JSON for
+the API (and the Jupyter proxy's calls), an error page for pages."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from http import HTTPStatus
 from typing import Any
 
@@ -76,70 +77,103 @@ class SlurmUnavailable(DomainError):
     code = "slurm_unavailable"
 
 
-def _wants_json() -> bool:
-    return request.path.startswith("/api/")
+class Stale(DomainError):
+    """An update made from an old copy: someone changed the object since the caller read it
+    (its ETag, or the version a page's form carries, no longer matches). Nothing is saved."""
+
+    status = 412
+    code = "precondition_failed"
+
+    def __init__(self, message: str = "") -> None:
+        super().__init__(message or STALE)
 
 
-def envelope(status: int, error: str, message: str) -> dict[str, Any]:
-    """The body of every error the API answers."""
-    return {"code": status, "status": HTTPStatus(status).phrase, "error": error, "message": message}
+STALE = (
+    "Someone else changed this since you loaded it, so your change was not saved. "
+    "Reload it and make your change again."
+)
+
+
+def envelope(
+    status: int, error: str, message: str, errors: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """The body of every error the portal answers in JSON: the API's, the 401 of a call
+    without a login, the Jupyter proxy's and its WebSockets' refusals. ``error`` is a short
+    code a program can test (``not_found``, ``precondition_failed`` …), ``message`` a
+    sentence for a person; ``errors`` the fields' messages where the input was wrong."""
+    body: dict[str, Any] = {
+        "code": status,
+        "status": HTTPStatus(status).phrase,
+        "error": error,
+        "message": message,
+    }
+    if errors:
+        body["errors"] = dict(errors)
+    return body
+
+
+def error_response(
+    status: int,
+    error: str,
+    message: str,
+    errors: Mapping[str, Any] | None = None,
+    headers: Iterable[tuple[str, str]] = (),
+) -> Response:
+    """:func:`envelope` as a JSON response, with the headers the status needs."""
+    out = jsonify(envelope(status, error, message, errors))
+    out.status_code = status
+    for name, value in headers:
+        out.headers[name] = value
+    return out
+
+
+def wants_json() -> bool:
+    """Whether an error is answered in JSON: always on the API; on the Jupyter proxy unless a
+    browser is navigating to a page (JupyterLab's own calls read JSON). Pages get HTML."""
+    if request.path.startswith("/api/"):
+        return True
+    navigating = request.accept_mimetypes.best in ("text/html", "application/xhtml+xml")
+    return request.blueprint == "jupyter_proxy" and not navigating
 
 
 def register(app: Flask) -> None:
     @app.errorhandler(DomainError)
-    def domain_error(exc: DomainError) -> tuple[Response | str, int]:
-        if _wants_json():
-            body = envelope(exc.status, exc.code, exc.message)
-            if isinstance(exc, ValidationFailed):
-                body["errors"] = {"json": exc.errors}
-            return jsonify(body), exc.status
+    def domain_error(exc: DomainError) -> Response | tuple[str, int]:
+        if wants_json():
+            fields = {"json": exc.errors} if isinstance(exc, ValidationFailed) else None
+            return error_response(exc.status, exc.code, exc.message, fields)
         return render_template("error.html", status=exc.status, message=exc.message), exc.status
 
     @app.errorhandler(HTTPException)
-    def http_error(exc: HTTPException) -> tuple[Response | str, int] | Response:
-        if _wants_json():
-            return _api_error(exc)
+    def http_error(exc: HTTPException) -> Response | tuple[str, int]:
+        if wants_json():
+            return _http_error(exc)
         status = exc.code or 500
-        if status == 429 and request.endpoint == "identity_pages.login":
-            return _sign_in_refused(exc)
         return render_template("error.html", status=status, message=exc.description), status
-
-
-def _sign_in_refused(exc: HTTPException) -> Response:
-    """Too many sign-ins: the sign-in page again, saying why and when to come back."""
-    from portal.identity.pages import LoginForm
-
-    page = render_template("identity/login.html", form=LoginForm(), refused=exc.description)
-    out = current_app.make_response((page, 429))
-    for name, value in exc.get_headers():
-        if name == "Retry-After":
-            out.headers[name] = value
-    return out
 
 
 KEPT_HEADERS = ("Allow", "Retry-After", "WWW-Authenticate")  # what the client must be told
 
 
-def _api_error(exc: HTTPException) -> tuple[Response, int]:
-    """flask-smorest's envelope (with webargs' field errors), plus a human ``message`` and the
-    headers the status needs: ``Allow`` on 405, ``Retry-After`` on 429."""
+def _http_error(exc: HTTPException) -> Response:
+    """An HTTP error (routing, webargs' input errors, CSRF, limits, a 500) in the envelope:
+    webargs' field errors as ``errors``, a sentence as ``message``, and the headers the status
+    needs: ``Allow`` on 405, ``Retry-After`` on 429."""
     from portal.extensions import api
 
     payload, status, extra = api.handle_http_exception(exc)
-    body = dict(payload)
-    body.setdefault("error", HTTPStatus(status).phrase.lower().replace(" ", "_"))
+    errors = payload.get("errors")
     if status == 413:
         limit = current_app.config["MAX_CONTENT_LENGTH"]
-        body["message"] = f"the request is larger than the portal accepts ({_size(limit)})"
-    elif status == 422 and not body.get("message") and body.get("errors"):
-        body["message"] = f"invalid input: {_summary(body['errors'])}"
-    elif not body.get("message"):
-        body["message"] = exc.description or HTTPStatus(status).description
-    out = jsonify(body)
-    for name, value in [*exc.get_headers(), *dict(extra or {}).items()]:
-        if name in KEPT_HEADERS:
-            out.headers[name] = value
-    return out, status
+        message = f"the request is larger than the portal accepts ({_size(limit)})"
+    elif status == 422 and not payload.get("message") and errors:
+        message = f"invalid input: {_summary(errors)}"
+    else:
+        message = payload.get("message") or exc.description or HTTPStatus(status).description
+    code = HTTPStatus(status).phrase.lower().replace(" ", "_")
+    headers = [*exc.get_headers(), *dict(extra or {}).items()]
+    kept = [(name, value) for name, value in headers if name in KEPT_HEADERS]
+    return error_response(status, code, message, errors, kept)
 
 
 def _size(n: int) -> str:

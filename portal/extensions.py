@@ -11,6 +11,7 @@ from flask_limiter.util import get_remote_address
 from flask_login import LoginManager
 from flask_migrate import Migrate
 from flask_smorest import Api
+from flask_smorest import etag as fs_etag
 from flask_smorest.error_handler import ErrorSchema
 from flask_sqlalchemy import SQLAlchemy
 from flask_wtf import CSRFProtect
@@ -49,6 +50,20 @@ class PortalErrorSchema(ErrorSchema):
 
 class PortalApi(Api):
     ERROR_SCHEMA = PortalErrorSchema
+
+    def _register_etag_headers(self) -> None:
+        """As flask-smorest's, but ``If-Match`` is optional (portal.web.Blueprint says why)."""
+        if_match = {
+            **fs_etag.IF_MATCH_HEADER,
+            "required": False,
+            "description": "The ETag the caller read; another one is refused with 412 and "
+            "nothing changes. Without it the update applies to whatever is current.",
+        }
+        self.spec.components.parameter(
+            "IF_NONE_MATCH", "header", fs_etag.IF_NONE_MATCH_HEADER, lazy=True
+        )
+        self.spec.components.parameter("IF_MATCH", "header", if_match, lazy=True)
+        self.spec.components.header("ETAG", fs_etag.ETAG_HEADER, lazy=True)
 
 
 api = PortalApi()

@@ -1,20 +1,24 @@
-"""Request plumbing shared by API views and pages: the caller, their access, CSRF, login."""
+"""Request plumbing shared by API views and pages: the caller, their access, CSRF, login, and
+the versions (ETags) that keep two admins' updates from overwriting each other."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import timedelta
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
-from flask import Flask, Request, current_app, jsonify, redirect, request, url_for
+import flask_smorest
+from flask import Flask, Request, current_app, redirect, request, url_for
 from flask import session as flask_session
 from flask.views import MethodView
 from flask_login import current_user, login_required
+from flask_smorest.exceptions import PreconditionFailed
+from marshmallow import Schema
 from sqlalchemy.orm import Session
 from werkzeug.wrappers import Response as BaseResponse
 
 from portal.authz import Access, access_for
-from portal.errors import Forbidden, envelope
+from portal.errors import Forbidden, Stale, error_response
 from portal.extensions import csrf, db, login_manager
 from portal.identity.models import User
 from portal.identity.service import session_user, user_for_token
@@ -41,6 +45,67 @@ def caller() -> User:
 
 def current_access() -> Access:
     return access_for(session(), caller())
+
+
+Row = TypeVar("Row")
+
+
+class Blueprint(flask_smorest.Blueprint):
+    """flask-smorest's blueprint with the portal's ETag rules. A view marked ``@blp.etag``
+    answers a GET with the object's ``ETag``; its PUT, PATCH or DELETE calls
+    ``blp.check_etag(current, schema)`` first, and an ``If-Match`` that is not the current ETag
+    is refused with 412 in the error envelope before anything changes.
+
+    ``If-Match`` is optional (flask-smorest would answer 428 without it): existing clients,
+    scripts and the CLI send none, and their updates apply as before. A client that read
+    the object and edits it sends the ETag it read; the pages always send theirs."""
+
+    def _check_precondition(self) -> None:
+        """No 428 for an update without ``If-Match`` (see the class)."""
+
+    def check_etag(self, etag_data: Any, etag_schema: Any = None) -> None:
+        if not request.if_match:
+            return
+        try:
+            super().check_etag(etag_data, etag_schema)
+        except PreconditionFailed:
+            raise Stale() from None
+
+    def _verify_check_etag(self) -> None:
+        if request.if_match:  # only a conditional update is checked, so only it must be
+            super()._verify_check_etag()
+
+    def _prepare_etag_doc(self, doc: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
+        out = super()._prepare_etag_doc(doc, *args, **kwargs)
+        out.get("responses", {}).pop(428, None)
+        return out
+
+
+def version_of(data: Any, schema: type[Schema] | Schema | None = None) -> str:
+    """The ETag of ``data`` (dumped by ``schema``) as the API computes it, without quotes: the
+    version a page's form carries from the moment it was rendered."""
+    if schema is not None:
+        data = (schema() if isinstance(schema, type) else schema).dump(data)
+    return str(Blueprint._generate_etag(data))
+
+
+def check_version(
+    submitted: str | None, data: Any, schema: type[Schema] | Schema | None = None
+) -> None:
+    """A page's save: :class:`~portal.errors.Stale` (nothing saved) when the form was rendered
+    from another version than the object has now. A post without the field (a client that
+    never read the page) is not checked, as an API update without ``If-Match``."""
+    if submitted and submitted != version_of(data, schema):
+        raise Stale()
+
+
+def locked(row: Row) -> Row:
+    """``row`` read again under a row lock (``SELECT … FOR UPDATE``), so that a version check
+    and the write that follows see the same version, and a second update of the row waits
+    for the first to commit (PostgreSQL; SQLite, which writes one transaction at a time,
+    takes no row locks)."""
+    session().refresh(row, with_for_update=True)
+    return row
 
 
 SESSION_KEY = "aipool_session"  # the browser session's secret, in Flask's signed cookie
@@ -82,9 +147,9 @@ def install(app: Flask) -> None:
         return user_for_token(session(), secret) if secret else None
 
     @login_manager.unauthorized_handler
-    def unauthorized() -> BaseResponse | tuple[BaseResponse, int]:
+    def unauthorized() -> BaseResponse:
         if request.path.startswith("/api/"):
-            return jsonify(envelope(401, "unauthorized", "login or token required")), 401
+            return error_response(401, "unauthorized", "login or token required")
         return redirect(url_for("identity_pages.login", next=request.full_path))
 
     @app.before_request

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from flask_smorest import Blueprint
-
 from portal.audit.models import AuditEvent
 from portal.audit.schemas import AuditEventSchema, AuditQuerySchema
 from portal.audit.service import search_query
 from portal.pagination import PageParams, page_of_query
-from portal.web import AuthedView, current_access, session
+from portal.web import AuthedView, Blueprint, current_access, session
 
 blp = Blueprint("audit", __name__, url_prefix="/api/v1/audit", description="Audit log")
 

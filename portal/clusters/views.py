@@ -4,13 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from flask import Flask
-from flask_smorest import Blueprint
-
 from portal.clusters.schemas import ClusterStatusSchema, cluster_data
 from portal.clusters.service import read_clusters
 from portal.slurm import slurm
-from portal.web import AuthedView, current_access
+from portal.web import AuthedView, Blueprint, current_access
 
 blp = Blueprint("clusters", __name__, url_prefix="/api/v1", description="Clusters")
 
@@ -22,12 +19,3 @@ class Clusters(AuthedView):
         """Every cluster slurmdbd knows: whether it answers, nodes by state, free and total
         GPUs, shards, NPUs and CPUs, running and pending jobs."""
         return [cluster_data(c) for c in read_clusters(slurm(), current_access())]
-
-
-def register(app: Flask) -> None:
-    """The clusters API and page."""
-    from portal.clusters.pages import bp as pages
-    from portal.extensions import api
-
-    api.register_blueprint(blp)
-    app.register_blueprint(pages)

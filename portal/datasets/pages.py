@@ -18,8 +18,8 @@ from portal.datasets import service, sources
 from portal.datasets.models import Visibility
 from portal.datasets.preview import preview
 from portal.datasets.schemas import DatasetUpdateSchema
+from portal.datasets.service import Settings
 from portal.datasets.storage import iter_files
-from portal.datasets.views import settings
 from portal.errors import DomainError, NotFound, ValidationFailed
 from portal.pages import show_error
 from portal.tenancy.models import Project
@@ -76,14 +76,19 @@ def detail(dataset_id: int) -> str | Response | tuple[str, int]:
                 service.update_dataset(session(), access, ds.id, data)
                 return redirect(url_for(".detail", dataset_id=ds.id))
             if action == "delete":
-                service.delete_dataset(session(), access, settings(), ds.id)
+                service.delete_dataset(session(), access, Settings.current(), ds.id)
                 flash(f"Dataset {ds.name} deleted.", "info")
                 return redirect(url_for(".index"))
             # an empty file input still sends a part without a file name
             uploads = [(f.filename, f.stream) for f in request.files.getlist("files") if f.filename]
             fill = sources.upload(uploads, extract=bool(request.form.get("extract")))
             service.upload_version(
-                session(), access, settings(), ds.id, fill=fill, note=request.form.get("note", "")
+                session(),
+                access,
+                Settings.current(),
+                ds.id,
+                fill=fill,
+                note=request.form.get("note", ""),
             )
             return redirect(url_for(".detail", dataset_id=ds.id))
         except DomainError as exc:
@@ -94,7 +99,7 @@ def detail(dataset_id: int) -> str | Response | tuple[str, int]:
     shown = _shown_version(versions)
     files: list[Any] = []
     if shown is not None:
-        files = list(iter_files(service.manifest_of(settings(), shown)))[:PAGE_FILES]
+        files = list(iter_files(service.manifest_of(Settings.current(), shown)))[:PAGE_FILES]
     page = render_template(
         "datasets/detail.html", ds=ds, versions=versions, shown=shown, files=files, form=form,
         may_write=service.can(access, ds)[1],
@@ -122,7 +127,7 @@ def _shown_version(versions: list[Any]) -> Any:
 @login_required
 def file_preview(dataset_id: int, version: int, path: str) -> str:
     row = service.get_version(session(), current_access(), dataset_id, version)
-    entry = service.manifest_of(settings(), row).find(path)
+    entry = service.manifest_of(Settings.current(), row).find(path)
     if entry is None:
         raise NotFound(f"no file {path!r} in version {version}")
     url = url_for("datasets.RawFile", dataset_id=dataset_id, version=version, path=path)

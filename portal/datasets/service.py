@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from flask import current_app
 from sqlalchemy import ColumnElement, Select, and_, func, or_, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
@@ -62,6 +63,11 @@ class Settings:
             import_roots=tuple(config["DATASET_IMPORT_ROOTS"]),
             s3_stores=dict(config["DATASET_S3_STORES"]),
         )
+
+    @classmethod
+    def current(cls) -> Settings:
+        """The settings of the app serving the request (its config and instance path)."""
+        return cls.of(current_app.config, current_app.instance_path)
 
 
 # ---------------------------------------------------------------------------- permissions

@@ -6,9 +6,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from flask import Flask, Response, current_app, request, send_file, url_for
+from flask import Response, request, send_file, url_for
 from flask_login import current_user
-from flask_smorest import Blueprint
 from flask_smorest.fields import Upload
 from marshmallow import Schema, fields
 
@@ -30,17 +29,13 @@ from portal.datasets.schemas import (
     UploadFormSchema,
     VersionSchema,
 )
+from portal.datasets.service import Settings
 from portal.datasets.storage import Entry, iter_files, write_archive
 from portal.errors import NotFound, QuotaExceeded
-from portal.extensions import api
 from portal.pagination import PageParams, page_of_list, page_of_query
-from portal.web import AuthedView, current_access, session
+from portal.web import AuthedView, Blueprint, current_access, session
 
 blp = Blueprint("datasets", __name__, url_prefix="/api/v1/datasets", description="Datasets")
-
-
-def settings() -> service.Settings:
-    return service.Settings.of(current_app.config, current_app.instance_path)
 
 
 class UploadFilesSchema(Schema):
@@ -78,7 +73,7 @@ class DatasetById(AuthedView):
     @blp.response(204)
     def delete(self, dataset_id: int) -> None:
         """Delete a dataset and all its versions' files."""
-        service.delete_dataset(session(), current_access(), settings(), dataset_id)
+        service.delete_dataset(session(), current_access(), Settings.current(), dataset_id)
 
 
 @blp.route("/<id:dataset_id>/versions")
@@ -93,7 +88,9 @@ class Versions(AuthedView):
     @blp.response(201, VersionSchema)
     def post(self, args: dict[str, Any], dataset_id: int) -> DatasetVersion:
         """A new version from a cluster path, an S3 prefix or the dataset's workspace."""
-        return service.add_version(session(), current_access(), settings(), dataset_id, args)
+        return service.add_version(
+            session(), current_access(), Settings.current(), dataset_id, args
+        )
 
 
 MULTIPART_SLACK = 1 << 20  # part headers and boundaries around the files
@@ -110,7 +107,7 @@ def refuse_oversized_uploads() -> None:
         return  # chunked: counted while it streams; no caller: the view answers 401
     dataset_id = (request.view_args or {})["dataset_id"]
     ds = service.get_dataset(session(), current_access(), dataset_id, write=True)
-    left = service.limits_for(session(), settings(), ds.project_id).max_bytes
+    left = service.limits_for(session(), Settings.current(), ds.project_id).max_bytes
     if length > left + MULTIPART_SLACK:
         raise QuotaExceeded(
             f"the upload ({length} bytes) is larger than the project's dataset quota left "
@@ -128,7 +125,7 @@ class UploadVersion(AuthedView):
         uploads = [(f.filename or "", f.stream) for f in files.get("files", [])]
         fill = sources.upload(uploads, extract=form["extract"], sha256=form.get("sha256"))
         return service.upload_version(
-            session(), current_access(), settings(), dataset_id, fill=fill,
+            session(), current_access(), Settings.current(), dataset_id, fill=fill,
             note=form.get("note", ""),
         )  # fmt: skip
 
@@ -142,7 +139,7 @@ class VersionByNumber(AuthedView):
 
 def _entry(dataset_id: int, version: int, path: str) -> tuple[DatasetVersion, Entry]:
     row = service.get_version(session(), current_access(), dataset_id, version)
-    entry = service.manifest_of(settings(), row).find(path)
+    entry = service.manifest_of(Settings.current(), row).find(path)
     if entry is None:
         raise NotFound(f"no file {path!r} in version {version}")
     return row, entry
@@ -157,7 +154,7 @@ class Files(AuthedView):
         self, args: dict[str, Any], dataset_id: int, version: int, pagination_parameters: PageParams
     ) -> list[Entry]:
         row = service.get_version(session(), current_access(), dataset_id, version)
-        entries = list(iter_files(service.manifest_of(settings(), row), args["under"]))
+        entries = list(iter_files(service.manifest_of(Settings.current(), row), args["under"]))
         return page_of_list(entries, pagination_parameters)
 
 
@@ -196,7 +193,7 @@ class Archive(AuthedView):
         row = service.get_version(session(), current_access(), dataset_id, version)
         prefix = f"{row.dataset.name}-v{row.version}"
         spool = tempfile.TemporaryFile()  # noqa: SIM115 - closed with the response
-        manifest = service.manifest_of(settings(), row)
+        manifest = service.manifest_of(Settings.current(), row)
         write_archive(Path(row.path), (e.path for e in manifest.entries), prefix, spool)
         spool.seek(0)
         response = send_file(
@@ -214,7 +211,7 @@ class Export(AuthedView):
     def post(self, args: dict[str, Any], dataset_id: int, version: int) -> dict[str, Any]:
         """Copy the version's files to an S3 bucket under ``prefix``."""
         keys = service.export_s3(
-            session(), current_access(), settings(), dataset_id, number=version, args=args
+            session(), current_access(), Settings.current(), dataset_id, number=version, args=args
         )
         return {"keys": keys}
 
@@ -226,16 +223,4 @@ class Mounts(AuthedView):
     def post(self, args: dict[str, Any], dataset_id: int) -> dict[str, str]:
         """A job spec ``mounts`` entry: a version ``ro`` (default the latest), or the
         dataset's workspace ``rw`` (to be saved as a version with ``source: workspace``)."""
-        return service.mount(session(), current_access(), settings(), dataset_id, args)
-
-
-def register(app: Flask) -> None:
-    """The dataset and labelling APIs and pages (one call from the app factory)."""
-    from portal.datasets.pages import bp as dataset_pages
-    from portal.labelling.pages import bp as labelling_pages
-    from portal.labelling.views import blp as labelling
-
-    api.register_blueprint(blp)
-    api.register_blueprint(labelling)
-    app.register_blueprint(dataset_pages)
-    app.register_blueprint(labelling_pages)
+        return service.mount(session(), current_access(), Settings.current(), dataset_id, args)

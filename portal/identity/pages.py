@@ -6,10 +6,11 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 
-from flask import Blueprint, flash, redirect, render_template, request, url_for
+from flask import Blueprint, current_app, flash, redirect, render_template, request, url_for
 from flask import session as flask_session
 from flask_login import login_required, login_user, logout_user
 from flask_wtf import FlaskForm
+from werkzeug.exceptions import TooManyRequests
 from werkzeug.wrappers import Response
 from wtforms import PasswordField, StringField
 from wtforms.validators import DataRequired, Length
@@ -64,6 +65,17 @@ def login() -> str | Response | tuple[str, int]:
     if form.is_submitted():  # incomplete, or without a valid CSRF token
         return render_template("identity/login.html", form=form), 400
     return render_template("identity/login.html", form=form)
+
+
+@bp.errorhandler(TooManyRequests)
+def sign_in_refused(exc: TooManyRequests) -> Response:
+    """Too many sign-ins: the sign-in page again, saying why and when to come back."""
+    page = render_template("identity/login.html", form=LoginForm(), refused=exc.description)
+    out = current_app.make_response((page, 429))
+    for name, value in exc.get_headers():
+        if name == "Retry-After":
+            out.headers[name] = value
+    return out
 
 
 def _sign_in(user: User) -> None:

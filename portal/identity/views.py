@@ -6,7 +6,6 @@ from collections.abc import Callable
 from typing import Any, ClassVar
 
 from flask.views import MethodView
-from flask_smorest import Blueprint
 from marshmallow import Schema
 
 from portal.errors import Unauthorized
@@ -28,7 +27,7 @@ from portal.identity.schemas import (
     UserUpdateSchema,
 )
 from portal.pagination import PageParams, page_of_query
-from portal.web import AuthedView, caller, current_access, session, setting
+from portal.web import AuthedView, Blueprint, caller, current_access, session, setting
 
 auth = Blueprint("auth", __name__, url_prefix="/api/v1/auth", description="Login and tokens")
 users = Blueprint("users", __name__, url_prefix="/api/v1/users", description="Users")

@@ -7,13 +7,12 @@ from typing import Any
 
 from flask import jsonify, request
 from flask.views import MethodView
-from flask_smorest import Blueprint
 
 from portal.inference import schemas, service
 from portal.inference.models import InferenceService, ServiceState
 from portal.pagination import PageParams, page_of_query
 from portal.slurm import slurm
-from portal.web import AuthedView, current_access, session
+from portal.web import AuthedView, Blueprint, current_access, session
 
 blp = Blueprint(
     "inference", __name__, url_prefix="/api/v1/inference", description="Inference services"

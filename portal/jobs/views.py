@@ -6,8 +6,6 @@ import time
 from dataclasses import asdict
 from typing import Any
 
-from flask_smorest import Blueprint
-
 from portal.jobs import history, monitor, service
 from portal.jobs.models import JobRecord
 from portal.jobs.schemas import (
@@ -25,7 +23,7 @@ from portal.jobs.schemas import (
 )
 from portal.pagination import PageParams, page_of_list
 from portal.slurm import slurm
-from portal.web import AuthedView, current_access, session
+from portal.web import AuthedView, Blueprint, current_access, session
 
 blp = Blueprint("jobs", __name__, url_prefix="/api/v1/jobs", description="Jobs")
 

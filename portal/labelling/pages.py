@@ -13,7 +13,7 @@ from wtforms.validators import DataRequired, Length
 from portal.authz import Perm
 from portal.datasets import service as datasets
 from portal.datasets.models import Dataset, DatasetVersion
-from portal.datasets.views import settings
+from portal.datasets.service import Settings
 from portal.errors import DomainError
 from portal.labelling import service
 from portal.labelling.models import ItemStatus
@@ -70,7 +70,7 @@ def index() -> str | Response | tuple[str, int]:
             service.create_label_set(session(), access, {**data, "labels": labels})
             return redirect(url_for(".index"))
         if request.form.get("task-name") is not None and task_form.validate_on_submit():
-            made = service.create_task(session(), access, settings(), task_form.data)
+            made = service.create_task(session(), access, Settings.current(), task_form.data)
             return redirect(url_for(".task", task_id=made.id))
     except DomainError as exc:
         session().rollback()

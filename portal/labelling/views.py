@@ -5,8 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from flask import Response, current_app, send_file, url_for
-from flask_smorest import Blueprint
+from flask import Response, send_file, url_for
 
 from portal.datasets.models import DatasetVersion
 from portal.datasets.preview import media_type
@@ -31,13 +30,9 @@ from portal.labelling.schemas import (
     TaskSchema,
 )
 from portal.pagination import PageParams, page_of_query
-from portal.web import AuthedView, current_access, session
+from portal.web import AuthedView, Blueprint, current_access, session
 
 blp = Blueprint("labelling", __name__, url_prefix="/api/v1/labelling", description="Labelling")
-
-
-def _settings() -> Settings:
-    return Settings.of(current_app.config, current_app.instance_path)
 
 
 @blp.route("/label-sets")
@@ -81,7 +76,7 @@ class Tasks(AuthedView):
     @blp.response(201, TaskSchema)
     def post(self, args: dict[str, Any]) -> LabelTask:
         """A task over the images of a dataset version."""
-        return service.create_task(session(), current_access(), _settings(), args)
+        return service.create_task(session(), current_access(), Settings.current(), args)
 
 
 @blp.route("/tasks/<id:task_id>")
@@ -187,4 +182,6 @@ class Export(AuthedView):
     def post(self, args: dict[str, Any], task_id: int) -> DatasetVersion:
         """The export saved as a new version of a dataset (usable for training and
         evaluation like any other)."""
-        return service.export_version(session(), current_access(), _settings(), task_id, args)
+        return service.export_version(
+            session(), current_access(), Settings.current(), task_id, args
+        )

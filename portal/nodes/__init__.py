@@ -1,1 +1,15 @@
-"""nodes."""
+"""Nodes: the clusters' nodes, their devices and their use."""
+
+from __future__ import annotations
+
+from flask import Flask
+from flask_smorest import Api
+
+
+def register(app: Flask, api: Api) -> None:
+    """The monitoring API and the nodes page."""
+    from portal.nodes.pages import bp as pages
+    from portal.nodes.views import blp
+
+    api.register_blueprint(blp)
+    app.register_blueprint(pages)

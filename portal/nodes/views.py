@@ -4,13 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from flask_smorest import Blueprint
-
 from portal.nodes.schemas import ClusterSchema, NodeSchema, node_data, usage_data
 from portal.nodes.service import read_nodes, totals
 from portal.pagination import PageParams, page_of_list
 from portal.slurm import slurm
-from portal.web import AuthedView
+from portal.web import AuthedView, Blueprint
 
 blp = Blueprint("nodes", __name__, url_prefix="/api/v1", description="Monitoring")
 

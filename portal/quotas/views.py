@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from flask_smorest import Blueprint
-
 from portal.quotas import policy, service
 from portal.quotas.schemas import (
     DryRunSchema,
@@ -16,7 +14,7 @@ from portal.quotas.schemas import (
 )
 from portal.slurm import slurm
 from portal.tenancy.models import Domain, Project
-from portal.web import AuthedView, current_access, session
+from portal.web import AuthedView, Blueprint, current_access, session
 
 blp = Blueprint("quotas", __name__, url_prefix="/api/v1", description="Quotas and Slurm sync")
 

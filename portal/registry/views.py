@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from flask import Response, send_file
-from flask_smorest import Blueprint
 from sqlalchemy import func, select
 
 from portal.errors import NotFound
@@ -18,7 +17,7 @@ from portal.registry.access import Level, level
 from portal.registry.models import Evaluation, ModelVersion, RegisteredModel
 from portal.registry.runs import python
 from portal.slurm import slurm
-from portal.web import AuthedView, current_access, session
+from portal.web import AuthedView, Blueprint, current_access, session
 
 blp = Blueprint("models", __name__, url_prefix="/api/v1", description="Model registry")
 

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from flask_smorest import Blueprint
-
 from portal.pagination import PageParams, page_of_query
 from portal.roles import service
 from portal.roles.models import Role
 from portal.roles.schemas import RoleSchema, RoleUpdateSchema
-from portal.web import AuthedView, current_access, session
+from portal.web import AuthedView, Blueprint, current_access, session
 
 blp = Blueprint("roles", __name__, url_prefix="/api/v1/roles", description="Project roles")
 

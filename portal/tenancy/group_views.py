@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from flask_smorest import Blueprint
-
 from portal.pagination import PageParams, page_of_list, page_of_query
 from portal.tenancy import groups as service
 from portal.tenancy.models import Group, GroupGrant, GroupMember
@@ -16,7 +14,7 @@ from portal.tenancy.schemas import (
     GroupSchema,
     GroupUpdateSchema,
 )
-from portal.web import AuthedView, current_access, session
+from portal.web import AuthedView, Blueprint, current_access, session
 
 blp = Blueprint("groups", __name__, url_prefix="/api/v1/groups", description="User groups")
 

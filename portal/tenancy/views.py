@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from flask_smorest import Blueprint
-
 from portal.authz import Perm
 from portal.pagination import PageParams, page_of_query
 from portal.quotas import service as quotas
@@ -22,7 +20,7 @@ from portal.tenancy.schemas import (
     ProjectSchema,
     ProjectUpdateSchema,
 )
-from portal.web import AuthedView, current_access, session
+from portal.web import AuthedView, Blueprint, current_access, session
 
 domains = Blueprint("domains", __name__, url_prefix="/api/v1/domains", description="Domains")
 projects = Blueprint("projects", __name__, url_prefix="/api/v1/projects", description="Projects")

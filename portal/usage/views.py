@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from flask import Flask, Response
-from flask_smorest import Blueprint
+from flask import Response
 
 from accounting import export
 from accounting.plan_schema import PlanSchema
@@ -25,7 +24,7 @@ from portal.usage.schemas import (
     args_of,
     report_data,
 )
-from portal.web import AuthedView, current_access, session
+from portal.web import AuthedView, Blueprint, current_access, session
 
 blp = Blueprint("usage", __name__, url_prefix="/api/v1/usage", description="Usage")
 
@@ -141,12 +140,3 @@ class Bills(AuthedView):
     def post(self, args: dict[str, Any], tenant: str) -> dict[str, Any]:
         """Bill a finished month and debit the balance (platform admins; once per month)."""
         return billing.post_bill(session(), current_access(), tenant, args["month"])
-
-
-def register(app: Flask) -> None:
-    """The usage API and pages."""
-    from portal.extensions import api
-    from portal.usage.pages import bp as pages
-
-    api.register_blueprint(blp)
-    app.register_blueprint(pages)
