@@ -8,19 +8,18 @@ metered separately, each with its model.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from gres.hostlist import first_host
 from gres.model import TEMPLATES
+from gres.naming import DEFAULT_SHARDS_PER_GPU
 from slurm_plugins.client.models import AcctJob, Association, Node, Tres
 
 #: micro-cards in one card
 UCARDS = 1_000_000
-DEFAULT_SHARDS_PER_GPU = 32
 _VNPU_UCARDS = {t.suffix: round(t.fraction * UCARDS) for t in TEMPLATES.values()}
-_FIRST_HOST = re.compile(r"^(?P<prefix>[^,\[]*)(?:\[(?P<first>[^\]\-,]+))?")
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,16 +65,6 @@ def _top(account: str, parents: Mapping[str, str]) -> str:
             break
         seen.add(account)
     return account
-
-
-def first_host(nodelist: str) -> str:
-    """First host of a Slurm host list: ``gpu[01-03],cpu1`` -> ``gpu01``."""
-    if "[" not in nodelist and "," not in nodelist:  # one plain host, as most jobs run on
-        return nodelist.strip()
-    m = _FIRST_HOST.match(nodelist.strip())
-    if not m:
-        return ""
-    return m["prefix"] + (m["first"] or "")
 
 
 @dataclass(frozen=True, slots=True)

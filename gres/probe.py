@@ -1,4 +1,5 @@
-"""Probe the local host: NVIDIA GPUs through NVML, Ascend NPUs through ``npu-smi``, CPUs, memory.
+"""Probe the local host: NVIDIA GPUs through NVML, Ascend NPUs through ``npu-smi``, CPUs, memory;
+and each accelerator's load (utilisation, memory, power, temperature) and health now.
 
 The probes are the only I/O in this package. Each takes what it talks to as an argument (the
 ``pynvml`` module, the ``npu-smi`` argv, the ``/proc`` directory) so tests inject fakes and
@@ -237,6 +238,90 @@ def probe_host(
         gpus=probe_gpus(nvml, device_dir=device_dir),
         npus=probe_npus(npu_smi, device_dir=device_dir, timeout=timeout),
     )
+
+
+# --- load --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceSample:
+    """One accelerator's load now, as its driver reports it; None where it cannot say."""
+
+    kind: str  # "gpu" or "npu"
+    index: int  # minor number (/dev/nvidia<N>) or device id (/dev/davinci<N>)
+    util_percent: float | None = None  # GPU: busy time; NPU: AICore
+    memory_used_mib: int | None = None
+    memory_total_mib: int | None = None
+    power_w: float | None = None
+    temperature_c: float | None = None
+
+
+def gpu_samples(nvml: Any = None) -> tuple[DeviceSample, ...]:
+    """The load of every GPU NVML lists, by minor number. A figure a card does not report
+    is None; a card that cannot be opened is left out (its health says why); no NVML or no
+    driver means no GPUs; a driver that cannot count its cards raises :class:`ProbeError`."""
+    nvml = _pynvml if nvml is None else nvml
+    if nvml is None:
+        return ()
+    try:
+        nvml.nvmlInit()
+    except (nvml.NVMLError, OSError):
+        return ()
+    try:
+        count = nvml.nvmlDeviceGetCount()
+        found = (s for i in range(count) if (s := _gpu_sample(nvml, i)) is not None)
+        return tuple(sorted(found, key=lambda s: s.index))
+    except nvml.NVMLError as exc:
+        raise ProbeError(f"NVML could not count the GPUs: {exc}") from exc
+    finally:
+        with contextlib.suppress(nvml.NVMLError):
+            nvml.nvmlShutdown()
+
+
+def _gpu_sample(nvml: Any, i: int) -> DeviceSample | None:
+    try:
+        handle = nvml.nvmlDeviceGetHandleByIndex(i)
+        minor = int(nvml.nvmlDeviceGetMinorNumber(handle))
+    except nvml.NVMLError:
+        return None
+
+    def read(call: str, *args: Any) -> Any:
+        try:
+            return getattr(nvml, call)(handle, *args)
+        except nvml.NVMLError:  # NotSupported on this card, or a read that failed now
+            return None
+
+    util, memory = read("nvmlDeviceGetUtilizationRates"), read("nvmlDeviceGetMemoryInfo")
+    power_mw = read("nvmlDeviceGetPowerUsage")
+    temp = read("nvmlDeviceGetTemperature", getattr(nvml, "NVML_TEMPERATURE_GPU", 0))
+    return DeviceSample(
+        "gpu",
+        minor,
+        util_percent=None if util is None else float(util.gpu),
+        memory_used_mib=None if memory is None else int(memory.used) // _MIB,
+        memory_total_mib=None if memory is None else int(memory.total) // _MIB,
+        power_w=None if power_mw is None else power_mw / 1000,
+        temperature_c=None if temp is None else float(temp),
+    )
+
+
+def npu_samples(text: str) -> tuple[DeviceSample, ...]:
+    """The load of every chip in ``npu-smi info``, by device id."""
+    out: dict[int, DeviceSample] = {}
+    for chip in parse_npu_smi_info(text):
+        out.setdefault(
+            chip.device_id,
+            DeviceSample(
+                "npu",
+                chip.device_id,
+                util_percent=chip.aicore_percent,
+                memory_used_mib=chip.used_mib,
+                memory_total_mib=chip.capacity_mib,
+                power_w=chip.power_w,
+                temperature_c=chip.temperature_c,
+            ),
+        )
+    return tuple(out[i] for i in sorted(out))
 
 
 # --- health ----------------------------------------------------------------------------------

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from accounting.meter import UCARDS, NodeCards, Topology, first_host, meter, npu_cards
+from accounting.meter import UCARDS, NodeCards, Topology, meter, npu_cards
 from slurm_plugins.client import parse
 from slurm_plugins.client.models import Association, Gres, JobState, Node, NodeState, Tres
 from tests.unit.accounting.builders import acct
@@ -87,14 +87,6 @@ def test_topology_from_slurm_reads_card_models_shards_and_domains() -> None:
     assert topo.domain_of("nlp") == "research"
     assert topo.domain_of("research") == "research"
     assert topo.domain_of("unknown") == "unknown"
-
-
-@pytest.mark.parametrize(
-    ("nodelist", "first"),
-    [("gpu1", "gpu1"), ("gpu[01-03]", "gpu01"), ("gpu[2,4]", "gpu2"), ("gpu1,cpu1", "gpu1")],
-)
-def test_first_host(nodelist: str, first: str) -> None:
-    assert first_host(nodelist) == first
 
 
 @pytest.mark.parametrize("version", ["22.05", "24.11"])

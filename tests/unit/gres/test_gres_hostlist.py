@@ -1,4 +1,4 @@
-"""Ranges as Slurm writes them in node names and gres.conf File= values."""
+"""Ranges as Slurm writes them in node lists, node names and gres.conf File= values."""
 
 from __future__ import annotations
 
@@ -6,7 +6,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gres.hostlist import MAX_RANGE, compress_numbers, compress_paths, expand_range
+from gres.hostlist import (
+    MAX_RANGE,
+    compress_numbers,
+    compress_paths,
+    expand_hostlist,
+    expand_range,
+    first_host,
+)
 
 
 @pytest.mark.parametrize(
@@ -35,6 +42,50 @@ def test_expand_range(text: str, expected: list[str]) -> None:
 def test_expand_range_rejects(text: str, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         expand_range(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("", ()),
+        ("(null)", ()),
+        ("gpu1", ("gpu1",)),
+        ("gpu[1-2,4],npu1", ("gpu1", "gpu2", "gpu4", "npu1")),
+        ("gpu[08-10]", ("gpu08", "gpu09", "gpu10")),
+        ("rack[1-2]-n[01-02]", ("rack1-n01", "rack1-n02", "rack2-n01", "rack2-n02")),
+        ("gpu[1-2],gpu2,cpu1", ("gpu1", "gpu2", "cpu1")),
+        ("a, b", ("a", "b")),
+    ],
+)
+def test_expand_hostlist(text: str, expected: tuple[str, ...]) -> None:
+    assert expand_hostlist(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [("gpu[1-x]", "not a number"), ("gpu[3-1]", "below its start"), ("gpu]1[", "unbalanced")],
+)
+def test_expand_hostlist_rejects(text: str, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        expand_hostlist(text)
+
+
+@pytest.mark.parametrize(
+    ("nodelist", "first"),
+    [
+        ("gpu1", "gpu1"),
+        ("gpu[01-03]", "gpu01"),
+        ("gpu[2,4]", "gpu2"),
+        ("gpu1,cpu1", "gpu1"),
+        ("r[2-3]n[5-6],x", "r2n5"),
+        ("", ""),
+        ("None assigned", "None assigned"),
+    ],
+)
+def test_first_host(nodelist: str, first: str) -> None:
+    assert first_host(nodelist) == first
+    if nodelist:
+        assert first == expand_hostlist(nodelist)[0]
 
 
 @pytest.mark.parametrize(
