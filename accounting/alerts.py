@@ -20,13 +20,22 @@ import yaml
 from marshmallow import RAISE, Schema, ValidationError, fields, validate
 from sqlalchemy import Connection, Engine, select, update
 
-from accounting.mail import Mail, Mailer, SmtpSettings, check_address, render
 from accounting.models import AlertEpisode
 from accounting.report import Dim, build, month_start, next_month
 from slurm_plugins.client.models import Node
+from slurm_plugins.common.mail import (
+    Mail,
+    Mailer,
+    MailError,
+    MailSchema,
+    MailTemplates,
+    SmtpSettings,
+    mail_config,
+)
 from slurm_plugins.validation import flatten
 
 KINDS = ("tenant_budget", "user_quota", "pool_exhausted")
+TEMPLATES = MailTemplates("accounting")
 
 
 class AlertConfigError(ValueError):
@@ -37,17 +46,6 @@ class AlertConfigError(ValueError):
 class _Strict(Schema):
     class Meta:
         unknown = RAISE
-
-
-class _Smtp(_Strict):
-    host = fields.String(load_default="127.0.0.1")
-    port = fields.Integer(load_default=25, validate=validate.Range(1, 65535))
-    sender = fields.Email(load_default="aipool@localhost.localdomain")
-    security = fields.String(
-        load_default="none", validate=validate.OneOf(["none", "starttls", "tls"])
-    )
-    username = fields.String(load_default=None, allow_none=True)
-    password_env = fields.String(load_default="AIPOOL_SMTP_PASSWORD")
 
 
 class _Budget(_Strict):
@@ -71,11 +69,11 @@ class _Report(_Strict):
     by = fields.String(load_default="project", validate=validate.OneOf([d.value for d in Dim]))
 
 
-class _Config(_Strict):
-    smtp = fields.Nested(_Smtp, load_default=lambda: _Smtp().load({}))
+class _Config(MailSchema):
+    """The mail part (``smtp``, ``user_email``, ``emails``, which the daemons' notices read
+    from the same file) and the alerts'."""
+
     platform_admins = fields.List(fields.Email(), load_default=list)
-    user_email = fields.String(load_default="{user}@localhost.localdomain")
-    emails = fields.Dict(keys=fields.String(), values=fields.Email(), load_default=dict)
     tenants = fields.Dict(keys=fields.String(), values=fields.Nested(_Budget), load_default=dict)
     users = fields.Nested(_Users, load_default=lambda: _Users().load({}))
     pools = fields.Boolean(load_default=True)
@@ -114,14 +112,15 @@ def load_config(raw: Mapping[str, Any]) -> AlertConfig:
         c = _Config().load(dict(raw))
     except ValidationError as exc:
         raise AlertConfigError(f"alert configuration: {'; '.join(flatten(exc.messages))}") from exc
-    if "{user}" not in c["user_email"]:
-        raise AlertConfigError("alert configuration: user_email must contain {user}")
-    check_address(c["user_email"].format(user="someone"))
+    try:
+        mail = mail_config(c)
+    except MailError as exc:
+        raise AlertConfigError(f"alert configuration: {exc}") from exc
     return AlertConfig(
-        smtp=SmtpSettings(**c["smtp"]),
+        smtp=mail.smtp,
         platform_admins=tuple(c["platform_admins"]),
-        user_email=c["user_email"],
-        emails=c["emails"],
+        user_email=mail.user_email,
+        emails=mail.emails,
         tenants={
             k: Budget(v["card_hours"], v["warn_at"], tuple(v["recipients"]))
             for k, v in c["tenants"].items()
@@ -269,7 +268,7 @@ def process(
         for c in holding:
             if (c.kind, c.subject) in open_:
                 continue
-            subject, body = render(c.kind, c.context)
+            subject, body = TEMPLATES.render(c.kind, c.context)
             sent.append(Mail(c.recipients, subject, body))
             conn.execute(
                 AlertEpisode.__table__.insert().values(  # type: ignore[attr-defined]
@@ -292,6 +291,6 @@ def monthly_report_mail(conn: Connection, cfg: AlertConfig, month: datetime) -> 
     start = month_start(month)
     rep = build(conn, start, next_month(start), Dim(cfg.report_by))
     name = start.strftime("%Y-%m")
-    subject, body = render("monthly_report", {"month": name, "total": rep.total})
+    subject, body = TEMPLATES.render("monthly_report", {"month": name, "total": rep.total})
     pdf = (f"aipool-usage-{name}.pdf", to_pdf(rep), "application/pdf")
     return Mail(cfg.report_recipients, subject, body, (pdf,))

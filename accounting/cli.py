@@ -299,7 +299,7 @@ def alert_cycle(
     from collections import Counter
 
     from accounting.alerts import pool_conditions, process, quota_conditions
-    from accounting.mail import Mailer
+    from slurm_plugins.common.mail import Mailer
 
     now = now or datetime.now(UTC)
     with engine.connect() as conn:
@@ -325,7 +325,7 @@ def alert_cycle(
 @click.option("--dry-run", is_flag=True, help="print what holds; send and record nothing")
 def alerts(db: str | None, lab: bool, config_path: Path, dry_run: bool) -> None:
     """One quota and pool check; mails go out once per episode."""
-    from accounting.mail import MailError
+    from slurm_plugins.common.mail import MailError
 
     try:
         lines = alert_cycle(_engine(db), _client(lab), _alert_config(config_path), dry_run=dry_run)
@@ -396,8 +396,8 @@ def mail_monthly_report(engine: Engine, cfg: AlertConfig, now: datetime | None =
     from datetime import timedelta
 
     from accounting.alerts import monthly_report_mail
-    from accounting.mail import Mailer
     from accounting.report import month_start
+    from slurm_plugins.common.mail import Mailer
 
     last = month_start(month_start(now or datetime.now(UTC)) - timedelta(days=1))
     with engine.connect() as conn:

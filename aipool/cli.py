@@ -141,6 +141,7 @@ def _mount() -> None:
     from slurm_plugins.admission.cli import cli as policy_cli
     from slurm_plugins.federation.cli import clusters as clusters_cli
     from slurm_plugins.health.cli import cli as health_cli
+    from slurm_plugins.node.cli import cli as node_cli
     from slurm_plugins.policy.cli import COMMANDS as policy_commands
 
     main.add_command(gres_cli, name="gres")
@@ -153,6 +154,7 @@ def _mount() -> None:
         policy_cli.add_command(command)
     main.add_command(policy_cli, name="policy")
     main.add_command(health_cli, name="health")
+    main.add_command(node_cli, name="node")
     main.add_command(accounting)
     main.add_command(inference_cli, name="inference")
 

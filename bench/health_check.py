@@ -22,7 +22,8 @@ from pathlib import Path
 from gres.probe import DeviceHealth
 from slurm_plugins.health.config import HealthConfig
 from slurm_plugins.health.plan import HealthState, plan
-from slurm_plugins.health.report import (
+from slurm_plugins.health.verdict import NodeView
+from slurm_plugins.node.report import (
     Clock,
     DiskCounters,
     NetCounters,
@@ -30,7 +31,6 @@ from slurm_plugins.health.report import (
     read_reports,
     write_report,
 )
-from slurm_plugins.health.verdict import NodeView
 
 
 def build(directory: Path, nodes: int, rng: random.Random) -> list[NodeView]:

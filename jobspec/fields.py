@@ -16,13 +16,13 @@ from typing import Any, ClassVar
 
 from marshmallow import ValidationError, fields
 
+from gres.naming import DEFAULT_SHARDS_PER_GPU
 from gres.shards import fraction_to_shards
 
 MAX_LINE = 4096
 MAX_SCRIPT = 64 * 1024
 MAX_WHOLE_GPUS = 64
 MAX_TIME_MIN = 365 * 24 * 60
-SHARDS_PER_GPU = 32
 
 # Line breaks that are not control characters but still end a line for some readers.
 _LINE_BREAKS = {"\u2028", "\u2029"}
@@ -288,10 +288,10 @@ def parse_gpus(value: Any) -> Fraction:
             raise ValidationError(f"at most {MAX_WHOLE_GPUS} cards per node")
         return number
     try:
-        shards = fraction_to_shards(value, SHARDS_PER_GPU)
+        shards = fraction_to_shards(value, DEFAULT_SHARDS_PER_GPU)
     except ValueError as exc:
         raise ValidationError(str(exc)) from None
-    return Fraction(shards, SHARDS_PER_GPU)
+    return Fraction(shards, DEFAULT_SHARDS_PER_GPU)
 
 
 class Memory(fields.Field[int]):

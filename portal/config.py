@@ -96,7 +96,7 @@ DEFAULTS: dict[str, Any] = {
     "MODEL_UPLOAD_MAX_BYTES": 512 * 1024**2,
     "INFERENCE_TIMEOUT": 30.0,  # seconds for one proxied call
     "CLOCK": None,  # a callable returning the UTC time (tests); None: the system clock
-    # the node agent's utilisation samples (aipool policy agent --out); None: no job charts
+    # the node agent's utilisation samples (aipool node agent --out); None: no job charts
     "SAMPLES_DIR": None,
     # the admission hook rendered from the portal's tenants: a base policy file (cluster,
     # pools; None: the lab's) and the directory slurmctld reads job_submit.lua from

@@ -14,13 +14,14 @@ from typing import TYPE_CHECKING
 
 import click
 
+from gres.naming import DEFAULT_SHARDS_PER_GPU
 from gres.placement import SCORERS
 from sim.parallel import kueue_one, progress_bar, run_parallel
 
 if TYPE_CHECKING:
     from sim.trace import NodeSpec, Task
 
-GRIDS = {"raw": 1000, "shards": 32}
+GRIDS = {"raw": 1000, "shards": DEFAULT_SHARDS_PER_GPU}
 _CSV = click.Path(exists=True, dir_okay=False, path_type=Path)
 _WORKERS = click.option(
     "--jobs",

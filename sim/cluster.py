@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from gres.naming import DEFAULT_SHARDS_PER_GPU
 from gres.placement import MILLI, NodeView, Request
 from sim.trace import NodeSpec
 
@@ -51,7 +52,7 @@ class Grid:
 
 
 RAW = Grid(MILLI)
-SHARDS = Grid(32)
+SHARDS = Grid(DEFAULT_SHARDS_PER_GPU)
 
 
 class Cluster:

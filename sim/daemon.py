@@ -13,11 +13,12 @@ import math
 from collections.abc import Sequence
 from dataclasses import replace
 
+from gres.hostlist import expand_hostlist
 from gres.naming import DEFAULT_SHARDS_PER_GPU
 from sim.queue import QueueSim, SimJob
 from slurm_plugins.policy.engine import EngineConfig, PolicyConfig, build_policies, plan
 from slurm_plugins.policy.plan import Action
-from slurm_plugins.policy.resources import Demand, expand_hostlist
+from slurm_plugins.policy.resources import Demand
 from slurm_plugins.policy.snapshot import (
     CardUse,
     DaemonState,

@@ -4,7 +4,7 @@
 - the portal with the demo tenants,
 - the scheduled sacct import into the portal's database (``aipool accounting run``),
 - the inference reconciler on a timer (``aipool inference reconcile``),
-- one node agent per lab node (``aipool policy agent``): utilisation samples and health.
+- one node agent per lab node (``aipool node agent``): utilisation samples and health.
 
 All run as the service user ``aipool`` (never root) from the job runtime's Python. Slurm knows
 ``aipool`` as an administrator (``lab up``); the JWT key is readable by root and the group
@@ -191,7 +191,7 @@ def _agents(lab: Lab, start: Callable[..., int]) -> None:
     inventory.chmod(0o644)
     for node in lab.inventory().nodes:
         argv = _aipool(
-            "policy",
+            "node",
             "agent",
             "--node",
             node.name,

@@ -1,9 +1,9 @@
 """What a job tells about itself: utilisation samples from the node agent, Jupyter's address.
 
-Samples are the lines the node agent (``aipool policy agent``) appends for the idle reaper,
-read with the daemon's own :class:`SampleReader` from ``SAMPLES_DIR``. The Jupyter connection
-file is the one a spec's Jupyter job writes next to its output (``jobspec``), shown only to
-the job's owner: its token opens the notebook server.
+Samples are the lines the node agent (``aipool node agent``) appends for the idle reaper,
+read from ``SAMPLES_DIR`` with :class:`slurm_plugins.node.SampleReader`, as the daemon reads
+them. The Jupyter connection file is the one a spec's Jupyter job writes next to its output
+(``jobspec``), shown only to the job's owner: its token opens the notebook server.
 """
 
 from __future__ import annotations
@@ -22,8 +22,7 @@ from portal.errors import Conflict, Forbidden
 from portal.jobs.service import JobView, get_job
 from portal.slurm import SlurmPort
 from portal.userfiles import read_tail
-from slurm_plugins.policy.agent import SampleReader
-from slurm_plugins.policy.snapshot import Sample
+from slurm_plugins.node import Sample, SampleReader
 
 #: Longest window of samples a caller may ask for (the agent keeps an hour by default).
 MAX_WINDOW_S = 7 * 24 * 3600

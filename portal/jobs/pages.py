@@ -14,6 +14,7 @@ from werkzeug.wrappers import Response
 from wtforms import IntegerField, SelectField, StringField, TextAreaField
 from wtforms.validators import DataRequired, Length, NumberRange, Optional
 
+from gres.naming import DEFAULT_SHARDS_PER_GPU
 from portal.authz import Perm
 from portal.errors import DomainError, NotFound, ValidationFailed
 from portal.jobs import history, monitor, service
@@ -55,7 +56,7 @@ def jupyter_spec(data: dict[str, Any]) -> dict[str, Any]:
     if data.get("gpus"):
         resources["gpus"] = int(data["gpus"])
     elif data.get("shards"):
-        resources["gpus"] = f"{int(data['shards'])}/32"
+        resources["gpus"] = f"{int(data['shards'])}/{DEFAULT_SHARDS_PER_GPU}"
     if data.get("npus"):
         resources["npus"] = int(data["npus"])
     if data.get("gres_type"):

@@ -19,6 +19,7 @@ from typing import Any
 import yaml
 from marshmallow import RAISE, Schema, ValidationError, fields, validate
 
+from gres.naming import DEFAULT_SHARDS_PER_GPU
 from gres.shards import MAX_SHARDS_PER_GPU, ShardPlan
 from slurm_plugins.validation import flatten
 
@@ -177,7 +178,9 @@ class _Strict(Schema):
 class _ClusterSchema(_Strict):
     default_partition = _name(required=True)
     shards_per_gpu = fields.Integer(
-        load_default=32, strict=True, validate=validate.Range(1, MAX_SHARDS_PER_GPU)
+        load_default=DEFAULT_SHARDS_PER_GPU,
+        strict=True,
+        validate=validate.Range(1, MAX_SHARDS_PER_GPU),
     )
     gres = fields.Dict(
         keys=_name(),

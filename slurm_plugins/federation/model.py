@@ -6,6 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from gres.naming import DEFAULT_SHARDS_PER_GPU
+
 
 class Kind(StrEnum):
     GPU = "gpu"  # whole cards
@@ -133,7 +135,7 @@ def request_for(
     nodes: int = 1,
     account: str | None = None,
     data: str | None = None,
-    shards_per_gpu: int = 32,
+    shards_per_gpu: int = DEFAULT_SHARDS_PER_GPU,
 ) -> Request:
     """The request of a job asking, per node, for ``gpus`` cards (a fraction below 1 means
     shards of one card), or ``npus`` NPUs, or only CPUs."""

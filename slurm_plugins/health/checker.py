@@ -9,7 +9,6 @@ policy daemon's ``reschedule`` policy (docs/policy.md), not here.
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import Callable, Iterator
@@ -19,13 +18,12 @@ from pathlib import Path
 
 from slurm_plugins.client import SlurmClient, SlurmError
 from slurm_plugins.client.models import Node
+from slurm_plugins.common.notify import Notifier
+from slurm_plugins.common.store import JsonStore, exclusive
 from slurm_plugins.health.config import HealthConfig
 from slurm_plugins.health.plan import HealthPlan, HealthState, plan
-from slurm_plugins.health.report import Clock, read_reports
 from slurm_plugins.health.verdict import NodeView
-from slurm_plugins.policy import codec
-from slurm_plugins.policy.notify import Notifier
-from slurm_plugins.policy.store import exclusive, write_atomic
+from slurm_plugins.node import Clock, read_reports
 
 log = logging.getLogger("aipool.health")
 
@@ -50,25 +48,13 @@ def node_view(node: Node) -> NodeView:
     )
 
 
-class HealthStore:
+class HealthStore(JsonStore[HealthState]):
     """``<state_dir>/health.json``, written atomically; a damaged file reads as empty (the
     worst that costs is one repeated alert and a restarted recovery streak)."""
 
     def __init__(self, directory: Path) -> None:
         self.dir = Path(directory)
-        self.path = self.dir / STATE
-
-    def load(self) -> HealthState:
-        try:
-            return codec.load(HealthState, json.loads(self.path.read_text()))
-        except FileNotFoundError:
-            return HealthState()
-        except (OSError, ValueError) as exc:
-            log.error("health state %s is unreadable (%s); starting afresh", self.path, exc)
-            return HealthState()
-
-    def save(self, state: HealthState) -> None:
-        write_atomic(self.path, json.dumps(codec.dump(state), sort_keys=True), keep_previous=False)
+        super().__init__(self.dir / STATE, HealthState, keep_previous=False, what="health state")
 
     @contextmanager
     def locked(self) -> Iterator[None]:

@@ -16,36 +16,40 @@ from typing import TYPE_CHECKING
 
 import click
 
+from slurm_plugins.common import codec
+from slurm_plugins.common.cli import fail, load_or_exit, slurm_client
+from slurm_plugins.common.errors import ConfigError
 from slurm_plugins.health.config import HealthConfig
-from slurm_plugins.policy import codec
-from slurm_plugins.policy.cli import _client, _fail
-from slurm_plugins.policy.cli import _config as _daemon_config
-from slurm_plugins.policy.config import LAB_CONFIG, DaemonConfig
+from slurm_plugins.policy.config import LAB_CONFIG, DaemonConfig, load_config
 
 if TYPE_CHECKING:
     from slurm_plugins.health.checker import Checker
-    from slurm_plugins.health.report import Seen
+    from slurm_plugins.node import Seen
 
 log = logging.getLogger("aipool.health")
 
 
 def _config(config_path: Path) -> tuple[DaemonConfig, HealthConfig]:
-    config = _daemon_config(config_path)
+    config = load_or_exit(load_config, config_path)
     if config.health is None:
-        _fail([f"{config_path}: no health: section (see docs/health.md)"], 2)
+        fail([f"{config_path}: no health: section (see docs/health.md)"], 2)
     return config, config.health
 
 
 def _checker(config_path: Path, dry_run: bool) -> Checker:
     from slurm_plugins.health.checker import Checker
-    from slurm_plugins.health.node import probe_clock
+    from slurm_plugins.node.health import probe_clock
     from slurm_plugins.policy.daemon import notifier_for
 
     config, health = _config(config_path)
+    try:
+        notifier = notifier_for(config)
+    except ConfigError as exc:  # notify.email names a file that does not validate
+        fail(exc.messages, 2)
     return Checker(
         health,
-        _client(config, dry_run),
-        notifier_for(config),
+        slurm_client(config.env, dry_run=dry_run),
+        notifier,
         state_dir=config.state_dir,
         admins=config.engine.admins,
         controller_clock=probe_clock,
@@ -76,7 +80,7 @@ def check(config_path: Path, dry_run: bool, as_json: bool) -> None:
         with checker.store.locked():
             report = checker.check()
     except (SlurmError, CheckerLocked) as exc:
-        _fail([str(exc)], 1)
+        fail([str(exc)], 1)
     if as_json:
         data = {**codec.dump(report.plan), "failed": report.failed}
         click.echo(json.dumps(data, indent=1, sort_keys=True))
@@ -103,7 +107,7 @@ def run(config_path: Path, dry_run: bool) -> None:
                     log.error("health check failed: %s", exc)
                 time.sleep(checker.config.interval_s)
     except CheckerLocked as exc:
-        _fail([str(exc)], 1)
+        fail([str(exc)], 1)
 
 
 def _mb(bps: float) -> str:
@@ -148,11 +152,11 @@ def describe(node: str, seen: Seen, now: float) -> list[str]:
 @click.option("--node", "nodes", multiple=True, help="Only this node (repeatable).")
 def show(config_path: Path, nodes: tuple[str, ...]) -> None:
     """The node agents' last reports: clock, devices, network and disk rates."""
-    from slurm_plugins.health.report import read_reports
+    from slurm_plugins.node import read_reports
 
     _, health = _config(config_path)
     if health.reports is None:
-        _fail([f"{config_path}: health.reports (or samples.dir) is not set"], 2)
+        fail([f"{config_path}: health.reports (or samples.dir) is not set"], 2)
     seen = read_reports(health.reports)
     missing = [n for n in nodes if n not in seen]
     now = time.time()
@@ -160,7 +164,7 @@ def show(config_path: Path, nodes: tuple[str, ...]) -> None:
         if node in seen:
             click.echo("\n".join(describe(node, seen[node], now)))
     if missing:
-        _fail([f"no report from {', '.join(missing)} in {health.reports}"], 1)
+        fail([f"no report from {', '.join(missing)} in {health.reports}"], 1)
 
 
 @click.group(name="health")

@@ -23,7 +23,7 @@ from typing import Any
 
 from marshmallow import RAISE, Schema, fields, validate
 
-from slurm_plugins.policy.fields import Duration
+from slurm_plugins.common.fields import Duration
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,10 +21,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from slurm_plugins.common.notify import Notification
 from slurm_plugins.health.config import HealthConfig
-from slurm_plugins.health.report import Seen
 from slurm_plugins.health.verdict import NodeView, Verdict, assess
-from slurm_plugins.policy.plan import Notification
+from slurm_plugins.node import Seen
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from slurm_plugins.health.config import HealthConfig
-from slurm_plugins.health.report import NodeReport, Seen
+from slurm_plugins.node import NodeReport, Seen
 
 #: Drain reasons the checker sets start with this, so it never resumes an admin's drain.
 REASON_PREFIX = "health: "

@@ -26,10 +26,10 @@ from slurm_plugins.client import (
     SlurmClient,
     SlurmError,
 )
-from slurm_plugins.policy.notify import Notifier
+from slurm_plugins.common.notify import Notifier
 from slurm_plugins.policy.plan import Action, Plan
 from slurm_plugins.policy.snapshot import DaemonState
-from slurm_plugins.policy.store import StateStore
+from slurm_plugins.policy.state import StateStore
 
 log = logging.getLogger("aipool.policy")
 

@@ -1,9 +1,10 @@
 """Commands of the policy daemon, for the ``aipool policy`` group.
 
 ``run`` (the daemon: ``--once``, ``--dry-run``, ``--dump-snapshot``, ``--replay``),
-``why`` (the reasons kept for a job), ``release-holds`` (hand back every hold the daemon
-made, e.g. before removing it) and ``agent`` (the node agent). :data:`COMMANDS` lists them
-so the group can add them; ``python -m slurm_plugins.policy`` runs them standalone.
+``why`` (the reasons kept for a job) and ``release-holds`` (hand back every hold the daemon
+made, e.g. before removing it). :data:`COMMANDS` lists them so the group can add them;
+``python -m slurm_plugins.policy`` runs them standalone. The node agent is
+``aipool node agent`` (:mod:`slurm_plugins.node.cli`).
 A configuration that does not validate prints every ``path: message`` and exits with 2.
 """
 
@@ -11,46 +12,23 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import socket
 import sys
 import time
 from contextlib import nullcontext
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
 
 import click
 
-from slurm_plugins.policy import codec
-from slurm_plugins.policy.config import LAB_CONFIG, ConfigError, DaemonConfig, load_config
+from slurm_plugins.common import codec
+from slurm_plugins.common.cli import fail, load_or_exit, slurm_client
+from slurm_plugins.policy.config import LAB_CONFIG, DaemonConfig, load_config
 from slurm_plugins.policy.plan import Plan
-
-if TYPE_CHECKING:
-    from slurm_plugins.client import SlurmClient
 
 log = logging.getLogger("aipool.policy")
 
 
-def _fail(messages: tuple[str, ...] | list[str], code: int) -> NoReturn:
-    for m in messages:
-        click.echo(f"error: {m}", err=True)
-    raise click.exceptions.Exit(code)
-
-
 def _config(path: Path) -> DaemonConfig:
-    try:
-        return load_config(path)
-    except ConfigError as exc:
-        _fail(exc.messages, 2)
-
-
-def _client(config: DaemonConfig, dry_run: bool) -> SlurmClient:
-    from slurm_plugins.client import SlurmClient
-
-    env = dict(config.env)
-    if "SLURM_CONF" not in env and os.environ.get("SLURM_CONF"):
-        env["SLURM_CONF"] = os.environ["SLURM_CONF"]
-    return SlurmClient(env=env or None, dry_run=dry_run, timeout=60)
+    return load_or_exit(load_config, path)
 
 
 def render_plan(plan: Plan, *, limit: int = 50) -> list[str]:
@@ -133,14 +111,14 @@ def run(
         try:
             snap = Snapshot.load(replay)
         except ValueError as exc:
-            _fail([f"{replay}: {exc}"], 2)
+            fail([f"{replay}: {exc}"], 2)
         _show(plan(snap, config.engine), as_json)
         return
     from slurm_plugins.client import SlurmError
     from slurm_plugins.policy.daemon import Daemon
-    from slurm_plugins.policy.store import StateLocked
+    from slurm_plugins.policy.state import StateLocked
 
-    daemon = Daemon(config, _client(config, dry_run), dump_snapshot=dump_snapshot)
+    daemon = Daemon(config, slurm_client(config.env, dry_run=dry_run), dump_snapshot=dump_snapshot)
     try:
         if once or dry_run:
             with daemon.store.locked() if not dry_run else nullcontext():
@@ -152,9 +130,9 @@ def run(
             return
         daemon.run_forever()
     except StateLocked as exc:
-        _fail([str(exc)], 1)
+        fail([str(exc)], 1)
     except SlurmError as exc:
-        _fail([f"Slurm: {exc}"], 1)
+        fail([f"Slurm: {exc}"], 1)
 
 
 @click.command()
@@ -162,7 +140,7 @@ def run(
 @click.argument("job_id", type=int)
 def why(config_path: Path, job_id: int) -> None:
     """What the policy daemon last decided about JOB_ID, and why."""
-    from slurm_plugins.policy.store import reasons_for
+    from slurm_plugins.policy.state import reasons_for
 
     reasons = reasons_for(job_id, _config(config_path).state_dir)
     if not reasons:
@@ -182,14 +160,14 @@ def release_holds(config_path: Path, dry_run: bool) -> None:
     """
     from dataclasses import replace
 
-    from slurm_plugins.policy.store import StateStore
+    from slurm_plugins.policy.state import StateStore
 
     config = _config(config_path)
     store = StateStore(config.state_dir)
     with store.locked():
         state = store.load()
         ids = sorted(state.holds)
-        client = _client(config, dry_run)
+        client = slurm_client(config.env, dry_run=dry_run)
         if ids:
             client.release(ids)
         by_weight: dict[int, list[str]] = {}
@@ -204,64 +182,7 @@ def release_holds(config_path: Path, dry_run: bool) -> None:
         click.echo(f"restored the weight of {len(state.base_weights)} node(s)")
 
 
-@click.command()
-@click.option(
-    "--source",
-    default="nvml",
-    show_default=True,
-    help="nvml, npu-smi, file:DIR (DIR/<job id> holds a percentage) or lab:DIR (the lab: "
-    "a job's CPU load stands in for its cards', DIR/<job id> overrides).",
-)
-@click.option(
-    "--out",
-    type=click.Path(file_okay=False, path_type=Path),
-    required=True,
-    help="Shared samples directory the daemon reads.",
-)
-@click.option(
-    "--node",
-    default=lambda: socket.gethostname().split(".")[0],
-    help="Slurm node name [default: short hostname].",
-)
-@click.option("--interval", type=float, default=30.0, show_default=True)
-@click.option("--once", is_flag=True)
-@click.option("--health/--no-health", default=True, help="Also write <node>.health.json.")
-@click.option("--inventory", type=click.Path(dir_okay=False, path_type=Path), help="Lab devices.")
-@click.option("--faults", type=click.Path(dir_okay=False, path_type=Path), help="Lab faults.")
-def agent(
-    *,
-    source: str,
-    out: Path,
-    node: str,
-    interval: float,
-    once: bool,
-    health: bool,
-    inventory: Path | None,
-    faults: Path | None,
-) -> None:
-    """Node agent: per-job utilisation samples for the idle reaper, node health reports."""
-    from slurm_plugins.policy.agent import health_reporter, report_health, write_samples
-    from slurm_plugins.policy.agent import source as make_source
-
-    try:
-        src = make_source(source, node)
-        reporter = (
-            health_reporter(source, node, inventory=inventory, faults=faults) if health else None
-        )
-    except (ValueError, ImportError) as exc:  # InventoryError is a ValueError
-        _fail([str(exc)], 2)
-    while True:
-        samples = src.sample()
-        write_samples(out, node, samples, time.time())
-        if reporter is not None:
-            report_health(out, reporter)
-        if once:
-            click.echo(f"{node}: {len(samples)} job sample(s) written to {out}")
-            return
-        time.sleep(interval)
-
-
-COMMANDS = (run, why, release_holds, agent)
+COMMANDS = (run, why, release_holds)
 
 
 @click.group(name="policy")

@@ -10,14 +10,16 @@ from collections.abc import Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from datetime import datetime
 
+from gres.hostlist import expand_hostlist
+from gres.naming import DEFAULT_SHARDS_PER_GPU
 from slurm_plugins.client.models import AcctJob, Association, Job, Node, Tres
-from slurm_plugins.policy.resources import Amounts, card_fraction, expand_hostlist, parse_demand
+from slurm_plugins.node import Sample
+from slurm_plugins.policy.resources import Amounts, card_fraction, parse_demand
 from slurm_plugins.policy.snapshot import (
     CardUse,
     DaemonState,
     JobInfo,
     NodeInfo,
-    Sample,
     Snapshot,
     Tenant,
     UsageRecord,
@@ -70,7 +72,7 @@ def job_info(j: Job, *, now: float) -> JobInfo:
         node_count=nodes,
         demand=demand,
         nodes=node_names,
-        cards=tuple(_cards(node_names, j.gres_detail, 32)),
+        cards=tuple(_cards(node_names, j.gres_detail, DEFAULT_SHARDS_PER_GPU)),
         required_nodes=expand_hostlist(j.required_nodes),
         excluded_nodes=expand_hostlist(j.excluded_nodes),
         features=j.features,
@@ -117,7 +119,7 @@ def _indexes(text: str) -> list[int]:
 def node_info(n: Node, running: Sequence[JobInfo]) -> NodeInfo:
     gpus = n.gres_total("gpu")
     shards = n.gres_total("shard")
-    per_gpu = shards // gpus if gpus and shards else 32
+    per_gpu = shards // gpus if gpus and shards else DEFAULT_SHARDS_PER_GPU
     used = [0] * gpus
     for j in running:
         for c in j.cards:
@@ -152,7 +154,7 @@ def node_info(n: Node, running: Sequence[JobInfo]) -> NodeInfo:
     )
 
 
-def tres_amounts(tres: Tres, per_gpu: int = 32) -> Amounts:
+def tres_amounts(tres: Tres, per_gpu: int = DEFAULT_SHARDS_PER_GPU) -> Amounts:
     """Card units of an allocation: shards and vNPUs count as fractions of a card."""
     npu_typed = tres.typed("npu")
     npu = sum(n * card_fraction(t) for t, n in npu_typed.items()) if npu_typed else float(tres.npus)

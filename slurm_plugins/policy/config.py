@@ -14,22 +14,16 @@ from typing import Any
 import yaml
 from marshmallow import RAISE, Schema, ValidationError, fields, validate
 
+from slurm_plugins.common.errors import ConfigError
+from slurm_plugins.common.fields import Duration
 from slurm_plugins.health.config import HealthConfig, HealthSchema, health_config
 from slurm_plugins.policy.base import REGISTRY, Select
 from slurm_plugins.policy.engine import EngineConfig, PolicyConfig
-from slurm_plugins.policy.fields import Duration, resource_map
+from slurm_plugins.policy.fields import resource_map
 from slurm_plugins.policy.snapshot import Tenant
 from slurm_plugins.validation import flatten
 
 LAB_CONFIG = Path(__file__).resolve().parent / "lab-daemon.yaml"
-
-
-class ConfigError(ValueError):
-    """The configuration is invalid; ``messages`` are ``path: message`` lines."""
-
-    def __init__(self, messages: list[str]) -> None:
-        self.messages = tuple(messages)
-        super().__init__("\n".join(self.messages))
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,15 +21,16 @@ from pathlib import Path
 
 from slurm_plugins.client import SlurmClient, SlurmError
 from slurm_plugins.client.models import AcctJob, Association
+from slurm_plugins.common.errors import ConfigError
+from slurm_plugins.common.notify import FileSink, LogSink, MultiSink, Notifier, email_sink
+from slurm_plugins.node import SampleReader
 from slurm_plugins.policy import collect
-from slurm_plugins.policy.agent import SampleReader
 from slurm_plugins.policy.apply import ApplyResult, apply
-from slurm_plugins.policy.config import ConfigError, DaemonConfig
+from slurm_plugins.policy.config import DaemonConfig
 from slurm_plugins.policy.engine import build_policies, plan
-from slurm_plugins.policy.notify import FileSink, LogSink, MultiSink, Notifier, email_sink
 from slurm_plugins.policy.plan import Plan
 from slurm_plugins.policy.snapshot import DaemonState, Snapshot
-from slurm_plugins.policy.store import ReasonLog, StateStore
+from slurm_plugins.policy.state import ReasonLog, StateStore
 
 log = logging.getLogger("aipool.policy")
 

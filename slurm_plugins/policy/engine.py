@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
+from slurm_plugins.common.notify import Notification
 from slurm_plugins.policy import policies as _policies  # noqa: F401  (registers built-ins)
 from slurm_plugins.policy.base import (
     REGISTRY,
@@ -33,7 +34,6 @@ from slurm_plugins.policy.plan import (
     JobAction,
     JobChange,
     NodeWeight,
-    Notification,
     Plan,
 )
 from slurm_plugins.policy.resources import hostlist

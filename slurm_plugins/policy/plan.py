@@ -12,7 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from slurm_plugins.policy import codec
+from slurm_plugins.common import codec
+from slurm_plugins.common.notify import Notification
 from slurm_plugins.policy.snapshot import DaemonState
 
 
@@ -60,17 +61,6 @@ class NodeWeight:
     node: str
     weight: int
     reason: str
-
-
-@dataclass(frozen=True, slots=True)
-class Notification:
-    """A message for a job's owner and the admins (idle warnings, reclaims, migrations)."""
-
-    kind: str
-    job_id: int
-    users: tuple[str, ...]
-    subject: str
-    text: str
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from gres.hostlist import expand_hostlist
 from gres.model import TEMPLATES
 from gres.naming import DEFAULT_SHARDS_PER_GPU
 
@@ -105,25 +106,6 @@ def parse_demand(gres: str, *, cpus: int, mem_mb: int) -> Demand:
 
 
 # ------------------------------------------------------------------ node lists
-_BRACKET = re.compile(r"^(?P<prefix>[^\[]*)\[(?P<body>[^\]]*)\](?P<suffix>.*)$")
-
-
-def expand_hostlist(text: str) -> tuple[str, ...]:
-    """``gpu[1-2,4],npu1`` -> ``("gpu1", "gpu2", "gpu4", "npu1")`` (order kept, no dups)."""
-    out: list[str] = []
-    for item in _split_top(text or ""):
-        m = _BRACKET.match(item)
-        if not m:
-            out.append(item)
-            continue
-        for part in m["body"].split(","):
-            lo, _, hi = part.partition("-")
-            width = len(lo) if lo.startswith("0") and len(lo) > 1 else 0
-            for n in range(int(lo), int(hi or lo) + 1):
-                out.extend(expand_hostlist(f"{m['prefix']}{n:0{width}d}{m['suffix']}"))
-    return tuple(dict.fromkeys(n for n in out if n and n != "(null)"))
-
-
 def hostlist(names: object) -> str:
     """Canonical list we write to Slurm: sorted, unique, comma-joined.
 
@@ -134,22 +116,6 @@ def hostlist(names: object) -> str:
         names = expand_hostlist(names)
     items = names if isinstance(names, list | tuple | set | frozenset) else ()
     return ",".join(sorted({str(n) for n in items}))
-
-
-def _split_top(text: str) -> list[str]:
-    items: list[str] = []
-    cur: list[str] = []
-    depth = 0
-    for ch in text:
-        depth += ch == "["
-        depth -= ch == "]"
-        if ch == "," and depth == 0:
-            items.append("".join(cur).strip())
-            cur = []
-        else:
-            cur.append(ch)
-    items.append("".join(cur).strip())
-    return [i for i in items if i]
 
 
 # ------------------------------------------------------------------ features

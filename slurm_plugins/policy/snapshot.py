@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from gres.naming import DEFAULT_SHARDS_PER_GPU
-from slurm_plugins.policy import codec
+from slurm_plugins.common import codec
+from slurm_plugins.node import Sample
 from slurm_plugins.policy.resources import Amounts, Demand
 
 SNAPSHOT_VERSION = 1
@@ -151,14 +152,6 @@ class Tenant:
     @property
     def all_accounts(self) -> tuple[str, ...]:
         return self.accounts or (self.name,)
-
-
-@dataclass(frozen=True, slots=True)
-class Sample:
-    """One utilisation sample of a job's accelerators, in percent (0-100)."""
-
-    ts: float
-    util: float
 
 
 @dataclass(frozen=True, slots=True)

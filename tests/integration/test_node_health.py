@@ -15,11 +15,11 @@ import pytest
 from aipool.lab.cluster import Lab
 from slurm_plugins.client import SlurmClient
 from slurm_plugins.client.models import JobState
+from slurm_plugins.common.notify import read_notifications
 from slurm_plugins.health.checker import Checker, CheckReport
 from slurm_plugins.health.verdict import REASON_PREFIX
-from slurm_plugins.policy.agent import health_reporter, report_health
+from slurm_plugins.node.health import health_reporter, report_health
 from slurm_plugins.policy.daemon import notifier_for
-from slurm_plugins.policy.notify import read_notifications
 from slurm_plugins.policy.plan import Action
 from tests.integration.conftest import wait_until
 from tests.integration.test_policy_support import Harness, harness

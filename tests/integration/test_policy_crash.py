@@ -20,7 +20,7 @@ import pytest
 from aipool.lab.cluster import Lab
 from slurm_plugins.client import SlurmClient
 from slurm_plugins.client.models import JobState
-from slurm_plugins.policy.store import StateStore
+from slurm_plugins.policy.state import StateStore
 from tests.integration.conftest import wait_until
 from tests.integration.test_policy_support import Harness, harness
 

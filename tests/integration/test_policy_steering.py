@@ -12,8 +12,9 @@ import pytest
 from aipool.lab.cluster import Lab
 from slurm_plugins.client import SlurmClient
 from slurm_plugins.client.models import JobState
-from slurm_plugins.policy.agent import FileSource, write_samples
-from slurm_plugins.policy.notify import read_notifications
+from slurm_plugins.common.notify import read_notifications
+from slurm_plugins.node import write_samples
+from slurm_plugins.node.sources import FileSource
 from slurm_plugins.policy.plan import Action
 from tests.integration.conftest import wait_until
 from tests.integration.test_policy_support import Harness, harness

@@ -342,7 +342,7 @@ def test_no_aipool_service_runs_as_root(site: Site) -> None:
     service_uid = pwd.getpwnam("aipool").pw_uid
     as_root = [cmd for _pid, uid, cmd in services if uid != service_uid]
     assert as_root == [], as_root
-    for name in ("portal", "policy run", "accounting run", "inference reconcile", "policy agent"):
+    for name in ("portal", "policy run", "accounting run", " reconcile ", "node agent"):
         assert any(name in cmd for _p, _u, cmd in services), f"no {name} is running"
 
 

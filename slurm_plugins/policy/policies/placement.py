@@ -22,6 +22,7 @@ from typing import Any
 
 from marshmallow import Schema, ValidationError, fields, validate
 
+from gres.naming import DEFAULT_SHARDS_PER_GPU
 from gres.placement import MILLI, SCORERS, NodeView, Request, Workload, decide
 from slurm_plugins.policy.base import Context, Cycle, Policy, Verdict, register
 from slurm_plugins.policy.cluster import FreeNode
@@ -103,7 +104,11 @@ class Placement(Policy):
         """The shapes FGD measures fragmentation against: this cluster's GPU work now."""
         if self._workload is not None and self._workload[0] is ctx:
             return self._workload[1]
-        reqs = [request_of(j, 32) for j in ctx.snapshot.jobs if j.demand.gpus or j.demand.shards]
+        reqs = [
+            request_of(j, DEFAULT_SHARDS_PER_GPU)
+            for j in ctx.snapshot.jobs
+            if j.demand.gpus or j.demand.shards
+        ]
         wl = Workload.from_requests(reqs) if reqs else Workload(())
         self._workload = (ctx, wl)
         return wl

@@ -13,8 +13,8 @@ from typing import Any
 
 from marshmallow import Schema, fields, validate
 
+from slurm_plugins.common.fields import Duration
 from slurm_plugins.policy.base import Context, Policy, register
-from slurm_plugins.policy.fields import Duration
 from slurm_plugins.policy.snapshot import JobInfo
 
 DEFAULT_CLASSES = {"high": 1.0, "normal": 0.5, "medium": 0.5, "low": 0.0}

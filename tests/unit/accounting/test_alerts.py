@@ -29,14 +29,14 @@ from accounting.alerts import (
     quota_conditions,
 )
 from accounting.ingest import ingest
-from accounting.mail import Mail, Mailer, MailError, SmtpSettings
 from accounting.meter import NodeCards, Topology, meter
 from accounting.models import AlertEpisode
 from slurm_plugins.client.models import Gres, Node, NodeState, Tres
-from slurm_plugins.policy.config import ConfigError, DaemonConfig, parse_config
+from slurm_plugins.common.errors import ConfigError
+from slurm_plugins.common.mail import Mail, Mailer, MailError, SmtpSettings, compose
+from slurm_plugins.common.notify import EmailSink, MultiSink, Notification
+from slurm_plugins.policy.config import DaemonConfig, parse_config
 from slurm_plugins.policy.daemon import notifier_for
-from slurm_plugins.policy.notify import EmailSink, MultiSink
-from slurm_plugins.policy.plan import Notification
 from tests.unit.accounting.builders import acct
 
 NOW = datetime(2026, 11, 20, 12, tzinfo=UTC)
@@ -240,8 +240,6 @@ def test_bad_configs_say_what_is_wrong(patch: dict[str, Any], message: str) -> N
 
 
 def test_header_injection_is_refused() -> None:
-    from accounting.mail import compose
-
     with pytest.raises(MailError):
         compose("aipool@example.org", Mail(("a@example.org\nBcc: x@evil.example",), "s", "b"))
 

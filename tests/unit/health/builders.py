@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from gres.probe import DeviceHealth
 from slurm_plugins.health.config import HealthConfig
-from slurm_plugins.health.report import Clock, NodeReport, Seen
 from slurm_plugins.health.verdict import REASON_PREFIX, NodeView
+from slurm_plugins.node import Clock, NodeReport, Seen
 
 NOW = 1_800_000_000.0
 CONFIG = HealthConfig(max_clock_skew_s=1.0, report_max_age_s=120.0, recover_after=2)

@@ -8,8 +8,8 @@ from dataclasses import replace
 
 from slurm_plugins.health.config import HealthConfig
 from slurm_plugins.health.plan import HealthPlan, HealthState, NodeRecord, plan
-from slurm_plugins.health.report import Seen
 from slurm_plugins.health.verdict import NodeView
+from slurm_plugins.node import Seen
 from tests.unit.health.builders import CONFIG, NOW, drained_by_us, gpus, seen, view
 
 BROKEN = seen(devices=gpus(g1=("xid 79",)))
@@ -155,7 +155,7 @@ def test_not_responding_node_is_drained_and_returns() -> None:
 
 
 def test_state_round_trips_through_json() -> None:
-    from slurm_plugins.policy import codec
+    from slurm_plugins.common import codec
 
     state = HealthState({"gpu1": NodeRecord(1, "device_error", NOW)})
     assert codec.load(HealthState, codec.dump(state)) == state

@@ -8,8 +8,8 @@ import pytest
 
 from gres.probe import DeviceHealth
 from slurm_plugins.health.config import HealthConfig
-from slurm_plugins.health.report import Clock, Seen
 from slurm_plugins.health.verdict import NodeView, Problem, Verdict, assess
+from slurm_plugins.node import Clock, Seen
 from tests.unit.health.builders import CONFIG, NOW, gpus, seen, view
 
 P = Problem
@@ -258,17 +258,18 @@ def test_healthy_needs_a_verdict_with_a_report() -> None:
 
 
 def test_decisions_never_import_the_slurm_client() -> None:
-    """Verdicts, plans, reports and the agent's probes load without the client (DESIGN §2);
+    """Verdicts, plans, reports and the node agent load without the client (DESIGN §2);
     only the checker talks to Slurm."""
     import subprocess
     import sys
 
-    modules = ("verdict", "plan", "report", "config", "faults", "clock", "node")
+    health = ("verdict", "plan", "config")
+    node = ("report", "faults", "clock", "health", "samples", "sources", "cli")
     code = (
         "import sys\n"
-        + "".join(f"import slurm_plugins.health.{m}\n" for m in modules)
-        + "import slurm_plugins.policy.agent\n"
-        "print(','.join(sorted(m for m in sys.modules if m.startswith('slurm_plugins.client'))))\n"
+        + "".join(f"import slurm_plugins.health.{m}\n" for m in health)
+        + "".join(f"import slurm_plugins.node.{m}\n" for m in node)
+        + "print(','.join(m for m in sys.modules if m.startswith('slurm_plugins.client')))\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == ""

@@ -23,7 +23,7 @@ from slurm_plugins.policy.plan import (
     Plan,
 )
 from slurm_plugins.policy.snapshot import DaemonState, Mark
-from slurm_plugins.policy.store import StateStore
+from slurm_plugins.policy.state import StateStore
 
 OK = Completed((), 0, "", "")
 UP = Completed((), 0, "Slurmctld(primary) at localhost is UP\n", "")

@@ -12,7 +12,7 @@ from slurm_plugins.client.runner import Completed, ReplayRunner
 from slurm_plugins.policy.apply import apply
 from slurm_plugins.policy.plan import JobChange, Plan
 from slurm_plugins.policy.snapshot import DaemonState, JobInfo
-from slurm_plugins.policy.store import StateStore
+from slurm_plugins.policy.state import StateStore
 from tests.unit.policy.builders import (
     NOW,
     apply_state,

@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from slurm_plugins.policy.config import LAB_CONFIG, ConfigError, load_config, parse_config
-from slurm_plugins.policy.fields import parse_duration
+from slurm_plugins.common.errors import ConfigError
+from slurm_plugins.common.fields import parse_duration
+from slurm_plugins.policy.config import LAB_CONFIG, load_config, parse_config
 
 
 def test_lab_config_loads() -> None:

@@ -1,9 +1,14 @@
 """The daemon against recorded Slurm 22.05 output: reads, plans, applies, then does nothing
-when nothing changed; snapshots dump and replay; the CLI's --replay and errors."""
+when nothing changed; snapshots dump and replay; the CLI's --replay and errors; riding out
+Slurm trouble."""
 
 from __future__ import annotations
 
 import json
+import os
+import signal
+import threading
+import time
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -179,10 +184,55 @@ def test_why_reads_the_decision_log(tmp_path: Path) -> None:
 @pytest.mark.parametrize("field", ["holds", "site_factors"])
 def test_state_round_trips(tmp_path: Path, field: str) -> None:
     from slurm_plugins.policy.snapshot import DaemonState, Mark
-    from slurm_plugins.policy.store import StateStore
+    from slurm_plugins.policy.state import StateStore
 
     value = {7: Mark(1.5, "x")} if field == "holds" else {7: 42}
     st = replace(DaemonState(), **{field: value})
     store = StateStore(tmp_path)
     store.save(st)
     assert store.load() == st
+
+
+# ------------------------------------------------------------------ the daemon and Slurm trouble
+def down(argv: Sequence[str], stdin: str | None) -> Completed:
+    return Completed(
+        tuple(argv), 1, "", "squeue: error: Unable to contact slurm controller (connect failure)"
+    )
+
+
+def test_tick_survives_an_unreachable_controller(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    cfg = parse_config({"state_dir": str(tmp_path), "policies": [{"name": "fifo"}]})
+    d = Daemon(cfg, SlurmClient(ReplayRunner({("squeue",): down, ("sinfo",): down})))
+    assert d.tick() is None
+    assert "cycle failed: Unable to contact slurm controller" in caplog.text
+
+
+def test_run_forever_cycles_until_sigterm(tmp_path: Path) -> None:
+    squeue = json.dumps({"meta": {}, "errors": [], "jobs": []})
+    sinfo = json.dumps({"meta": {}, "errors": [], "nodes": []})
+    runner = ReplayRunner(
+        {
+            ("squeue",): Completed((), 0, squeue, ""),
+            ("sinfo",): Completed((), 0, sinfo, ""),
+            ("sinfo", "--version"): Completed((), 0, "slurm-wlm 22.05.8\n", ""),
+            ("sacct",): Completed((), 0, json.dumps({"meta": {}, "errors": [], "jobs": []}), ""),
+            ("sacctmgr",): Completed((), 0, "", ""),
+        }
+    )
+    cfg = parse_config(
+        {"interval": 0.2, "state_dir": str(tmp_path), "policies": [{"name": "fifo"}]}
+    )
+    d = Daemon(cfg, SlurmClient(runner))
+    timer = threading.Timer(1.0, lambda: os.kill(os.getpid(), signal.SIGTERM))
+    old = signal.getsignal(signal.SIGTERM)
+    try:
+        timer.start()
+        t0 = time.monotonic()
+        d.run_forever()
+        assert time.monotonic() - t0 < 10
+    finally:
+        timer.cancel()
+        signal.signal(signal.SIGTERM, old)
+    assert sum(1 for argv, _ in runner.calls if argv[0] == "squeue") >= 2

@@ -8,11 +8,12 @@ from typing import Any
 import pytest
 import yaml
 
+from slurm_plugins.node import Sample
 from slurm_plugins.policy.config import parse_config
 from slurm_plugins.policy.engine import plan
 from slurm_plugins.policy.plan import Plan
 from slurm_plugins.policy.resources import Amounts
-from slurm_plugins.policy.snapshot import DaemonState, Mark, Sample, Snapshot, UsageRecord
+from slurm_plugins.policy.snapshot import DaemonState, Mark, Snapshot, UsageRecord
 from tests.unit.policy.builders import NOW, apply_state, cpu_node, gpu_node, job, npu_node, snap
 
 DATA = Path(__file__).parents[2] / "data" / "policy"

@@ -6,8 +6,9 @@ from dataclasses import replace
 
 import pytest
 
+from slurm_plugins.node import Sample
 from slurm_plugins.policy.plan import Action
-from slurm_plugins.policy.snapshot import DaemonState, Mark, Sample, Tenant
+from slurm_plugins.policy.snapshot import DaemonState, Mark, Tenant
 from tests.unit.policy.builders import (
     NOW,
     apply_state,
@@ -360,7 +361,8 @@ def test_placement_repins_when_the_node_filled_up() -> None:
 
 
 def test_placement_unknown_scorer_is_a_config_error() -> None:
-    from slurm_plugins.policy.config import ConfigError, parse_config
+    from slurm_plugins.common.errors import ConfigError
+    from slurm_plugins.policy.config import parse_config
 
     with pytest.raises(ConfigError, match="unknown scorer 'tetris'"):
         parse_config({"policies": [{"name": "placement", "args": {"scorer": "tetris"}}]})

@@ -12,7 +12,7 @@ import pytest
 
 from portal.jobs.chart import HEIGHT, WIDTH, line_chart
 from slurm_plugins.client.models import JobState
-from slurm_plugins.policy.agent import write_samples
+from slurm_plugins.node import write_samples
 from tests.unit.portal.conftest import Env
 from tests.unit.portal.test_pages import login
 

@@ -1,8 +1,9 @@
-"""Telling people what the daemon did: a small interface and its sinks.
+"""Telling people what a daemon did: a notification, a small interface and its sinks.
 
-The idle reaper's warnings, reclaims and migrations reach the job's owner and the admins
-through a :class:`Notifier`. There are a log sink, a JSON-lines file sink (which the portal
-and tests read) and an e-mail sink (through :mod:`accounting.mail`).
+The idle reaper's warnings, reclaims and migrations and the health checker's node alerts
+reach the job's owner and the admins through a :class:`Notifier`. There are a log sink, a
+JSON-lines file sink (which the portal and tests read) and an e-mail sink (through
+:mod:`slurm_plugins.common.mail`).
 """
 
 from __future__ import annotations
@@ -11,16 +12,28 @@ import json
 import logging
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
-from slurm_plugins.policy import codec
-from slurm_plugins.policy.plan import Notification
+from slurm_plugins.common import codec
+from slurm_plugins.common.mail import Mail, Mailer, MailError, MailTemplates, load_mail_config
 
-if TYPE_CHECKING:
-    from accounting.mail import Mailer
+log = logging.getLogger("aipool.notify")
 
-log = logging.getLogger("aipool.policy.notify")
+_TEMPLATES = MailTemplates("slurm_plugins.common")
+
+
+@dataclass(frozen=True, slots=True)
+class Notification:
+    """A message for a job's owner and the admins (idle warnings, reclaims, migrations,
+    node alerts); ``job_id`` 0 when it is about no job."""
+
+    kind: str
+    job_id: int
+    users: tuple[str, ...]
+    subject: str
+    text: str
 
 
 class Notifier(Protocol):
@@ -28,7 +41,7 @@ class Notifier(Protocol):
 
 
 class LogSink:
-    """Each notification as one log line (``aipool.policy.notify``)."""
+    """Each notification as one log line (``aipool.notify``)."""
 
     def send(self, note: Notification) -> None:
         log.warning(
@@ -57,7 +70,7 @@ class EmailSink:
     kind: the idle reaper may report the same stop on several cycles.
 
     ``address`` maps a user name to an e-mail address; users it maps to ``None`` get no mail.
-    Sending is :class:`accounting.mail.Mailer`'s (aiosmtplib, Jinja2 template ``idle_stop``).
+    Sending is :class:`~slurm_plugins.common.mail.Mailer`'s (aiosmtplib, template ``idle_stop``).
     """
 
     def __init__(
@@ -73,8 +86,6 @@ class EmailSink:
         self._sent: dict[tuple[int, str], None] = {}
 
     def send(self, note: Notification) -> None:
-        from accounting.mail import Mail, MailError, render
-
         # Node alerts (job 0) come once per episode from the health checker already.
         key = (note.job_id, note.kind)
         if note.job_id and key in self._sent:
@@ -82,7 +93,7 @@ class EmailSink:
         to = tuple(dict.fromkeys(a for u in note.users if (a := self.address(u))))
         if not to:
             return
-        subject, body = render(
+        subject, body = _TEMPLATES.render(
             "idle_stop",
             {"subject": note.subject, "text": note.text, "job_id": note.job_id, "kind": note.kind},
         )
@@ -97,14 +108,12 @@ class EmailSink:
 
 
 def email_sink(config_path: Path) -> EmailSink:
-    """An :class:`EmailSink` from accounting's alert configuration (SMTP server and the users'
-    addresses); the admins' own account (``root``) gets no mail."""
-    from accounting.alerts import AlertConfigError, load_config_file
-    from accounting.mail import Mailer
-
+    """An :class:`EmailSink` from the mail part of a configuration file (accounting's alert
+    configuration: SMTP server and the users' addresses); the admins' own account (``root``)
+    gets no mail. A file that does not validate raises ValueError naming it."""
     try:
-        cfg = load_config_file(config_path)
-    except AlertConfigError as exc:
+        cfg = load_mail_config(config_path)
+    except MailError as exc:
         raise ValueError(f"notify.email: {exc}") from exc
     return EmailSink(Mailer(cfg.smtp), lambda u: None if u == "root" else cfg.address(u))
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from slurm_plugins.health.report import Clock
+from slurm_plugins.node.report import Clock
 
 _SYSTEM_TIME = re.compile(
     r"^System time\s*:\s*([0-9.]+)\s+seconds\s+(fast|slow)\s+of\s+NTP time", re.M

@@ -11,8 +11,8 @@ import pytest
 
 from gres.errors import ProbeError
 from gres.probe import DeviceHealth, gpu_health, npu_health, xid_problem
-from slurm_plugins.health.node import HealthReporter, InventoryHealth, NvmlHealth
-from slurm_plugins.health.report import Clock
+from slurm_plugins.node import Clock
+from slurm_plugins.node.health import HealthReporter, InventoryHealth, NvmlHealth
 
 ROOT = Path(__file__).resolve().parents[3]
 NPU_SMI = ROOT / "tests" / "data" / "npu-smi"

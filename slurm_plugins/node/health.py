@@ -1,13 +1,13 @@
 """The node side of health: probes of a node's devices and clock, and its counters.
 
-The node agent (:mod:`slurm_plugins.policy.agent`, ``aipool policy agent``) takes a
-:class:`NodeReport` with :class:`HealthReporter` every interval and writes it beside its
-utilisation samples. Device probes: :class:`NvmlHealth` (GPUs: ECC, pending retirements and
-row remaps, XID events, cards that cannot be opened), :class:`NpuSmiHealth` (the Health
-column of ``npu-smi info``) and, in the lab, :class:`InventoryHealth` (the inventory's
-devices with the faults of :mod:`slurm_plugins.health.faults`). The clock comes from
-``chronyc tracking`` or ``timedatectl``; network and disk counters from psutil. Commands run
-as argv lists with timeouts.
+The node agent (``aipool node agent``) takes a :class:`NodeReport` with
+:class:`HealthReporter` every interval and writes it beside its utilisation samples. Device
+probes: :class:`NvmlHealth` (GPUs: ECC, pending retirements and row remaps, XID events,
+cards that cannot be opened), :class:`NpuSmiHealth` (the Health column of ``npu-smi info``)
+and, in the lab, :class:`InventoryHealth` (the inventory's devices with the faults of
+:mod:`slurm_plugins.node.faults`). The clock comes from ``chronyc tracking`` or
+``timedatectl``; network and disk counters from psutil. Commands run as argv lists with
+timeouts.
 """
 
 from __future__ import annotations
@@ -21,19 +21,21 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from gres.errors import ProbeError
-from gres.probe import DeviceHealth, gpu_health, npu_health, run_npu_smi, xid_problem
-from slurm_plugins.health.clock import parse_chronyc_tracking, parse_timedatectl
-from slurm_plugins.health.faults import FaultsError, apply_faults, load_faults
-from slurm_plugins.health.report import (
+from gres.probe import DeviceHealth, gpu_health, npu_health, xid_problem
+from slurm_plugins.node.clock import parse_chronyc_tracking, parse_timedatectl
+from slurm_plugins.node.faults import FaultsError, apply_faults, load_faults
+from slurm_plugins.node.report import (
     Clock,
     DiskCounters,
     FsUsage,
     NetCounters,
     NodeReport,
     rates,
+    write_report,
 )
+from slurm_plugins.node.sources import NpuSmi
 
-log = logging.getLogger("aipool.health.node")
+log = logging.getLogger("aipool.node.health")
 
 #: Block devices that are not disks: loop-mounted images, RAM disks, compressed swap.
 PSEUDO_DISKS = ("loop", "ram", "zram")
@@ -114,16 +116,17 @@ class NvmlHealth:
 
 
 class NpuSmiHealth:
-    """Ascend chips' Health column from ``npu-smi info``."""
+    """Ascend chips' Health column from ``npu-smi info`` (the reading the agent's
+    utilisation source took, when they share one :class:`NpuSmi`)."""
 
     kinds: tuple[str, ...] = ("npu",)
     expected: Mapping[str, int] = {}
 
-    def __init__(self, npu_smi: tuple[str, ...] = ("npu-smi",)) -> None:
-        self.npu_smi = npu_smi
+    def __init__(self, npu_smi: NpuSmi | None = None) -> None:
+        self.npu_smi = npu_smi or NpuSmi()
 
     def devices(self) -> tuple[DeviceHealth, ...]:
-        text = run_npu_smi(self.npu_smi)
+        text = self.npu_smi.text()
         return () if text is None else npu_health(text)
 
 
@@ -286,3 +289,28 @@ class HealthReporter:
             report = replace(report, rates=rates(self.previous, report))
         self.previous = report
         return report
+
+
+def health_reporter(
+    source_spec: str,
+    node: str,
+    *,
+    inventory: Path | None = None,
+    faults: Path | None = None,
+    npu_smi: NpuSmi | None = None,
+) -> HealthReporter:
+    """The node's health reporter; its devices are probed like its samples are: from the
+    inventory and fault file (the lab) when given, NVML for ``nvml``, ``npu-smi`` for
+    ``npu-smi``; with ``file:DIR`` or ``lab:DIR`` and no inventory only the clock and counters."""
+    if inventory is not None:
+        return HealthReporter(node, InventoryHealth(inventory, node, faults))
+    if source_spec == "nvml":
+        return HealthReporter(node, NvmlHealth())
+    if source_spec == "npu-smi":
+        return HealthReporter(node, NpuSmiHealth(npu_smi))
+    return HealthReporter(node, None)
+
+
+def report_health(out_dir: Path, reporter: HealthReporter) -> Path:
+    """Replace ``<out_dir>/<node>.health.json`` with a fresh report."""
+    return write_report(out_dir, reporter.report())

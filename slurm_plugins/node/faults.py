@@ -1,6 +1,6 @@
 """Fault injection for the lab, whose GPUs and NPUs are device files without a driver.
 
-The lab's node agent (``aipool policy agent --inventory gres/examples/lab.yaml --faults
+The lab's node agent (``aipool node agent --inventory gres/examples/lab.yaml --faults
 FILE``) reports the node's devices from the inventory, all healthy, then lays this file
 over them, read afresh on every report, so a test breaks a card by writing the file and
 mends it by emptying it. Real nodes never use it: their devices come from NVML and
@@ -32,8 +32,8 @@ import yaml
 from marshmallow import RAISE, Schema, ValidationError, fields, validate
 
 from gres.probe import DeviceHealth
-from slurm_plugins.health.report import Clock
-from slurm_plugins.policy.fields import parse_duration
+from slurm_plugins.common.fields import parse_duration
+from slurm_plugins.node.report import Clock
 from slurm_plugins.validation import flatten
 
 KINDS = ("gpu", "npu")

@@ -1,6 +1,6 @@
 """What a node agent reports about its node: accelerators, clock, network and disk counters.
 
-The agent (``aipool policy agent``) writes one report per node, replacing it atomically, as
+The agent (``aipool node agent``) writes one report per node, replacing it atomically, as
 ``<dir>/<node>.health.json`` beside its utilisation samples (``<node>.jsonl``, which this
 file format leaves alone). The health checker reads every report with the file's
 modification time: the time the shared file system stamped, so a report's age does not
@@ -17,6 +17,7 @@ from pathlib import Path
 import msgspec
 
 from gres.probe import DeviceHealth
+from slurm_plugins.common.store import write_atomic
 
 REPORT_VERSION = 1
 SUFFIX = ".health.json"
@@ -156,10 +157,7 @@ def report_path(directory: Path, node: str) -> Path:
 def write_report(directory: Path, report: NodeReport) -> Path:
     """Replace the node's report atomically: readers see the old or the new, never half."""
     path = report_path(directory, report.node)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_bytes(report.to_json())
-    os.replace(tmp, path)
+    write_atomic(path, report.to_json().decode(), keep_previous=False)
     return path
 
 

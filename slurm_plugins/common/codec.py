@@ -1,8 +1,8 @@
-"""JSON for the policy daemon's frozen dataclasses (snapshots, plans, its state file).
+"""JSON for the daemons' frozen dataclasses (snapshots, plans, state files, notifications).
 
 One small, type-driven codec instead of a hand-written ``to_dict``/``from_dict`` per class:
 ``dump`` walks dataclass fields, ``load`` reads them back guided by the type hints, so a
-snapshot written with ``--dump-snapshot`` replays to an equal object.
+policy snapshot written with ``--dump-snapshot`` replays to an equal object.
 """
 
 from __future__ import annotations

@@ -1,0 +1,87 @@
+"""``aipool node agent``: the node agent, one per Slurm node.
+
+Every interval it writes the utilisation of each job's devices (``<out>/<node>.jsonl``,
+read by the policy daemon's idle reaper and the portal's job charts) and, unless
+``--no-health``, the node's health report (``<out>/<node>.health.json``, read by
+``aipool health``). Bad options exit with 2.
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+from pathlib import Path
+
+import click
+
+from slurm_plugins.common.cli import fail
+
+
+@click.command()
+@click.option(
+    "--source",
+    default="nvml",
+    show_default=True,
+    help="nvml, npu-smi, file:DIR (DIR/<job id> holds a percentage) or lab:DIR (the lab: "
+    "a job's CPU load stands in for its cards', DIR/<job id> overrides).",
+)
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    required=True,
+    help="Shared samples directory the daemon reads.",
+)
+@click.option(
+    "--node",
+    default=lambda: socket.gethostname().split(".")[0],
+    help="Slurm node name [default: short hostname].",
+)
+@click.option("--interval", type=float, default=30.0, show_default=True)
+@click.option("--once", is_flag=True)
+@click.option("--health/--no-health", default=True, help="Also write <node>.health.json.")
+@click.option("--inventory", type=click.Path(dir_okay=False, path_type=Path), help="Lab devices.")
+@click.option("--faults", type=click.Path(dir_okay=False, path_type=Path), help="Lab faults.")
+def agent(
+    *,
+    source: str,
+    out: Path,
+    node: str,
+    interval: float,
+    once: bool,
+    health: bool,
+    inventory: Path | None,
+    faults: Path | None,
+) -> None:
+    """Node agent: per-job utilisation samples for the idle reaper, node health reports."""
+    from slurm_plugins.node.health import health_reporter, report_health
+    from slurm_plugins.node.samples import write_samples
+    from slurm_plugins.node.sources import NpuSmi
+    from slurm_plugins.node.sources import source as make_source
+
+    npu_smi = NpuSmi()  # one npu-smi run per interval serves the samples and the health
+    try:
+        src = make_source(source, node, npu_smi=npu_smi)
+        reporter = (
+            health_reporter(source, node, inventory=inventory, faults=faults, npu_smi=npu_smi)
+            if health
+            else None
+        )
+    except (ValueError, ImportError) as exc:  # InventoryError is a ValueError
+        fail([str(exc)], 2)
+    while True:
+        samples = src.sample()
+        write_samples(out, node, samples, time.time())
+        if reporter is not None:
+            report_health(out, reporter)
+        if once:
+            click.echo(f"{node}: {len(samples)} job sample(s) written to {out}")
+            return
+        time.sleep(interval)
+
+
+@click.group(name="node")
+def cli() -> None:
+    """What runs on every compute node: the node agent."""
+
+
+cli.add_command(agent)

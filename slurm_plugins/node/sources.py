@@ -1,0 +1,207 @@
+"""Where the node agent's per-job utilisation comes from.
+
+Sources: NVML where there are GPUs, ``npu-smi`` on Ascend nodes (both through the device
+probes of :mod:`gres.probe`), a file-fed source (``<dir>/<job id>`` holding a percentage),
+and the lab's: its cards are device files with no load, so a job's own CPU load on the node
+stands in for it (a file still overrides). Jobs are mapped to devices through
+``/proc/<pid>/environ`` (``SLURM_JOB_ID`` with ``CUDA_VISIBLE_DEVICES`` or
+``ASCEND_RT_VISIBLE_DEVICES``), so a job holding a card it does not use still reports 0 %.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+from gres.errors import ProbeError
+from gres.probe import DeviceSample, gpu_samples, npu_samples, run_npu_smi
+
+log = logging.getLogger("aipool.node")
+
+
+class Source(Protocol):
+    def sample(self) -> dict[int, float]:
+        """Utilisation in percent per job id running on this node."""
+        ...
+
+
+class FileSource:
+    """Lab source: ``<dir>/<job id>`` files each holding a utilisation percentage."""
+
+    def __init__(self, directory: Path) -> None:
+        self.dir = Path(directory)
+
+    def sample(self) -> dict[int, float]:
+        out: dict[int, float] = {}
+        if not self.dir.is_dir():
+            return out
+        for f in self.dir.iterdir():
+            if f.name.isdigit():
+                try:
+                    out[int(f.name)] = float(f.read_text().strip())
+                except (OSError, ValueError):
+                    log.warning("unreadable utilisation file %s", f)
+        return out
+
+
+class LabSource:
+    """Lab source: the CPU load of each job's processes on this lab node, in percent of the
+    CPUs Slurm gave it (CPU seconds per wall second between two samples), standing in for the
+    load of its fake cards; a job's ``<dir>/<job id>`` file, where one exists, overrides it so
+    that a test or a demo can set an exact figure. A job is first reported on the sample after
+    the one that first saw it. Processes whose environment this user may not read are not
+    counted (the agent sees the jobs it runs as, or all of them as root)."""
+
+    def __init__(self, node: str, directory: Path) -> None:
+        self.node = node
+        self.files = FileSource(directory)
+        self._last: dict[int, tuple[float, float]] = {}  # job -> (CPU seconds, monotonic time)
+
+    def _cpu(self) -> tuple[dict[int, float], dict[int, int]]:
+        import psutil
+
+        seconds: dict[int, float] = {}
+        cpus: dict[int, int] = {}
+        for proc in psutil.process_iter(["environ", "cpu_times"]):
+            env, times = proc.info["environ"], proc.info["cpu_times"]
+            if not env or times is None or env.get("SLURMD_NODENAME") != self.node:
+                continue
+            job, given = env.get("SLURM_JOB_ID", ""), env.get("SLURM_CPUS_ON_NODE", "")
+            if not job.isdigit():
+                continue
+            seconds[int(job)] = seconds.get(int(job), 0.0) + times.user + times.system
+            cpus[int(job)] = max(cpus.get(int(job), 1), int(given) if given.isdigit() else 1)
+        return seconds, cpus
+
+    def sample(self) -> dict[int, float]:
+        now = time.monotonic()
+        seconds, cpus = self._cpu()
+        out: dict[int, float] = {}
+        for job, total in seconds.items():
+            before = self._last.get(job)
+            if before is not None and now > before[1] and total >= before[0]:
+                load = 100.0 * (total - before[0]) / (now - before[1]) / cpus[job]
+                out[job] = round(min(100.0, load), 1)
+        self._last = {job: (total, now) for job, total in seconds.items()}
+        out.update(self.files.sample())
+        return out
+
+
+def proc_jobs(variable: str, proc: Path = Path("/proc")) -> dict[int, set[int]]:
+    """Device indexes each Slurm job's processes see, from their environment."""
+    out: dict[int, set[int]] = {}
+    for d in proc.iterdir() if proc.is_dir() else ():
+        if not d.name.isdigit():
+            continue
+        try:
+            raw = (d / "environ").read_bytes()
+        except OSError:
+            continue  # gone, or not ours to read
+        env = dict(
+            item.split("=", 1) for item in raw.decode(errors="replace").split("\0") if "=" in item
+        )
+        job = env.get("SLURM_JOB_ID", "")
+        devices = env.get(variable, "")
+        if job.isdigit() and devices:
+            idx = {int(x) for x in devices.split(",") if x.strip().isdigit()}
+            out.setdefault(int(job), set()).update(idx)
+    return out
+
+
+def per_job(device_util: Mapping[int, float], jobs: Mapping[int, set[int]]) -> dict[int, float]:
+    """A job's utilisation: the mean over its devices (a missing device counts 0 %)."""
+    return {
+        job: sum(device_util.get(i, 0.0) for i in devs) / len(devs)
+        for job, devs in jobs.items()
+        if devs
+    }
+
+
+def utilisation(samples: Sequence[DeviceSample]) -> dict[int, float]:
+    """Utilisation per device index; a device that reports none is left out (0 % then)."""
+    return {s.index: s.util_percent for s in samples if s.util_percent is not None}
+
+
+def jobs_on(devices: Sequence[DeviceSample], variable: str, proc: Path) -> dict[int, float]:
+    """Each job's mean utilisation over its devices; none at all when the probe saw no
+    device: a driver that is down must not make every job look idle to the reaper."""
+    if not devices:
+        return {}
+    return per_job(utilisation(devices), proc_jobs(variable, proc))
+
+
+class NvmlSource:
+    """GPU utilisation from NVML (``nvidia-ml-py``, :func:`gres.probe.gpu_samples`)."""
+
+    def __init__(self, proc: Path = Path("/proc"), nvml: Any = None) -> None:
+        self.proc = proc
+        self.nvml = nvml
+
+    def sample(self) -> dict[int, float]:
+        try:
+            devices = gpu_samples(self.nvml)
+        except ProbeError as exc:
+            log.warning("%s", exc)
+            return {}
+        return jobs_on(devices, "CUDA_VISIBLE_DEVICES", self.proc)
+
+
+class NpuSmi:
+    """``npu-smi info`` read at most once per ``max_age_s``: the utilisation source and the
+    health probe of one agent share a reading instead of running the tool twice."""
+
+    def __init__(
+        self,
+        argv: tuple[str, ...] = ("npu-smi",),
+        *,
+        max_age_s: float = 5.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.argv = argv
+        self.max_age = max_age_s
+        self.clock = clock
+        self._read: tuple[float, str | None] | None = None
+
+    def text(self) -> str | None:
+        """The table; None without the tool. Raises :class:`ProbeError` when it fails (the
+        failure is not kept: the next call runs the tool again)."""
+        now = self.clock()
+        if self._read is None or now - self._read[0] >= self.max_age:
+            self._read = None
+            self._read = (now, run_npu_smi(self.argv))
+        return self._read[1]
+
+
+class NpuSmiSource:
+    """Ascend AICore utilisation from ``npu-smi info`` (:func:`gres.probe.npu_samples`)."""
+
+    def __init__(self, proc: Path = Path("/proc"), npu_smi: NpuSmi | None = None) -> None:
+        self.proc = proc
+        self.npu_smi = npu_smi or NpuSmi()
+
+    def sample(self) -> dict[int, float]:
+        try:
+            text = self.npu_smi.text()
+        except ProbeError as exc:
+            log.warning("%s", exc)
+            return {}
+        devices = npu_samples(text) if text is not None else ()
+        return jobs_on(devices, "ASCEND_RT_VISIBLE_DEVICES", self.proc)
+
+
+def source(spec: str, node: str = "", *, npu_smi: NpuSmi | None = None) -> Source:
+    """``nvml``, ``npu-smi``, ``file:DIR`` or ``lab:DIR`` (the lab node ``node``)."""
+    if spec.startswith("lab:"):
+        if not node:
+            raise ValueError("the lab source needs the node's name (--node)")
+        return LabSource(node, Path(spec[4:]))
+    if spec == "nvml":
+        return NvmlSource()
+    if spec == "npu-smi":
+        return NpuSmiSource(npu_smi=npu_smi)
+    if spec.startswith("file:"):
+        return FileSource(Path(spec[5:]))
+    raise ValueError(f"unknown sample source {spec!r}: use nvml, npu-smi, file:DIR or lab:DIR")
