@@ -56,6 +56,14 @@ def account_of(session: Session, tenant: str) -> BillingAccount:
     return acct
 
 
+def plan_of(session: Session, acct: BillingAccount) -> PricePlan:
+    """The account's price plan (the foreign key keeps it; a row gone meanwhile is an error)."""
+    plan = session.get(PricePlan, acct.plan_id)
+    if plan is None:
+        raise BillingError(f"{acct.tenant!r} is on a price plan that no longer exists")
+    return plan
+
+
 def _usage(
     session: Session, tenant: str, month: datetime
 ) -> list[tuple[str, str, int, int, int, int]]:
@@ -92,8 +100,7 @@ def _rate(rates: dict[tuple[str, str], Decimal], resource: str, model: str) -> D
 
 def price_month(session: Session, acct: BillingAccount, month: datetime) -> list[Line]:
     """The bill's lines for ``month`` (pure reading; nothing is written)."""
-    plan = session.get(PricePlan, acct.plan_id)
-    assert plan is not None
+    plan = plan_of(session, acct)
     rates = {
         (p.resource, p.model): p.rate
         for p in session.scalars(select(Price).where(Price.plan_id == plan.id))
@@ -159,8 +166,7 @@ def post_bill(
     if start >= month_start(now or datetime.now(UTC)):
         raise BillingError(f"{start:%Y-%m} is not over yet")
     acct = account_of(session, tenant)
-    plan = session.get(PricePlan, acct.plan_id)
-    assert plan is not None
+    plan = plan_of(session, acct)
     lines = price_month(session, acct, start)
     total = sum((ln.amount for ln in lines), Decimal(0))
     bill = Bill(account_id=acct.id, month=start, currency=plan.currency, total=total)

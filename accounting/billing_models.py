@@ -13,8 +13,8 @@ from sqlalchemy import BigInteger, ForeignKey, Integer, String, TypeDecorator, U
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import Mapped, mapped_column
 
-from portal.extensions import Base
-from portal.models import UTCDateTime, utcnow
+from accounting.db import Base
+from dbtypes import UTCDateTime, utcnow
 
 MICRO = Decimal(1_000_000)
 

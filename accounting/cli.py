@@ -1,20 +1,27 @@
-"""``aipool accounting``: import from sacct, reports, retention and the scheduler.
+"""``aipool accounting``: import from sacct, reports, retention, the scheduler and migrations.
 
-The database is the portal's (``--db`` or ``AIPOOL_DATABASE_URL``), migrated by the portal's
-Alembic history (``aipool portal`` applies it); these commands need no Flask app.
+The database is the portal's or one of accounting's own (``--db`` or ``AIPOOL_DATABASE_URL``),
+its accounting tables migrated by accounting's own history (``aipool accounting db upgrade``;
+the portal migrates them when it starts). These commands need neither the portal nor Flask:
+they run as a cron job or a service on their own. What they take from where they run (the
+database, Slurm, the lab's settings) comes in through :mod:`accounting.edge`.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import os
 import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
+
+from accounting.edge import db_option as _db
+from accounting.edge import lab_option as _lab
+from accounting.edge import open_engine as _engine
+from accounting.edge import slurm_client as _client
 
 if TYPE_CHECKING:
     from sqlalchemy import Engine
@@ -26,39 +33,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("aipool.accounting")
 
 
-def _engine(url: str | None) -> Engine:
-    from sqlalchemy import create_engine, inspect
-    from sqlalchemy.exc import ArgumentError, OperationalError
-
-    if not url:
-        raise click.UsageError("no database: pass --db or set AIPOOL_DATABASE_URL")
-    try:
-        engine = create_engine(url)
-    except (ArgumentError, ValueError) as exc:
-        raise click.UsageError(f"database URL not understood: {exc}") from exc
-    try:
-        has_tables = inspect(engine).has_table("acct_usage")
-    except OperationalError as exc:
-        raise click.ClickException(f"cannot open the database: {exc.orig}") from exc
-    if not has_tables:
-        raise click.ClickException(
-            f"{engine.url.render_as_string()} has no accounting tables: migrate it first "
-            "(`aipool portal` applies the migrations)"
-        )
-    return engine
-
-
-def _client(lab: bool) -> SlurmClient:
-    from slurm_plugins.client import SlurmClient
-
-    if lab:
-        from aipool.lab.cluster import Lab
-
-        return SlurmClient(env=Lab().cfg.env(), timeout=120)
-    env = json.loads(os.environ.get("AIPOOL_SLURM_ENV", "{}"))
-    return SlurmClient(env={**os.environ, **env} if env else None, timeout=120)
-
-
 def _when(value: str | None, what: str) -> datetime | None:
     if value is None:
         return None
@@ -67,10 +41,6 @@ def _when(value: str | None, what: str) -> datetime | None:
     except ValueError as exc:
         raise click.BadParameter(f"{value!r} is not an ISO date/time", param_hint=what) from exc
     return t if t.tzinfo else t.replace(tzinfo=UTC)
-
-
-_db = click.option("--db", envvar="AIPOOL_DATABASE_URL", help="database URL (the portal's)")
-_lab = click.option("--lab", is_flag=True, help="read Slurm of the lab cluster (aipool lab up)")
 
 
 @click.group("accounting")
@@ -406,8 +376,10 @@ def mail_monthly_report(engine: Engine, cfg: AlertConfig, now: datetime | None =
         Mailer(cfg.smtp).send([mail])
 
 
-# the price plan and billing account commands live beside this module
-from accounting.plan_cli import account, plan  # noqa: E402  (they use _engine above)
+# the price plan, billing account and migration commands live beside this module
+from accounting.db_cli import db  # noqa: E402
+from accounting.plan_cli import account, plan  # noqa: E402
 
 accounting.add_command(plan)
 accounting.add_command(account)
+accounting.add_command(db)

@@ -49,8 +49,7 @@ def to_xlsx(report: Report) -> bytes:
     from openpyxl.styles import Font
 
     wb = Workbook()
-    ws = wb.active
-    assert ws is not None
+    ws = wb.worksheets[0]  # a new workbook has one sheet
     ws.title = "usage"
     ws.append([_title(report)])
     ws.append([report.by.value, *COLUMNS])

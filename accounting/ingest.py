@@ -35,7 +35,7 @@ from accounting.meter import Topology, Usage, epoch, meter
 from accounting.models import IngestState, Rollup, UsageRecord
 from accounting.retention import Retention
 from accounting.rollup import HOUR, KEY, MEASURES, NUMBERS, Columns, key_of, numbers_of, split
-from portal.models import UTCDateTime
+from dbtypes import UTCDateTime
 from slurm_plugins.client import SlurmClient, parse
 from slurm_plugins.client.models import AcctJob
 

@@ -1,9 +1,9 @@
 """The usage tables: one row per metered job, and hourly / daily / monthly rollups.
 
-They are plain SQLAlchemy models on the portal's declarative base (:class:`portal.extensions.Base`,
-which needs no Flask app), so the portal's single Alembic history holds them
-(``portal/migrations/versions/0002_accounting.py``) while the CLI, the scheduler and the
-benchmark use them with a bare :class:`sqlalchemy.orm.Session`.
+They are plain SQLAlchemy models on accounting's own declarative base
+(:class:`accounting.db.Base`), migrated by accounting's own Alembic history
+(``accounting/migrations``); the CLI, the scheduler, the benchmark and the portal use them with
+a bare :class:`sqlalchemy.orm.Session`.
 
 Amounts are integers, so sums are exact on every backend: GPU and NPU use in micro-card-seconds
 (a shard of a 32-shard card is 31,250 micro-cards), CPU use in CPU-seconds, memory in
@@ -17,8 +17,8 @@ from datetime import datetime
 from sqlalchemy import BigInteger, Index, Integer, String, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
-from portal.extensions import Base
-from portal.models import UTCDateTime, utcnow
+from accounting.db import Base
+from dbtypes import UTCDateTime, utcnow
 
 #: micro-card-seconds in one card-hour
 UCS_PER_CARD_HOUR = 3_600_000_000
@@ -134,7 +134,7 @@ TABLES = [
     AlertEpisode.__table__,
 ]
 
-# the billing tables share the history; importing the usage models registers them too
+# the billing tables share the base; importing the usage models registers them too
 from accounting.billing_models import BILLING_TABLES  # noqa: E402
 
 TABLES += BILLING_TABLES

@@ -1,5 +1,6 @@
 """``aipool accounting plan …`` and ``aipool accounting account …``: price plans and billing
-accounts from the command line (the portal's billing page and API do the same)."""
+accounts from the command line (the portal's billing page and API do the same, with the
+portal's tenants; here a tenant is a Slurm account)."""
 
 from __future__ import annotations
 
@@ -10,9 +11,9 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from accounting.cli import _engine
-
-_db = click.option("--db", envvar="AIPOOL_DATABASE_URL", help="database URL (the portal's)")
+from accounting.edge import db_option as _db
+from accounting.edge import lab_option as _lab
+from accounting.edge import open_engine, slurm_accounts, slurm_client
 
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session
@@ -21,7 +22,7 @@ if TYPE_CHECKING:
 def _session(db: str | None) -> Session:
     from sqlalchemy.orm import Session
 
-    return Session(_engine(db))
+    return Session(open_engine(db))
 
 
 def _bad(exc: Exception) -> click.UsageError:
@@ -110,21 +111,26 @@ def plan_list(db: str | None) -> None:
 
 @click.group()
 def account() -> None:
-    """Billing accounts: a domain or project of the portal on a price plan."""
+    """Billing accounts: a tenant (a Slurm account: a domain or a project) on a price plan."""
 
 
 @account.command("open")
 @_db
+@_lab
 @click.argument("tenant")
 @click.option("--plan", "plan_name", required=True, help="the price plan")
 @click.option("--package", help="a monthly package of that plan")
-def account_open(db: str | None, tenant: str, plan_name: str, package: str | None) -> None:
-    """Open TENANT's billing account (a domain or a project of the portal)."""
+def account_open(
+    db: str | None, lab: bool, tenant: str, plan_name: str, package: str | None
+) -> None:
+    """Open TENANT's billing account; TENANT must be a Slurm account (a domain or a
+    project)."""
     from accounting.plans import AccountExists, PlanError, account_settings, open_account
 
+    exists = slurm_accounts(slurm_client(lab))
     with _session(db) as session:
         try:
-            open_account(session, tenant, plan_name, package)
+            open_account(session, tenant, plan_name, package, tenant_exists=exists)
         except (PlanError, AccountExists) as exc:
             raise _bad(exc) from exc
         _echo_account(account_settings(session, tenant))

@@ -16,11 +16,15 @@ Money is Decimal strings or integers, never floats (``12.1`` is not exact in bin
 is applied whole: its prices are replaced, its packages are matched by name (a kept package
 keeps its id, so the accounts on it stay on it), and a package that an account still uses
 cannot be removed. No Flask here: the CLI and the portal's service both call these.
+
+Billing accounts are opened for tenants, and who the tenants are is the caller's to say: the
+portal passes a check against its domains and projects, the command line one against Slurm's
+accounts (``tenant_exists``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Final
 
 from sqlalchemy import delete, select
@@ -39,7 +43,6 @@ from accounting.plan_schema import (
     normalise,
     parse_plan,
 )
-from portal.tenancy.models import Domain, Project
 
 __all__ = [
     "KEEP",
@@ -49,6 +52,7 @@ __all__ = [
     "PlanError",
     "PlanSchema",
     "PlanSpec",
+    "TenantCheck",
     "UnknownName",
     "account_settings",
     "accounts_by_plan",
@@ -61,7 +65,6 @@ __all__ = [
     "plan_document",
     "plan_names",
     "plan_spec",
-    "tenant_exists",
 ]
 
 
@@ -195,8 +198,12 @@ def _replace_packages(session: Session, plan: PricePlan, wanted: Sequence[Packag
 
 
 # ---------------------------------------------------------------------- billing accounts
-#: names the portal's billing routes take below /billing/: a tenant so named is unreachable
+#: names the billing routes of the portal's API take below /billing/: a tenant so named would
+#: be unreachable there
 RESERVED: Final = frozenset({"plans", "accounts"})
+
+#: whether a tenant (a domain or a project) of that name exists; the caller knows its tenants
+TenantCheck = Callable[[str], bool]
 
 
 class _Keep:
@@ -207,14 +214,6 @@ class _Keep:
 
 
 KEEP: Final = _Keep()
-
-
-def tenant_exists(session: Session, tenant: str) -> bool:
-    """A domain or a project of the portal by that name."""
-    return (
-        session.scalar(select(Domain.id).where(Domain.name == tenant)) is not None
-        or session.scalar(select(Project.id).where(Project.name == tenant)) is not None
-    )
 
 
 def _package_of(session: Session, plan: PricePlan, name: str | None) -> Package | None:
@@ -255,13 +254,19 @@ def account_settings(session: Session, tenant: str) -> dict[str, Any]:
 
 
 def open_account(
-    session: Session, tenant: str, plan: str, package: str | None = None, *, commit: bool = True
+    session: Session,
+    tenant: str,
+    plan: str,
+    package: str | None = None,
+    *,
+    tenant_exists: TenantCheck,
+    commit: bool = True,
 ) -> BillingAccount:
-    """A billing account for a domain or project of the portal, on ``plan`` (committed unless
-    ``commit=False``)."""
+    """A billing account for ``tenant``, which ``tenant_exists`` must know, on ``plan``
+    (committed unless ``commit=False``)."""
     if tenant in RESERVED:
-        raise PlanError({"tenant": [f"{tenant!r} is reserved by the portal's billing API"]})
-    if not tenant_exists(session, tenant):
+        raise PlanError({"tenant": [f"{tenant!r} is reserved by the billing API"]})
+    if not tenant_exists(tenant):
         raise UnknownName({"tenant": [f"no domain or project named {tenant!r}"]})
     if session.scalar(select(BillingAccount.id).where(BillingAccount.tenant == tenant)):
         raise AccountExists(f"{tenant!r} already has a billing account")
@@ -296,10 +301,7 @@ def change_account(
     acct = session.scalar(select(BillingAccount).where(BillingAccount.tenant == tenant))
     if acct is None:
         raise NotFoundError(f"{tenant!r} has no billing account")
-    price_plan = (
-        _plan_named(session, plan) if plan is not None else session.get(PricePlan, acct.plan_id)
-    )
-    assert price_plan is not None
+    price_plan = _plan_named(session, plan) if plan is not None else _plan_of(session, acct)
     if isinstance(package, _Keep):
         current = session.get(Package, acct.package_id) if acct.package_id else None
         if current is not None and current.plan_id != price_plan.id:
@@ -321,6 +323,14 @@ def change_account(
     if commit:
         session.commit()
     return acct
+
+
+def _plan_of(session: Session, acct: BillingAccount) -> PricePlan:
+    # the foreign key keeps an account's plan; a row gone meanwhile is a lookup failure
+    plan = session.get(PricePlan, acct.plan_id)
+    if plan is None:
+        raise NotFoundError(f"{acct.tenant!r} is on a price plan that no longer exists")
+    return plan
 
 
 def _plan_name(session: Session, plan_id: int) -> str:

@@ -17,10 +17,14 @@ if TYPE_CHECKING:
 
 @click.group()
 @click.option("-v", "--verbose", count=True, help="Log Slurm commands (-v) and more (-vv).")
-def main(verbose: int) -> None:
+@click.pass_context
+def main(ctx: click.Context, verbose: int) -> None:
     """AIPool: pooled, fairly shared GPUs and NPUs on Slurm."""
+    from aipool.lab.settings import install
+
     level = logging.WARNING - 10 * min(verbose, 2)
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+    install(ctx.meta)  # the lab's settings, for the packages' --lab options
 
 
 @main.group()

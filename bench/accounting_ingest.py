@@ -37,12 +37,12 @@ from typing import Any
 
 from sqlalchemy import Engine, MetaData, create_engine, func, select
 
+from accounting import migrate
 from accounting.ingest import IngestResult, ingest_files, read_file
 from accounting.meter import NodeCards, Topology, Usage
-from accounting.models import TABLES, Rollup, UsageRecord
+from accounting.models import Rollup, UsageRecord
 from accounting.report import Dim, build, parse_month
 from accounting.retention import Retention
-from portal.extensions import Base
 
 MONTH = "2026-11"
 CHUNK = 10_000
@@ -146,7 +146,7 @@ def write_documents(directory: Path, jobs: int) -> list[Path]:
 def fresh(path: Path) -> Engine:
     path.unlink(missing_ok=True)
     engine = create_engine(f"sqlite:///{path}")
-    Base.metadata.create_all(engine, tables=TABLES)
+    migrate.upgrade(engine)
     return engine
 
 

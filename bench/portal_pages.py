@@ -29,12 +29,12 @@ from typing import Any
 
 from flask import Flask
 from flask.testing import FlaskClient
-from flask_migrate import upgrade
 from sqlalchemy import func, insert, select
 
 from accounting.models import UsageRecord
 from portal import create_app
 from portal.audit.models import AuditEvent
+from portal.database import upgrade
 from portal.demo import DEMO_USERS, seed
 from portal.extensions import db
 from portal.identity.models import User

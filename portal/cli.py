@@ -1,7 +1,7 @@
 """``aipool portal``: migrate the database, optionally seed the demo tenants, serve with uvicorn.
 
 Settings come from ``AIPOOL_*`` variables (see :mod:`portal.config`); ``--lab`` points the
-portal at the lab cluster's Slurm.
+portal at the lab cluster's Slurm, with the settings the ``aipool`` command passes in.
 """
 
 from __future__ import annotations
@@ -13,27 +13,18 @@ from typing import Any
 
 import click
 
+#: click's ``ctx.meta`` key of a callable returning the lab cluster's settings: the ``aipool``
+#: command puts it there, so ``--lab`` needs nothing of the lab here
+LAB_SETTINGS = "aipool.portal.lab_settings"
+
 
 def lab_settings() -> dict[str, Any]:
-    """Slurm settings of the lab cluster (``aipool lab up``)."""
-    from aipool.lab.cluster import Lab
-
-    cfg = Lab().cfg
-    return {
-        "SLURM_ENV": dict(cfg.env()),
-        "SLURM_REST_URL": cfg.rest_url,
-        "SLURM_JWT_KEY_FILE": str(cfg.jwt_key),
-        # where the lab's node agents write utilisation samples (the policy daemon's dir)
-        "SAMPLES_DIR": str(cfg.root / "policy" / "samples"),
-        # the admission table's directory, the portal's to write (the hook stays root's)
-        "ADMISSION_DIR": str(cfg.admission),
-        # users' directories are made by the root helper (aipool lab services up installs it)
-        "ROOT_HELPER": ["sudo", "-n", str(cfg.root_helper)],
-        # what users' jobs run (evaluation, fine-tuning, replicas, Jupyter)
-        "JOB_RUNTIME": str(cfg.runtime),
-        # the portal's one home, under the lab's root: `aipool lab down` wipes it with the rest
-        "PORTAL_HOME": str(cfg.root / "portal"),
-    }
+    """The lab cluster's settings (``aipool lab up``), as the ``aipool`` command passes them."""
+    ctx = click.get_current_context(silent=True)
+    provide = ctx.meta.get(LAB_SETTINGS) if ctx is not None else None
+    if provide is None:
+        raise click.UsageError("--lab works through the aipool command: aipool portal --lab")
+    return dict(provide())
 
 
 def store_mismatches() -> list[str]:
@@ -62,10 +53,9 @@ def store_mismatches() -> list[str]:
 @click.option("--lab", is_flag=True, help="use the lab cluster's Slurm (aipool lab up)")
 def portal(host: str, port: int, threads: int, demo: bool, lab: bool) -> None:
     """Run the AIPool web portal."""
-    from flask_migrate import upgrade
-
     from portal import create_app
     from portal.asgi import serve
+    from portal.database import upgrade
     from portal.demo import passwords_from, seed, seed_billing, seed_domain_admins
     from portal.roles.service import ensure_builtin
     from portal.web import session

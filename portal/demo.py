@@ -24,6 +24,7 @@ from portal.identity.models import User
 from portal.identity.service import hash_password
 from portal.roles.service import ensure_builtin, role_by_name
 from portal.tenancy.models import Domain, DomainAdmin, Membership, Project
+from portal.usage.plans import tenant_check
 
 DEMO_USERS = ("admin", "alice", "bob", "carol", "dave")
 DOMAINS = {"teaching": "Teaching domain", "research": "Research domain"}
@@ -143,7 +144,9 @@ def seed_billing(session: Session) -> list[str]:
     for tenant, package in DEMO_ACCOUNTS.items():
         if session.scalar(select(BillingAccount.id).where(BillingAccount.tenant == tenant)):
             continue
-        open_account(session, tenant, DEMO_PLAN["name"], package)
+        open_account(
+            session, tenant, DEMO_PLAN["name"], package, tenant_exists=tenant_check(session)
+        )
         top_up(session, tenant, DEMO_TOP_UP, actor="demo", note="demo credit")
         opened.append(tenant)
     return opened

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import sqlite3
-from typing import Any
-
 import marshmallow as ma
 from flask_limiter import Limiter
 from flask_limiter.util import get_remote_address
@@ -15,22 +12,15 @@ from flask_smorest import etag as fs_etag
 from flask_smorest.error_handler import ErrorSchema
 from flask_sqlalchemy import SQLAlchemy
 from flask_wtf import CSRFProtect
-from sqlalchemy import MetaData, event
-from sqlalchemy.engine import Engine
 from sqlalchemy.orm import DeclarativeBase
+
+import dbtypes
 
 
 class Base(DeclarativeBase):
-    # named constraints, so Alembic can alter them (SQLite batch mode needs names)
-    metadata = MetaData(
-        naming_convention={
-            "ix": "ix_%(column_0_label)s",
-            "uq": "uq_%(table_name)s_%(column_0_N_name)s",
-            "ck": "ck_%(table_name)s_%(constraint_name)s",
-            "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
-            "pk": "pk_%(table_name)s",
-        }
-    )
+    # named constraints, so Alembic can alter them (SQLite batch mode needs names); importing
+    # dbtypes also makes SQLite check foreign keys
+    metadata = dbtypes.metadata()
 
 
 db = SQLAlchemy(model_class=Base)
@@ -67,12 +57,3 @@ class PortalApi(Api):
 
 
 api = PortalApi()
-
-
-@event.listens_for(Engine, "connect")
-def _sqlite_foreign_keys(dbapi_connection: Any, _record: Any) -> None:
-    """SQLite checks foreign keys (and cascades deletes) only when asked, per connection."""
-    if isinstance(dbapi_connection, sqlite3.Connection):
-        cursor = dbapi_connection.cursor()
-        cursor.execute("PRAGMA foreign_keys=ON")
-        cursor.close()

@@ -4,6 +4,8 @@ from typing import Any
 from alembic import context
 from flask import current_app
 
+from portal.database import include_name
+
 # this is the Alembic Config object, which provides
 # access to the values within the .ini file in use.
 config = context.config
@@ -54,7 +56,9 @@ def run_migrations_offline() -> None:
 
     """
     url = config.get_main_option("sqlalchemy.url")
-    context.configure(url=url, target_metadata=get_metadata(), literal_binds=True)
+    context.configure(
+        url=url, target_metadata=get_metadata(), literal_binds=True, include_name=include_name
+    )
 
     with context.begin_transaction():
         context.run_migrations()
@@ -85,7 +89,13 @@ def run_migrations_online() -> None:
     connectable = get_engine()
 
     with connectable.connect() as connection:
-        context.configure(connection=connection, target_metadata=get_metadata(), **conf_args)
+        # accounting's tables share the database but not this history (portal.database)
+        context.configure(
+            connection=connection,
+            target_metadata=get_metadata(),
+            include_name=include_name,
+            **conf_args,
+        )
 
         with context.begin_transaction():
             context.run_migrations()

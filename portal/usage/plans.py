@@ -2,7 +2,8 @@
 with what it was before and after (in the same transaction as the change).
 
 The plan rules themselves (the document, replacing packages, a package of the account's plan)
-are :mod:`accounting.plans`'; this adds who may, the portal's tenants and the audit log.
+are :mod:`accounting.plans`'; this adds who may, the portal's tenants (passed to accounting as
+:func:`tenant_check`) and the audit log.
 """
 
 from __future__ import annotations
@@ -21,6 +22,18 @@ from portal.authz import Access
 from portal.errors import Conflict, NotFound, ValidationFailed
 from portal.tenancy.models import Domain, Project
 from portal.usage import billing
+
+
+def tenant_check(session: Session) -> plans.TenantCheck:
+    """Accounting's tenant check for the portal: a domain or a project by that name."""
+
+    def exists(tenant: str) -> bool:
+        return (
+            session.scalar(select(Domain.id).where(Domain.name == tenant)) is not None
+            or session.scalar(select(Project.id).where(Project.name == tenant)) is not None
+        )
+
+    return exists
 
 
 def _refusal(exc: plans.PlanError) -> NotFound | ValidationFailed:
@@ -93,7 +106,14 @@ def open_account(
     """A billing account for a domain or project of the portal."""
     access.require_platform_admin()
     try:
-        acct = plans.open_account(session, tenant, plan_name, package, commit=False)
+        acct = plans.open_account(
+            session,
+            tenant,
+            plan_name,
+            package,
+            tenant_exists=tenant_check(session),
+            commit=False,
+        )
     except plans.PlanError as exc:
         session.rollback()
         raise _refusal(exc) from exc

@@ -15,12 +15,12 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Engine, create_engine, func, select
 
+from accounting import migrate
 from accounting.ingest import import_from_slurm
 from accounting.meter import UCARDS
-from accounting.models import TABLES, UsageRecord
+from accounting.models import UsageRecord
 from accounting.report import Dim, build
 from aipool.lab.cluster import Lab
-from portal.extensions import Base
 from slurm_plugins.client import SlurmClient
 from slurm_plugins.client.models import JobState
 from tests.integration.conftest import wait_until
@@ -39,7 +39,7 @@ JOBS = [
 
 def _engine(path: Path) -> Engine:
     engine = create_engine(f"sqlite:///{path}")
-    Base.metadata.create_all(engine, tables=TABLES)
+    migrate.upgrade(engine)
     return engine
 
 

@@ -23,8 +23,8 @@ from flask.testing import FlaskClient
 from flask_migrate import upgrade
 
 from aipool.lab.cluster import Lab
+from aipool.lab.settings import portal_settings
 from portal import create_app
-from portal.cli import lab_settings
 from portal.datasets.storage import Store
 from portal.extensions import db
 from portal.identity.models import User
@@ -62,7 +62,7 @@ def portal(lab: Lab, tmp_path: Path) -> Iterator[Portal]:
             "SECRET_KEY": "integration",
             "DATABASE_URL": f"sqlite:///{tmp_path}/portal.db",
             "DATASET_STORAGE": str(store),
-            **lab_settings(),
+            **portal_settings(),
         }
     )
     with app.app_context():

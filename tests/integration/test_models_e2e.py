@@ -23,8 +23,8 @@ from flask_migrate import upgrade
 from sklearn.datasets import load_digits
 
 from aipool.lab.cluster import Lab
+from aipool.lab.settings import portal_settings
 from portal import create_app
-from portal.cli import lab_settings
 from portal.extensions import db
 from portal.identity.models import User
 from portal.identity.service import create_token, hash_password
@@ -50,7 +50,7 @@ def portal(lab: Lab, client: SlurmClient, tmp_path: Path) -> Iterator[tuple[Flas
         {
             "SECRET_KEY": "models-e2e",
             "DATABASE_URL": f"sqlite:///{tmp_path}/portal.db",
-            **lab_settings(),
+            **portal_settings(),
             "MODEL_STORAGE": str(tmp_path / "models"),
             "MODEL_WORK": str(work),
             "MODEL_MIRROR": str(mirror),

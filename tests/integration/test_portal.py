@@ -22,8 +22,8 @@ from flask.testing import FlaskClient
 from flask_migrate import upgrade
 
 from aipool.lab.cluster import Lab
+from aipool.lab.settings import portal_settings
 from portal import create_app
-from portal.cli import lab_settings
 from portal.extensions import db
 from portal.identity.models import User
 from portal.identity.service import create_token, hash_password
@@ -71,7 +71,7 @@ def portal(lab: Lab, tmp_path: Path) -> Iterator[Portal]:
         {
             "SECRET_KEY": "integration",
             "DATABASE_URL": f"sqlite:///{tmp_path}/portal.db",
-            **lab_settings(),
+            **portal_settings(),
             "ADMISSION_DIR": str(admission),
         }
     )

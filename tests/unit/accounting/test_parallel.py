@@ -14,6 +14,7 @@ import pytest
 from click.testing import CliRunner
 from sqlalchemy import Engine, create_engine, func, select
 
+from accounting import migrate
 from accounting.cli import accounting
 from accounting.ingest import (
     import_from_slurm,
@@ -23,9 +24,8 @@ from accounting.ingest import (
     windows,
 )
 from accounting.meter import NodeCards, Topology
-from accounting.models import TABLES, IngestState, Rollup, UsageRecord
+from accounting.models import IngestState, Rollup, UsageRecord
 from accounting.retention import Retention
-from portal.extensions import Base
 from slurm_plugins.client import SlurmClient
 from slurm_plugins.client.runner import Completed, ReplayRunner
 
@@ -55,7 +55,7 @@ def documents(tmp_path: Path) -> list[Path]:
 
 def fresh(path: Path) -> Engine:
     engine = create_engine(f"sqlite:///{path}")
-    Base.metadata.create_all(engine, tables=TABLES)
+    migrate.upgrade(engine)
     return engine
 
 

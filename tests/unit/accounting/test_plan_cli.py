@@ -6,25 +6,31 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
 import yaml
 from click.testing import CliRunner, Result
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
 from accounting.cli import accounting
-from accounting.plans import normalise, plan_document, plan_names
-from tests.unit.accounting.test_plans import DOC, all_tables_engine
+from accounting.plans import accounts_by_plan, normalise, plan_document, plan_names
+from slurm_plugins.client import SlurmClient
+from slurm_plugins.client.runner import Completed, ReplayRunner
+from tests.unit.accounting.test_plans import DOC
+from tests.unit.accounting.test_slurm_paths import ok, recorded
 
 
-@pytest.fixture
-def engine(tmp_path: Path) -> Engine:
-    return all_tables_engine(tmp_path / "cli.db")
-
-
-def run(engine: Engine, *args: str, stdin: str | None = None) -> Result:
+def run(
+    engine: Engine, *args: str, stdin: str | None = None, slurm: SlurmClient | None = None
+) -> Result:
+    """The command, with Slurm answering from recorded 22.05 output (its accounts are the
+    tenants: nlp, vision, cs101, research, teaching, …)."""
     url = engine.url.render_as_string(hide_password=False)
-    return CliRunner().invoke(accounting, [*args[:2], "--db", url, *args[2:]], input=stdin)
+    return CliRunner().invoke(
+        accounting,
+        [*args[:2], "--db", url, *args[2:]],
+        input=stdin,
+        obj=slurm or recorded()[0],
+    )
 
 
 def stored(engine: Engine, name: str = "standard") -> dict[str, object]:
@@ -109,3 +115,36 @@ def test_account_errors_exit_2(engine: Engine, tmp_path: Path) -> None:
     assert res.exit_code == 2
     assert "packages: package 'lab-100' is still used by nlp" in res.output
     assert stored(engine) == normalise(DOC)
+
+
+def test_tenants_are_slurm_accounts(engine: Engine, tmp_path: Path) -> None:
+    path = tmp_path / "standard.yaml"
+    path.write_text(json.dumps(DOC))
+    assert run(engine, "plan", "apply", str(path)).exit_code == 0
+    client, runner = recorded()
+    res = run(engine, "account", "open", "vision", "--plan", "standard", slurm=client)
+    assert res.exit_code == 0, res.output
+    assert [argv[0] for argv, _ in runner.calls if argv[0] == "sacctmgr"] == ["sacctmgr"]
+    # Slurm not answering: a clear error, nothing opened
+    down = SlurmClient(
+        ReplayRunner(  # type: ignore[arg-type]
+            {
+                ("sinfo", "--version"): ok("version.txt"),
+                ("sacctmgr",): Completed((), 1, "", "sacctmgr: error: connection refused"),
+            }
+        )
+    )
+    res = run(engine, "account", "open", "nlp", "--plan", "standard", slurm=down)
+    assert res.exit_code == 1
+    assert "cannot check 'nlp' against Slurm's accounts" in res.output
+    with Session(engine) as s:
+        assert accounts_by_plan(s) == {"standard": ["vision"]}
+
+
+def test_lab_settings_come_from_the_aipool_command(engine: Engine) -> None:
+    url = engine.url.render_as_string(hide_password=False)
+    res = CliRunner().invoke(
+        accounting, ["account", "open", "nlp", "--plan", "standard", "--db", url, "--lab"]
+    )
+    assert res.exit_code == 2
+    assert "--lab works through the aipool command" in res.output

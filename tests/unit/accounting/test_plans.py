@@ -7,11 +7,10 @@ import copy
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from decimal import Decimal
-from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import Engine, create_engine, func, select
+from sqlalchemy import Engine, func, select
 from sqlalchemy.orm import Session
 
 from accounting.billing import post_bill
@@ -23,6 +22,7 @@ from accounting.plans import (
     AccountExists,
     NotFoundError,
     PlanError,
+    UnknownName,
     account_settings,
     apply_plan,
     change_account,
@@ -31,8 +31,6 @@ from accounting.plans import (
     parse_plan,
     plan_document,
 )
-from portal.extensions import Base
-from portal.tenancy.models import Domain, Project
 from tests.unit.accounting.builders import acct
 
 DOC: dict[str, Any] = {
@@ -56,25 +54,19 @@ def doc(**changes: Any) -> dict[str, Any]:
     return out
 
 
-def all_tables_engine(path: Path) -> Engine:
-    """The accounting tables and the portal's tenants (plans check tenants exist)."""
-    eng = create_engine(f"sqlite:///{path}")
-    Base.metadata.create_all(eng)
-    with Session(eng) as s:
-        research = Domain(name="research")
-        s.add(research)
-        s.flush()
-        s.add_all([Project(name="nlp", domain_id=research.id), Domain(name="teaching")])
-        s.commit()
-    return eng
+#: the tenants the tests' check knows: the portal passes a check against its domains and
+#: projects, the command line one against Slurm's accounts
+TENANTS = frozenset({"research", "nlp", "teaching"})
+
+
+def open_(session: Session, tenant: str, plan: str, package: str | None = None) -> object:
+    return open_account(session, tenant, plan, package, tenant_exists=TENANTS.__contains__)
 
 
 @pytest.fixture
-def session(tmp_path: Path) -> Iterator[Session]:
-    eng = all_tables_engine(tmp_path / "plans.db")
-    with Session(eng) as s:
+def session(engine: Engine) -> Iterator[Session]:
+    with Session(engine) as s:
         yield s
-    eng.dispose()
 
 
 PRICE = {"resource": "gpu", "rate": "1"}
@@ -171,7 +163,7 @@ def test_apply_and_export_round_trip(session: Session) -> None:
 
 def test_replacing_a_plan_keeps_used_packages(session: Session) -> None:
     apply_plan(session, DOC)
-    open_account(session, "research", "standard", "lab-100")
+    open_(session, "research", "standard", "lab-100")
     kept = session.scalar(select(Package.id).where(Package.name == "lab-100"))
     new = doc(
         prices=[{"resource": "gpu", "rate": "7.00"}],
@@ -189,7 +181,7 @@ def test_replacing_a_plan_keeps_used_packages(session: Session) -> None:
 
 def test_a_package_in_use_is_not_removed(session: Session) -> None:
     apply_plan(session, DOC)
-    open_account(session, "research", "standard", "lab-100")
+    open_(session, "research", "standard", "lab-100")
     with pytest.raises(PlanError, match="'lab-100' is still used by research") as err:
         apply_plan(session, doc(packages=[], prices=[PRICE], storage_price="9"))
     assert "packages" in err.value.errors
@@ -203,17 +195,17 @@ def test_accounts_on_plans_and_packages(session: Session) -> None:
     apply_plan(session, DOC)
     apply_plan(session, doc(name="economy", packages=[{"name": "mini", "monthly_fee": "10"}]))
     with pytest.raises(PlanError) as err:
-        open_account(session, "nobody", "standard")
+        open_(session, "nobody", "standard")
     assert list(err.value.errors) == ["tenant"]
     with pytest.raises(PlanError) as err:
-        open_account(session, "nlp", "gold")
+        open_(session, "nlp", "gold")
     assert list(err.value.errors) == ["plan"]
     with pytest.raises(PlanError, match="has no package 'mini'") as err:
-        open_account(session, "nlp", "standard", "mini")  # economy's package
+        open_(session, "nlp", "standard", "mini")  # economy's package
     assert list(err.value.errors) == ["package"]
-    open_account(session, "nlp", "standard", "lab-100")
+    open_(session, "nlp", "standard", "lab-100")
     with pytest.raises(AccountExists):
-        open_account(session, "nlp", "economy")
+        open_(session, "nlp", "economy")
     # another plan while the package is the old plan's: refused, unchanged
     with pytest.raises(PlanError, match="belongs to plan 'standard'"):
         change_account(session, "nlp", plan="economy")
@@ -232,6 +224,23 @@ def test_accounts_on_plans_and_packages(session: Session) -> None:
         change_account(session, "teaching", plan="economy")
 
 
+def test_the_caller_says_which_tenants_exist(session: Session) -> None:
+    apply_plan(session, DOC)
+    asked: list[str] = []
+
+    def physics_only(tenant: str) -> bool:
+        asked.append(tenant)
+        return tenant == "physics"
+
+    with pytest.raises(UnknownName, match="no domain or project named 'nlp'"):
+        open_account(session, "nlp", "standard", tenant_exists=physics_only)
+    with pytest.raises(PlanError, match="'plans' is reserved"):
+        open_account(session, "plans", "standard", tenant_exists=physics_only)
+    open_account(session, "physics", "standard", tenant_exists=physics_only)
+    assert asked == ["nlp", "physics"]  # a reserved name is refused before asking
+    assert account_settings(session, "physics")["plan"] == "standard"
+
+
 def test_a_bill_after_applying_a_plan_uses_its_rates(session: Session) -> None:
     day = datetime(2026, 10, 5, 9, tzinfo=UTC)
     topo = Topology(nodes={"gpu1": NodeCards("a100", 32)}, domains={"nlp": "research"})
@@ -243,7 +252,7 @@ def test_a_bill_after_applying_a_plan_uses_its_rates(session: Session) -> None:
     assert isinstance(bind, Engine)
     ingest(bind, [u for j in jobs if (u := meter(j, topo)) is not None])
     apply_plan(session, doc(prices=[{"resource": "gpu", "rate": "1"}], packages=[]))
-    open_account(session, "nlp", "standard")
+    open_(session, "nlp", "standard")
     apply_plan(session, DOC)  # the operator's edit: these rates price the month
     bill = post_bill(session, "nlp", day, now=datetime(2026, 11, 2, tzinfo=UTC))
     # 10 a100 card-hours at 12.00, 4 910b card-hours at 9.00, 24 CPU-hours at 0.05

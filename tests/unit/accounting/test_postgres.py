@@ -1,4 +1,5 @@
-"""The same ingestion, reports and billing on PostgreSQL (a server this test starts)."""
+"""Accounting's migrations, ingestion, reports and billing on PostgreSQL (a server this test
+starts, :mod:`tests.unit.postgres`)."""
 
 from __future__ import annotations
 
@@ -7,30 +8,38 @@ from datetime import UTC, datetime
 from decimal import Decimal
 
 import pytest
-from sqlalchemy import Engine, create_engine
+from sqlalchemy import Engine, create_engine, inspect
 from sqlalchemy.orm import Session
 
-from accounting import export
+from accounting import export, migrate
 from accounting.billing import post_bill, top_up
 from accounting.billing_models import BillingAccount, Price, PricePlan
+from accounting.db import Base
 from accounting.ingest import ingest
 from accounting.meter import meter
-from accounting.models import TABLES
 from accounting.report import Dim, build, parse_month
-from portal.extensions import Base
 from tests.unit.accounting.builders import d, month_jobs
 from tests.unit.accounting.test_report import GOLDEN, POOLS, TOPO
-from tests.unit.portal.test_postgres import pg_url  # noqa: F401  (fixture)
+from tests.unit.postgres import pg_url  # noqa: F401  (fixture)
 
 
 @pytest.fixture
 def pg(pg_url: str) -> Iterator[Engine]:  # noqa: F811
+    """Accounting's tables from its own migrations, and gone again after the test."""
     engine = create_engine(pg_url)
-    Base.metadata.drop_all(engine, tables=TABLES)
-    Base.metadata.create_all(engine, tables=TABLES)
+    migrate.upgrade(engine)
     yield engine
-    Base.metadata.drop_all(engine, tables=TABLES)
+    migrate.downgrade(engine, "base")
     engine.dispose()
+
+
+def test_migrations_match_the_models_on_postgres(pg: Engine) -> None:
+    assert migrate.state(pg).up_to_date
+    assert migrate.drift(pg) == []
+    migrate.downgrade(pg, "base")
+    assert set(inspect(pg).get_table_names()) <= {migrate.VERSION_TABLE}
+    migrate.upgrade(pg)
+    assert set(Base.metadata.tables) <= set(inspect(pg).get_table_names())
 
 
 def test_ingest_report_and_bill_on_postgres(pg: Engine) -> None:

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 from flask import Flask
 from flask.testing import FlaskClient
-from flask_migrate import upgrade
 
 from portal import create_app
+from portal.database import upgrade
 from portal.extensions import db, limiter
 from tests.unit.portal.fakes import FakeSlurm
 from tests.unit.portal.world import World, seed_world
@@ -58,7 +58,8 @@ def make_app(db_path: Path, tmp: Path, **extra: Any) -> Flask:
 
 @pytest.fixture(scope="session")
 def seeded_db(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, World]:
-    """The schema from the migrations, and the test world, built once."""
+    """The schema from the migrations (the portal's and accounting's), and the test world,
+    built once."""
     tmp = tmp_path_factory.mktemp("portal-db")
     path = tmp / "seed.db"
     app = make_app(path, tmp)

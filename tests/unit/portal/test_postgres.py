@@ -1,99 +1,29 @@
 """The portal on PostgreSQL: migrations up and down, and the main flows, on a throwaway
-cluster that this module starts (Debian's ``postgresql`` package; ``apt-get install -y
-postgresql``) and stops again."""
+server (:mod:`tests.unit.postgres`)."""
 
 from __future__ import annotations
 
-import glob
 import os
-import shutil
-import socket
-import subprocess
-import tempfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import psycopg
 import pytest
 from flask import Flask
-from flask_migrate import downgrade, upgrade
+from flask_migrate import downgrade
 from sqlalchemy import inspect
 
+from accounting import migrate as accounting_migrate
 from portal import create_app
+from portal.database import upgrade
 from portal.extensions import db
 from tests.unit.portal.conftest import BASE, Env
 from tests.unit.portal.fakes import FakeSlurm
 from tests.unit.portal.world import seed_world
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _bin(name: str) -> str:
-    found = sorted(glob.glob(f"/usr/lib/postgresql/*/bin/{name}"))
-    if not found:
-        pytest.fail("PostgreSQL is not installed: apt-get install -y postgresql")
-    return found[-1]
+from tests.unit.postgres import pg_url  # noqa: F401  (fixture)
 
 
 @pytest.fixture(scope="module")
-def pg_url() -> Iterator[str]:
-    """A PostgreSQL server of our own on a free port, as the ``postgres`` system user
-    (PostgreSQL refuses to run as root), with trust auth on 127.0.0.1 only."""
-    root = Path(tempfile.mkdtemp(prefix="aipool-pg-"))
-    shutil.chown(root, "postgres", "postgres")
-    data, port = root / "data", _free_port()
-    as_pg = {"user": "postgres", "group": "postgres", "extra_groups": [], "cwd": root}
-    subprocess.run(
-        [_bin("initdb"), "-D", str(data), "-U", "postgres", "--auth=trust", "-E", "UTF8"],
-        check=True,
-        capture_output=True,
-        timeout=120,
-        **as_pg,
-    )
-    server = subprocess.Popen(
-        [
-            _bin("postgres"),
-            "-D",
-            str(data),
-            "-p",
-            str(port),
-            "-h",
-            "127.0.0.1",
-            "-k",
-            str(root),
-            "-c",
-            "fsync=off",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        **as_pg,
-    )
-    try:
-        admin = f"postgresql://postgres@127.0.0.1:{port}/postgres"
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                with psycopg.connect(admin, autocommit=True) as conn:
-                    conn.execute("CREATE DATABASE portal")
-                break
-            except psycopg.OperationalError:
-                if time.monotonic() > deadline or server.poll() is not None:
-                    raise
-                time.sleep(0.2)
-        yield f"postgresql+psycopg://postgres@127.0.0.1:{port}/portal"
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
-        shutil.rmtree(root, ignore_errors=True)
-
-
-@pytest.fixture(scope="module")
-def pg_app(pg_url: str) -> Iterator[Flask]:
+def pg_app(pg_url: str) -> Iterator[Flask]:  # noqa: F811
     app = create_app({**BASE, "DATABASE_URL": pg_url, "SLURM": FakeSlurm()})
     yield app
     with app.app_context():
@@ -101,12 +31,22 @@ def pg_app(pg_url: str) -> Iterator[Flask]:
 
 
 def test_migrations_go_up_and_down(pg_app: Flask) -> None:
+    """Both histories up; each down on its own: the portal's leaves accounting's tables."""
     with pg_app.app_context():
         upgrade()
-        assert "memberships" in inspect(db.engine).get_table_names()
+        tables = set(inspect(db.engine).get_table_names())
+        assert {"memberships", "acct_usage", "acct_bills"} <= tables
+        assert {"alembic_version", accounting_migrate.VERSION_TABLE} <= tables
         downgrade(revision="base")
-        assert set(inspect(db.engine).get_table_names()) <= {"alembic_version"}
+        left = set(inspect(db.engine).get_table_names()) - {"alembic_version"}
+        assert left == {t for t in tables if accounting_migrate.owns(t)}
+        accounting_migrate.downgrade(db.engine, "base")
+        assert set(inspect(db.engine).get_table_names()) <= {
+            "alembic_version",
+            accounting_migrate.VERSION_TABLE,
+        }
         upgrade()
+        assert accounting_migrate.drift(db.engine) == []
 
 
 def test_main_flows_on_postgres(pg_app: Flask, tmp_path: Path) -> None:

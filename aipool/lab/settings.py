@@ -1,0 +1,54 @@
+"""The lab cluster's settings, as the packages' commands take them with ``--lab``.
+
+The product packages know nothing of the lab: their commands read the lab's settings from
+click's context, where the ``aipool`` command puts them (:func:`install`). Each is a callable,
+so the lab's configuration is read only when ``--lab`` is given.
+"""
+
+from __future__ import annotations
+
+from collections.abc import MutableMapping
+from typing import Any
+
+from aipool.lab.config import LabConfig
+
+
+def _config() -> LabConfig:
+    from aipool.lab.cluster import Lab
+
+    return Lab().cfg
+
+
+def slurm_env(cfg: LabConfig | None = None) -> dict[str, str]:
+    """The environment a Slurm client needs for the lab (``aipool accounting … --lab``)."""
+    return dict((cfg or _config()).env())
+
+
+def portal_settings(cfg: LabConfig | None = None) -> dict[str, Any]:
+    """The portal's settings for the lab cluster (``aipool portal --lab``)."""
+    cfg = cfg or _config()
+    return {
+        "SLURM_ENV": dict(cfg.env()),
+        "SLURM_REST_URL": cfg.rest_url,
+        "SLURM_JWT_KEY_FILE": str(cfg.jwt_key),
+        # where the lab's node agents write utilisation samples (the policy daemon's dir)
+        "SAMPLES_DIR": str(cfg.root / "policy" / "samples"),
+        # the admission table's directory, the portal's to write (the hook stays root's)
+        "ADMISSION_DIR": str(cfg.admission),
+        # users' directories are made by the root helper (aipool lab services up installs it)
+        "ROOT_HELPER": ["sudo", "-n", str(cfg.root_helper)],
+        # what users' jobs run (evaluation, fine-tuning, replicas, Jupyter)
+        "JOB_RUNTIME": str(cfg.runtime),
+        # the portal's one home, under the lab's root: `aipool lab down` wipes it with the rest
+        "PORTAL_HOME": str(cfg.root / "portal"),
+    }
+
+
+def install(meta: MutableMapping[str, Any]) -> None:
+    """Put the lab's settings where the packages' ``--lab`` options look (click's
+    ``ctx.meta``)."""
+    from accounting.edge import LAB_SLURM_ENV
+    from portal.cli import LAB_SETTINGS
+
+    meta[LAB_SLURM_ENV] = slurm_env
+    meta[LAB_SETTINGS] = portal_settings
