@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session
 from werkzeug.wrappers import Response as BaseResponse
 
 from portal.authz import Access, access_for
-from portal.errors import Forbidden, Stale, error_response
+from portal.errors import Forbidden, Stale, error_response, wants_json
 from portal.extensions import csrf, db, login_manager
 from portal.identity.models import User
 from portal.identity.service import session_user, user_for_token
@@ -90,13 +90,18 @@ def version_of(data: Any, schema: type[Schema] | Schema | None = None) -> str:
 
 
 def check_version(
-    submitted: str | None, data: Any, schema: type[Schema] | Schema | None = None
+    submitted: str | None,
+    data: Any,
+    schema: type[Schema] | Schema | None = None,
+    *,
+    message: str = "",
 ) -> None:
-    """A page's save: :class:`~portal.errors.Stale` (nothing saved) when the form was rendered
-    from another version than the object has now. A post without the field (a client that
-    never read the page) is not checked, as an API update without ``If-Match``."""
+    """A page's save: :class:`~portal.errors.Stale` with ``message`` (nothing saved) when the
+    form was rendered from another version than the object has now. A post without the
+    field (a client that never read the page) is not checked, as an API update without
+    ``If-Match``."""
     if submitted and submitted != version_of(data, schema):
-        raise Stale()
+        raise Stale(message)
 
 
 def locked(row: Row) -> Row:
@@ -104,7 +109,8 @@ def locked(row: Row) -> Row:
     and the write that follows see the same version, and a second update of the row waits
     for the first to commit (PostgreSQL; SQLite, which writes one transaction at a time,
     takes no row locks)."""
-    session().refresh(row, with_for_update=True)
+    # only the row's own table: PostgreSQL locks no outer-joined (eagerly loaded) rows
+    session().refresh(row, with_for_update={"of": type(row)})
     return row
 
 
@@ -148,7 +154,7 @@ def install(app: Flask) -> None:
 
     @login_manager.unauthorized_handler
     def unauthorized() -> BaseResponse:
-        if request.path.startswith("/api/"):
+        if wants_json():
             return error_response(401, "unauthorized", "login or token required")
         return redirect(url_for("identity_pages.login", next=request.full_path))
 

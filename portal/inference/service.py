@@ -36,6 +36,7 @@ from portal.errors import (
     NotFound,
     Unavailable,
     ValidationFailed,
+    envelope,
 )
 from portal.identity.models import User
 from portal.inference.models import Device, InferenceService, Replica, ServiceState
@@ -481,7 +482,8 @@ def call(
         ok = status < 500
     except (httpx.HTTPError, ValueError) as exc:
         replica.url = None  # look it up again on the next call
-        status, payload, ok = 502, {"error": f"replica {replica.index}: {exc}"}, False
+        message = f"replica {replica.index} did not answer: {exc}"
+        status, payload, ok = 502, envelope(502, "bad_gateway", message), False
     session.execute(
         update(InferenceService)
         .where(InferenceService.id == svc.id)

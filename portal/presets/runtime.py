@@ -69,6 +69,8 @@ def serve(kind: Kind, model: Path, conn: Path, host: str | None) -> None:
     import waitress
     from flask import Flask, abort, jsonify, request
 
+    from portal.errors import error_response  # the portal forwards these answers as they are
+
     key = os.environ.get("SERVE_KEY", "")
     if len(key) < 16:
         raise SystemExit("SERVE_KEY (the replica's key, from the portal) is not set")
@@ -88,11 +90,11 @@ def serve(kind: Kind, model: Path, conn: Path, host: str | None) -> None:
     def predict() -> Any:
         body = request.get_json(silent=True)
         if not isinstance(body, dict):
-            return jsonify({"error": "a JSON object is expected"}), 422
+            return error_response(422, "validation_failed", "a JSON object is expected")
         try:
             inputs = kind.parse(body)
         except ValueError as exc:
-            return jsonify({"error": str(exc)}), 422
+            return error_response(422, "validation_failed", str(exc))
         return jsonify(kind.respond(kind.predict(loaded, inputs)))
 
     server = waitress.create_server(app, host="0.0.0.0", port=0, threads=4)  # noqa: S104

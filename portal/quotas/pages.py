@@ -13,10 +13,11 @@ from portal.errors import DomainError, ValidationFailed
 from portal.pages import show_error
 from portal.quotas import policy, service
 from portal.quotas.models import TRES
+from portal.quotas.schemas import QuotaSchema
 from portal.slurm import slurm
 from portal.tenancy.models import Domain, Project
 from portal.tenancy.service import domains_query, projects_query
-from portal.web import current_access, session
+from portal.web import check_version, current_access, locked, session, version_of
 
 bp = Blueprint("quotas_pages", __name__)
 
@@ -59,10 +60,16 @@ def index() -> str:
             admission = policy.render_policy(session(), access, apply=False)
         except DomainError as exc:
             show_error(None, exc)
+    versions = {
+        f"{kind}-{row.id}": version_of(row.quota(), QuotaSchema)
+        for kind, rows in (("domain", domains), ("project", projects))
+        for row in rows
+    }
     return render_template(
         "quotas/index.html",
         domains=domains,
         projects=projects,
+        versions=versions,
         access=access,
         fields=list(TRES),
         preview=preview,
@@ -75,6 +82,7 @@ def index() -> str:
 @login_required
 def set_domain(domain_id: int) -> Response:
     try:
+        _check_version(Domain, domain_id)
         _, sent = service.save_and_enforce(
             session(), current_access(), slurm(), Domain, domain_id, _limits_from_form()
         )
@@ -85,10 +93,24 @@ def set_domain(domain_id: int) -> Response:
     return redirect(url_for(".index"))
 
 
+def _check_version(owner: type[Domain] | type[Project], owner_id: int) -> None:
+    """The limits the form was rendered with must still be the stored ones."""
+    current = service.editable(session(), current_access(), owner, owner_id)
+    check_version(
+        request.form.get("version"),
+        locked(current).quota(),
+        QuotaSchema,
+        message=f"Someone else changed the quota of {current.name} since this page was shown, "
+        "so your change was not saved. The page now shows the current limits; make your "
+        "change again.",
+    )
+
+
 @bp.route("/quotas/projects/<id:project_id>", methods=["POST"])
 @login_required
 def set_project(project_id: int) -> Response:
     try:
+        _check_version(Project, project_id)
         _, sent = service.save_and_enforce(
             session(), current_access(), slurm(), Project, project_id, _limits_from_form()
         )

@@ -41,6 +41,18 @@ def get_project_quota(session: Session, access: Access, project_id: int) -> Proj
     return get_project(session, access, project_id, Perm.QUOTA_READ)
 
 
+def editable(
+    session: Session, access: Access, owner: type[Domain] | type[Project], owner_id: int
+) -> Domain | Project:
+    """The domain or project whose quota the caller may set (as ``set_*_quota`` check it):
+    what an update's version is checked against before anything changes."""
+    if owner is Domain:
+        domain = get_domain(session, access, owner_id, Perm.DOMAIN_READ)
+        access.require_platform_admin()
+        return domain
+    return get_project(session, access, owner_id, Perm.QUOTA_MANAGE)
+
+
 def set_domain_quota(
     session: Session,
     access: Access,

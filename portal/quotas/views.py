@@ -14,47 +14,56 @@ from portal.quotas.schemas import (
 )
 from portal.slurm import slurm
 from portal.tenancy.models import Domain, Project
-from portal.web import AuthedView, Blueprint, current_access, session
+from portal.web import AuthedView, Blueprint, current_access, locked, session
 
 blp = Blueprint("quotas", __name__, url_prefix="/api/v1", description="Quotas and Slurm sync")
 
 
 @blp.route("/domains/<id:domain_id>/quota")
 class DomainQuota(AuthedView):
+    @blp.etag
     @blp.response(200, QuotaSchema)
     def get(self, domain_id: int) -> dict[str, int | None]:
         return service.get_domain_quota(session(), current_access(), domain_id).quota()
 
+    @blp.etag
     @blp.arguments(QuotaSchema)
     @blp.arguments(DryRunSchema, location="query")
     @blp.response(200, QuotaSavedSchema)
     def put(self, args: dict[str, Any], query: dict[str, Any], domain_id: int) -> dict[str, Any]:
         """Set the domain's limits (platform admin); absent fields stay as they are. Slurm
-        enforces them at once; ``?dry_run=true`` shows the commands and saves nothing."""
+        enforces them at once; ``?dry_run=true`` shows the commands and saves nothing.
+        With ``If-Match``, limits changed since that ETag are 412 and nothing changes."""
         return _save(Domain, domain_id, args, query["dry_run"])
 
 
 @blp.route("/projects/<id:project_id>/quota")
 class ProjectQuota(AuthedView):
+    @blp.etag
     @blp.response(200, QuotaSchema)
     def get(self, project_id: int) -> dict[str, int | None]:
         return service.get_project_quota(session(), current_access(), project_id).quota()
 
+    @blp.etag
     @blp.arguments(QuotaSchema)
     @blp.arguments(DryRunSchema, location="query")
     @blp.response(200, QuotaSavedSchema)
     def put(self, args: dict[str, Any], query: dict[str, Any], project_id: int) -> dict[str, Any]:
         """Set the project's limits within its domain's (domain or project admin). Slurm
-        enforces them at once; ``?dry_run=true`` shows the commands and saves nothing."""
+        enforces them at once; ``?dry_run=true`` shows the commands and saves nothing.
+        With ``If-Match``, limits changed since that ETag are 412 and nothing changes."""
         return _save(Project, project_id, args, query["dry_run"])
 
 
 def _save(
     owner: type[Domain] | type[Project], owner_id: int, args: dict[str, Any], dry_run: bool
 ) -> dict[str, Any]:
+    current = service.editable(session(), current_access(), owner, owner_id)
+    blp.check_etag(locked(current).quota(), QuotaSchema)
     saved, sent = service.save_and_enforce(
         session(), current_access(), slurm(), owner, owner_id, args, dry_run=dry_run
     )
+    blp.set_etag(saved.quota(), QuotaSchema)  # the version now stored (a dry run changes none)
     quota = {**saved.quota(), **args} if dry_run else saved.quota()
     return {**quota, "slurm": sent}
 

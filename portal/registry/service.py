@@ -100,11 +100,32 @@ def create_model(session: Session, access: Access, data: Mapping[str, Any]) -> R
     return model
 
 
+def level_to_update(data: Mapping[str, Any]) -> Level:
+    """What a caller needs on a model to make these changes: its visibility is its admins'."""
+    return Level.ADMIN if "visibility" in data else Level.WRITE
+
+
+def model_etag_data(model: RegisteredModel) -> dict[str, Any]:
+    """What a model's ETag is computed from: the fields its owners edit."""
+    return {
+        "id": model.id,
+        "description": model.description,
+        "task": model.task,
+        "framework": model.framework,
+        "visibility": model.visibility,
+    }
+
+
+def version_etag_data(version: ModelVersion) -> dict[str, Any]:
+    """What a version's ETag is computed from: the fields its owners edit (its status also
+    moves when the run that makes it ends)."""
+    return {"id": version.id, "status": version.status, "tags": version.tags, "card": version.card}
+
+
 def update_model(
     session: Session, access: Access, model_id: int, data: Mapping[str, Any]
 ) -> RegisteredModel:
-    need = Level.ADMIN if "visibility" in data else Level.WRITE
-    model, _ = get_model(session, access, model_id, need)
+    model, _ = get_model(session, access, model_id, level_to_update(data))
     before = model.audit_view()
     for key in ("description", "task", "framework", "visibility"):
         if key in data:

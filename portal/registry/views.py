@@ -17,7 +17,7 @@ from portal.registry.access import Level, level
 from portal.registry.models import Evaluation, ModelVersion, RegisteredModel
 from portal.registry.runs import python
 from portal.slurm import slurm
-from portal.web import AuthedView, Blueprint, current_access, session
+from portal.web import AuthedView, Blueprint, current_access, locked, session
 
 blp = Blueprint("models", __name__, url_prefix="/api/v1", description="Model registry")
 
@@ -90,19 +90,36 @@ class Models(AuthedView):
 
 @blp.route("/models/<id:model_id>")
 class ModelById(AuthedView):
+    @blp.etag
     @blp.response(200, schemas.ModelSchema)
     def get(self, model_id: int) -> dict[str, Any]:
+        """A model; its ETag is that of the fields its owners edit."""
         model, lvl = service.get_model(session(), current_access(), model_id)
+        blp.set_etag(service.model_etag_data(model))
         return model_data(model, lvl)
 
+    @blp.etag
     @blp.arguments(schemas.ModelUpdateSchema)
     @blp.response(200, schemas.ModelSchema)
     def patch(self, args: dict[str, Any], model_id: int) -> dict[str, Any]:
-        return model_data(service.update_model(session(), current_access(), model_id, args))
+        """Description, task, framework; visibility (the model's admins). With ``If-Match``,
+        a model changed since that ETag is 412 and nothing changes."""
+        _check_model(model_id, service.level_to_update(args))
+        model = service.update_model(session(), current_access(), model_id, args)
+        blp.set_etag(service.model_etag_data(model))
+        return model_data(model)
 
+    @blp.etag
     @blp.response(204)
     def delete(self, model_id: int) -> None:
+        """Delete the model and its versions (its admins); ``If-Match`` as for PATCH."""
+        _check_model(model_id, Level.ADMIN)
         service.delete_model(session(), current_access(), model_id)
+
+
+def _check_model(model_id: int, need: Level) -> None:
+    model, _ = service.get_model(session(), current_access(), model_id, need)
+    blp.check_etag(service.model_etag_data(locked(model)))
 
 
 @blp.route("/models/<id:model_id>/versions")
@@ -145,21 +162,38 @@ class ImportVersion(AuthedView):
 
 @blp.route("/models/<id:model_id>/versions/<id:number>")
 class VersionByNumber(AuthedView):
+    @blp.etag
     @blp.response(200, schemas.ModelVersionSchema)
     def get(self, model_id: int, number: int) -> ModelVersion:
-        return _version(model_id, number)
+        """A version; its ETag is that of its status, tags and card."""
+        version = _version(model_id, number)
+        blp.set_etag(service.version_etag_data(version))
+        return version
 
+    @blp.etag
     @blp.arguments(schemas.ModelVersionUpdateSchema)
     @blp.response(200, schemas.ModelVersionSchema)
     def patch(self, args: dict[str, Any], model_id: int, number: int) -> ModelVersion:
-        """Status (ready, staging, production, archived), tags, model card.
+        """Status (ready, staging, production, archived), tags, model card. With
+        ``If-Match``, a version changed since that ETag is 412 and nothing changes.
 
         Tag keys are 1-64 characters (``propertyNames``); another key is 422."""
-        return service.update_version(session(), current_access(), model_id, number, args)
+        _check_version(model_id, number, Level.WRITE)
+        version = service.update_version(session(), current_access(), model_id, number, args)
+        blp.set_etag(service.version_etag_data(version))
+        return version
 
+    @blp.etag
     @blp.response(204)
     def delete(self, model_id: int, number: int) -> None:
+        """Delete the version (the model's admins); ``If-Match`` as for PATCH."""
+        _check_version(model_id, number, Level.ADMIN)
         service.delete_version(session(), current_access(), model_id, number)
+
+
+def _check_version(model_id: int, number: int, need: Level) -> None:
+    version = service.get_version(session(), current_access(), model_id, number, need)
+    blp.check_etag(service.version_etag_data(locked(version)))
 
 
 @blp.route("/models/<id:model_id>/versions/<id:number>/card")

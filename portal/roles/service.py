@@ -68,6 +68,13 @@ def create_role(session: Session, access: Access, data: Mapping[str, Any]) -> Ro
     return role
 
 
+def editable_role(session: Session, access: Access, role_id: int) -> Role:
+    """A role as a platform admin is about to change or delete it: what an update's version
+    is checked against before anything changes."""
+    access.require_platform_admin()
+    return get_role(session, role_id)
+
+
 def update_role(session: Session, access: Access, role_id: int, data: Mapping[str, Any]) -> Role:
     access.require_platform_admin()
     role = get_role(session, role_id)

@@ -8,7 +8,7 @@ from portal.pagination import PageParams, page_of_query
 from portal.roles import service
 from portal.roles.models import Role
 from portal.roles.schemas import RoleSchema, RoleUpdateSchema
-from portal.web import AuthedView, Blueprint, current_access, session
+from portal.web import AuthedView, Blueprint, current_access, locked, session
 
 blp = Blueprint("roles", __name__, url_prefix="/api/v1/roles", description="Project roles")
 
@@ -29,15 +29,27 @@ class Roles(AuthedView):
 
 @blp.route("/<id:role_id>")
 class RoleById(AuthedView):
+    @blp.etag
     @blp.response(200, RoleSchema)
     def get(self, role_id: int) -> Role:
         return service.get_role(session(), role_id)
 
+    @blp.etag
     @blp.arguments(RoleUpdateSchema)
     @blp.response(200, RoleSchema)
     def patch(self, args: dict[str, Any], role_id: int) -> Role:
+        """Rename a custom role or change its permissions (platform admins). With
+        ``If-Match``, a role changed since that ETag is 412 and nothing changes."""
+        _check_unchanged(role_id)
         return service.update_role(session(), current_access(), role_id, args)
 
+    @blp.etag
     @blp.response(204)
     def delete(self, role_id: int) -> None:
+        """Delete a custom role no one holds (platform admins); ``If-Match`` as for PATCH."""
+        _check_unchanged(role_id)
         service.delete_role(session(), current_access(), role_id)
+
+
+def _check_unchanged(role_id: int) -> None:
+    blp.check_etag(locked(service.editable_role(session(), current_access(), role_id)), RoleSchema)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from portal.errors import NotFound
 from portal.pagination import PageParams, page_of_list, page_of_query
 from portal.tenancy import groups as service
 from portal.tenancy.models import Group, GroupGrant, GroupMember
@@ -79,17 +80,41 @@ class Grants(AuthedView):
         rows = service.group_grants(session(), current_access(), group_id)
         return page_of_list(rows, pagination_parameters)
 
+    @blp.etag
     @blp.arguments(GrantSchema)
     @blp.response(200, GrantSchema)
     def put(self, args: dict[str, Any], group_id: int) -> GroupGrant:
-        """Give the group a role on a project of its domain (replaces an earlier one)."""
-        return service.grant(
+        """Give the group a role on a project of its domain (replaces an earlier one). With
+        ``If-Match`` (the ETag of ``GET …/grants/{project_id}``), a grant changed since, or
+        not there, is 412 and nothing changes."""
+        _check_grant(group_id, args["project_id"])
+        row = service.grant(
             session(), current_access(), group_id, args["project_id"], args["role_id"]
         )
+        blp.set_etag(service.grant_etag_data(row))
+        return row
 
 
 @blp.route("/<id:group_id>/grants/<id:project_id>")
 class GrantById(AuthedView):
+    @blp.etag
+    @blp.response(200, GrantSchema)
+    def get(self, group_id: int, project_id: int) -> GroupGrant:
+        """The group's role on one project; the ETag is the grant's."""
+        row = service.find_grant(session(), current_access(), group_id, project_id)
+        if row is None:
+            raise NotFound("grant not found")
+        blp.set_etag(service.grant_etag_data(row))
+        return row
+
+    @blp.etag
     @blp.response(204)
     def delete(self, group_id: int, project_id: int) -> None:
+        """Take the role back; ``If-Match`` as for PUT."""
+        _check_grant(group_id, project_id)
         service.revoke(session(), current_access(), group_id, project_id)
+
+
+def _check_grant(group_id: int, project_id: int) -> None:
+    row = service.find_grant(session(), current_access(), group_id, project_id, lock=True)
+    blp.check_etag(service.grant_etag_data(row))

@@ -157,6 +157,24 @@ def group_grants(session: Session, access: Access, group_id: int) -> list[GroupG
     return list(session.scalars(select(GroupGrant).where(GroupGrant.group_id == group.id)))
 
 
+def find_grant(
+    session: Session, access: Access, group_id: int, project_id: int, *, lock: bool = False
+) -> GroupGrant | None:
+    """The group's grant on a project, if it has one; ``lock`` holds its row until the
+    transaction ends (a version check, then the write)."""
+    group = get_group(session, access, group_id)
+    stmt = select(GroupGrant).where(
+        GroupGrant.group_id == group.id, GroupGrant.project_id == project_id
+    )
+    return session.scalar(stmt.with_for_update() if lock else stmt)
+
+
+def grant_etag_data(row: GroupGrant | None) -> dict[str, int] | None:
+    """What a grant's ETag is computed from: which grant, and the role it gives (None while
+    the group has no grant on the project)."""
+    return {"id": row.id, "role_id": row.role_id} if row is not None else None
+
+
 def grant(
     session: Session, access: Access, group_id: int, project_id: int, role_id: int
 ) -> GroupGrant:

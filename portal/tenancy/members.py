@@ -35,6 +35,21 @@ def _membership(session: Session, project_id: int, user_id: int) -> Membership:
     return m
 
 
+def get_member(
+    session: Session, access: Access, project_id: int, user_id: int, perm: Perm = Perm.MEMBERS_READ
+) -> Membership:
+    """One membership of a project, for a caller with ``perm`` on it (``MEMBERS_MANAGE``
+    before a change: what the change's version is checked against)."""
+    project = get_project(session, access, project_id, perm)
+    return _membership(session, project.id, user_id)
+
+
+def member_etag_data(m: Membership) -> dict[str, int]:
+    """What a membership's ETag is computed from: which membership, and the role it gives
+    (a member removed and added again is another membership)."""
+    return {"id": m.id, "user_id": m.user_id, "role_id": m.role_id}
+
+
 def add_member(
     session: Session, access: Access, project_id: int, username: str, role_id: int
 ) -> Membership:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from flask import Blueprint, redirect, render_template, url_for
+from flask import Blueprint, flash, redirect, render_template, request, url_for
 from flask_login import login_required
 from flask_wtf import FlaskForm
 from sqlalchemy import select
@@ -11,14 +11,14 @@ from wtforms import SelectField, StringField
 from wtforms.validators import DataRequired, Length
 
 from portal.authz import Perm
-from portal.errors import DomainError
+from portal.errors import DomainError, Stale
 from portal.pages import show_error
 from portal.quotas import service as quotas
 from portal.roles.models import Role
 from portal.slurm import slurm
 from portal.tenancy import members
 from portal.tenancy.service import get_project, projects_query
-from portal.web import current_access, session
+from portal.web import check_version, current_access, locked, session, version_of
 
 bp = Blueprint("tenancy_pages", __name__)
 
@@ -61,8 +61,15 @@ def project(project_id: int) -> str | Response | tuple[str, int]:
         if Perm.MEMBERS_READ in perms
         else []
     )
+    versions = {m.id: version_of(members.member_etag_data(m)) for m in rows}
     page = render_template(
-        "tenancy/project.html", project=proj, members=rows, perms=perms, form=form, Perm=Perm
+        "tenancy/project.html",
+        project=proj,
+        members=rows,
+        versions=versions,
+        perms=perms,
+        form=form,
+        Perm=Perm,
     )
     return page, status
 
@@ -70,5 +77,20 @@ def project(project_id: int) -> str | Response | tuple[str, int]:
 @bp.route("/projects/<id:project_id>/members/<id:user_id>/remove", methods=["POST"])
 @login_required
 def remove_member(project_id: int, user_id: int) -> Response:
-    members.remove_member(session(), current_access(), project_id, user_id)
+    """Remove a member, unless their membership changed since the page was shown."""
+    access = current_access()
+    member = members.get_member(session(), access, project_id, user_id, Perm.MEMBERS_MANAGE)
+    try:
+        check_version(
+            request.form.get("version"),
+            members.member_etag_data(locked(member)),
+            message=f"Someone else changed the membership of {member.user.username} since "
+            "this page was shown, so it was not removed. The page now shows the current "
+            "members; remove it again if you still mean to.",
+        )
+    except Stale as exc:
+        session().rollback()
+        flash(exc.message, "error")
+    else:
+        members.remove_member(session(), access, project_id, user_id)
     return redirect(url_for(".project", project_id=project_id))

@@ -20,7 +20,7 @@ from portal.tenancy.schemas import (
     ProjectSchema,
     ProjectUpdateSchema,
 )
-from portal.web import AuthedView, Blueprint, current_access, session
+from portal.web import AuthedView, Blueprint, current_access, locked, session
 
 domains = Blueprint("domains", __name__, url_prefix="/api/v1/domains", description="Domains")
 projects = Blueprint("projects", __name__, url_prefix="/api/v1/projects", description="Projects")
@@ -131,15 +131,37 @@ class Members(AuthedView):
 
 @projects.route("/<id:project_id>/members/<id:user_id>")
 class MemberById(AuthedView):
+    @projects.etag
+    @projects.response(200, MemberSchema)
+    def get(self, project_id: int, user_id: int) -> Membership:
+        """One member and their role; the ETag is the membership's (its role)."""
+        member = members.get_member(session(), current_access(), project_id, user_id)
+        projects.set_etag(members.member_etag_data(member))
+        return member
+
+    @projects.etag
     @projects.arguments(MemberUpdateSchema)
     @projects.response(200, MemberSchema)
     def patch(self, args: dict[str, Any], project_id: int, user_id: int) -> Membership:
+        """Give the member another role. With ``If-Match``, a membership changed since that
+        ETag is 412 and nothing changes."""
+        _check_member(project_id, user_id)
         updated = members.update_member(
             session(), current_access(), project_id, user_id, args["role_id"]
         )
         quotas.enforce_project(session(), current_access(), slurm(), project_id)
+        projects.set_etag(members.member_etag_data(updated))
         return updated
 
+    @projects.etag
     @projects.response(204)
     def delete(self, project_id: int, user_id: int) -> None:
+        """Remove the member; ``If-Match`` as for PATCH."""
+        _check_member(project_id, user_id)
         members.remove_member(session(), current_access(), project_id, user_id)
+
+
+def _check_member(project_id: int, user_id: int) -> None:
+    access = current_access()
+    member = members.get_member(session(), access, project_id, user_id, Perm.MEMBERS_MANAGE)
+    projects.check_etag(members.member_etag_data(locked(member)))

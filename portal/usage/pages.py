@@ -4,27 +4,31 @@ price plan editor and the form that opens billing accounts."""
 from __future__ import annotations
 
 from decimal import Decimal
+from functools import partial
 from typing import Any
 
 from flask import Blueprint, flash, redirect, render_template, request, url_for
 from flask_login import login_required
 from flask_wtf import FlaskForm
 from werkzeug.wrappers import Response
-from wtforms import SelectField, StringField, TextAreaField
+from wtforms import HiddenField, SelectField, StringField, TextAreaField
 from wtforms.validators import DataRequired, Length, Regexp
 
-from portal.errors import DomainError, ValidationFailed
+from portal.errors import Conflict, DomainError, Stale, ValidationFailed
 from portal.pages import show_error
 from portal.slurm import slurm
 from portal.usage import billing, plans, service
 from portal.usage.schemas import DIMS, UsageQuerySchema, args_of
-from portal.web import current_access, session
+from portal.web import check_version, current_access, session, version_of
 
 bp = Blueprint("usage_pages", __name__)
 
 
 class PlanForm(FlaskForm):
     document = TextAreaField("Plan (YAML or JSON)", validators=[DataRequired(), Length(max=65536)])
+    # the plan the editor was opened on ("" for the starter) and that plan's version then
+    opened = HiddenField(validators=[Length(max=200)])
+    version = HiddenField(validators=[Length(max=64)])
 
 
 class AccountForm(FlaskForm):
@@ -160,19 +164,48 @@ def plan_editor() -> Response | tuple[str, int]:
     errors: dict[str, list[str]] = {}
     status = 200
     if request.method == "GET":
-        form.document.data = plans.editor_text(session(), access, request.args.get("name"))
+        opened = request.args.get("name") or ""
+        form.document.data = plans.editor_text(session(), access, opened)
+        form.opened.data = opened
+        form.version.data = version_of(plans.plan_etag_data(session(), opened) if opened else None)
     elif form.validate_on_submit():
         try:
-            name = plans.apply_text(session(), access, form.document.data or "")
+            name = plans.apply_text(
+                session(), access, form.document.data or "", partial(_unchanged_since, form)
+            )
         except ValidationFailed as exc:
             session().rollback()
             errors, status = exc.errors, exc.status
+        except (Conflict, Stale) as exc:
+            session().rollback()
+            flash(exc.message, "error")
+            status = exc.status
         else:
             flash(f"Price plan {name} applied.", "info")
             return redirect(url_for(".overview", _anchor=f"plan-{name}"))
     else:
         status = 400 if "csrf_token" in form.errors else 422
     return render_template("usage/plan.html", form=form, errors=errors), status
+
+
+def _unchanged_since(form: PlanForm, name: str) -> None:
+    """Saving ``name`` from the editor: the plan it was opened on must be as it was then, and
+    a document renamed to another plan may not replace one the editor never showed."""
+    if not form.version.data:  # a post that never came from the editor
+        return
+    current = plans.plan_etag_data(session(), name, lock=True)
+    if name == form.opened.data:
+        check_version(
+            form.version.data,
+            current,
+            message=f"Someone else changed price plan {name} since you opened it, so your "
+            "change was not saved. Open the plan again and make your change there.",
+        )
+    elif current is not None:
+        raise Conflict(
+            f"A price plan named {name} already exists; open it from the list to change it, "
+            "so that no one else's change is overwritten."
+        )
 
 
 @bp.route("/usage/billing/<string:tenant>")

@@ -8,6 +8,7 @@ are :mod:`accounting.plans`'; this adds who may, the portal's tenants (passed to
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import yaml
@@ -62,6 +63,16 @@ def plan(session: Session, access: Access, name: str) -> dict[str, Any]:
     return {**doc, "accounts": plans.accounts_by_plan(session).get(name, [])}
 
 
+def plan_etag_data(session: Session, name: str, *, lock: bool = False) -> dict[str, Any] | None:
+    """What a plan's ETag is computed from: its document, or None while no plan has that
+    name. ``lock`` holds the plan's row until the transaction ends, so that a version check
+    and the write after it see the same plan."""
+    row = select(PricePlan.id).where(PricePlan.name == name)
+    if session.scalar(row.with_for_update() if lock else row) is None:
+        return None
+    return plans.plan_document(session, name)
+
+
 def put_plan(session: Session, access: Access, name: str, spec: PlanSpec) -> dict[str, Any]:
     """Create or replace the plan ``name`` with the validated document ``spec``."""
     access.require_platform_admin()
@@ -89,13 +100,18 @@ def put_plan(session: Session, access: Access, name: str, spec: PlanSpec) -> dic
     return plan(session, access, name)
 
 
-def apply_text(session: Session, access: Access, text: str) -> str:
-    """The page's editor: a YAML or JSON document, applied under the name it gives."""
+def apply_text(
+    session: Session, access: Access, text: str, check: Callable[[str], None] | None = None
+) -> str:
+    """The page's editor: a YAML or JSON document, applied under the name it gives, once
+    ``check`` (given that name) raised nothing."""
     access.require_platform_admin()
     try:
         spec = plans.parse_plan(text)
     except plans.PlanError as exc:
         raise _refusal(exc) from exc
+    if check is not None:
+        check(spec.name)
     put_plan(session, access, spec.name, spec)
     return spec.name
 

@@ -97,20 +97,29 @@ class PricePlans(AuthedView):
 
 @blp.route("/billing/plans/<string:name>")
 class PricePlan(AuthedView):
+    @blp.etag
     @blp.response(200, PricePlanSchema)
     def get(self, name: str) -> dict[str, Any]:
-        """A price plan as its document (platform admins)."""
-        return plans.plan(session(), current_access(), name)
+        """A price plan as its document (platform admins); its ETag is the document's."""
+        found = plans.plan(session(), current_access(), name)
+        blp.set_etag(plans.plan_etag_data(session(), name))
+        return found
 
+    @blp.etag
     @blp.arguments(PlanSchema)
     @blp.response(200, PricePlanSchema)
     def put(self, spec: Any, name: str) -> dict[str, Any]:
         """Create or replace a price plan: its prices replaced, its packages matched by name
         (one in use cannot be removed). Money as decimal strings. Platform admins; audited.
+        With ``If-Match``, a plan changed since that ETag (or not there) is 412.
 
         422 for what the schema cannot state: one rate per resource and model, cpu and mem
         rates without a model, package names unique."""
-        return plans.put_plan(session(), current_access(), name, spec)
+        current_access().require_platform_admin()
+        blp.check_etag(plans.plan_etag_data(session(), name, lock=True))
+        saved = plans.put_plan(session(), current_access(), name, spec)
+        blp.set_etag(plans.plan_etag_data(session(), name))
+        return saved
 
 
 @blp.route("/billing/accounts")

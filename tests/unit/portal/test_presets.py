@@ -149,7 +149,8 @@ def test_a_served_preset_answers_health_and_predict(served: tuple[str, str]) -> 
     assert ok.json()["label"] == str(digits.target[0])
     bad = httpx.post(f"{url}/predict", json={"pixels": [99]}, headers={"X-Replica-Key": key})
     assert bad.status_code == 422
-    assert "64 numbers" in bad.json()["error"]
+    assert bad.json()["error"] == "validation_failed"
+    assert "64 numbers" in bad.json()["message"]
 
 
 def test_preset_api(reg: Env) -> None:  # noqa: F811

@@ -126,6 +126,12 @@ CASES = [
         role_id="{member}",
     ),
     C(
+        "GET",
+        "/projects/{nlp}/members/{alice_id}",
+        {"admin", "erin", "alice"},
+        forbidden={"sam", "gina"},
+    ),
+    C(
         "PATCH",
         "/projects/{nlp}/members/{alice_id}",
         {"admin", "erin"},
@@ -164,6 +170,7 @@ CASES = [
         project_id="{vision}",
         role_id="{viewer}",
     ),
+    C("GET", "/groups/{group}/grants/{nlp}", {"admin", "erin"}),
     C("DELETE", "/groups/{group}/grants/{nlp}", {"admin", "erin"}, 204),
     # users
     C("GET", "/users/{bob_id}", {"admin", "erin"}),
