@@ -140,7 +140,7 @@ def _mount() -> None:
     from gres.cli import cli as gres_cli
     from jobspec.cli import COMMANDS as job_commands
     from portal.cli import portal
-    from portal.inference.cli import cli as inference_cli
+    from portal.control.cli import command as reconcile_cli
     from sim.cli import cli as sim_cli
     from slurm_plugins.admission.cli import cli as policy_cli
     from slurm_plugins.federation.cli import clusters as clusters_cli
@@ -160,7 +160,7 @@ def _mount() -> None:
     main.add_command(health_cli, name="health")
     main.add_command(node_cli, name="node")
     main.add_command(accounting)
-    main.add_command(inference_cli, name="inference")
+    main.add_command(reconcile_cli, name="reconcile")
 
 
 _mount()

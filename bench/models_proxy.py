@@ -1,6 +1,7 @@
 """What the portal adds to a call of an inference service: p50/p95 of ``POST /predict``
-through the portal (token check, allow-list, reconcile with Slurm, proxy by httpx, call
-counter) against the same call sent straight to the replica, measured in the same run.
+through the portal (token check, allow-list, the replica the reconciler found ready, proxy
+by httpx, call counter) against the same call sent straight to the replica, measured in the
+same run.
 
 The replica is the real preset server (``python -m portal.presets.runtime serve``) for the
 digits classifier, in a process of its own; Slurm is a stand-in that reports the replica's
@@ -30,6 +31,7 @@ from sklearn.datasets import load_digits
 
 from portal import create_app
 from portal.authz import load_access
+from portal.control.daemon import Daemon
 from portal.extensions import db
 from portal.identity.models import User
 from portal.identity.service import hash_password
@@ -46,15 +48,17 @@ class RunningJobs:
 
     def __init__(self) -> None:
         self.next = 100
+        self.names: dict[int, str] = {}
 
     def submit_as(self, user: str, script: str, props: Mapping[str, Any]) -> int:
         self.next += 1
+        self.names[self.next] = str(props["name"])
         return self.next
 
     def job(self, job_id: int) -> Job:
         return Job(
             job_id=job_id,
-            name="svc",
+            name=self.names.get(job_id, "svc"),
             user="bench",
             account="bench",
             partition="cpu",
@@ -121,11 +125,13 @@ def _deploy(tmp: Path) -> tuple[Any, int, str, Path, str, int]:
         )
         archive.seek(0)
         v2 = registry.upload_version(
-            s, access, v1.model_id, stream=archive, filename="m.tar.gz", data={}
+            s, access, v1.model_id, stream=archive, filename="m.tar.gz", data={}, port=port
         )
-        svc, token = inference.create(s, access, port, {"version_id": v2.id})
+        svc, token = inference.create(s, access, {"version_id": v2.id})
         service_id, workdir, key = svc.id, Path(svc.workdir), inference.replica_key(svc.id)
-        job_id = svc.replica_rows[0].job_id
+    Daemon(app).run_pass()  # the reconciler submits the replica
+    with app.app_context():
+        job_id = db.session.get(inference.InferenceService, service_id).replica_rows[0].job_id
     return app, service_id, token, workdir, key, int(job_id or 0)
 
 
@@ -161,13 +167,12 @@ def main() -> None:
             if time.monotonic() > deadline or server.poll() is not None:
                 raise SystemExit("the replica did not start")
             time.sleep(0.05)
+        Daemon(app).run_pass()  # the reconciler reads the replica's address
         portal = app.test_client()
         body = {"pixels": load_digits().data[0].tolist()}
         url = f"/api/v1/inference/{service_id}/predict"
         headers = {"X-Service-Token": token}
-        assert (
-            portal.post(url, json=body, headers=headers).status_code == 200
-        )  # warm, reads the URL
+        assert portal.post(url, json=body, headers=headers).status_code == 200  # warm
         with app.app_context():
             replica_url = db.session.get(inference.InferenceService, service_id).replica_rows[0].url
         direct_client = httpx.Client()

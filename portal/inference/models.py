@@ -18,6 +18,9 @@ class ServiceState(StrEnum):
     RUNNING = "running"  # replicas are wanted (some may still be starting)
     STOPPED = "stopped"
     EXPIRED = "expired"
+    # deleted by its users (gone from the API); the reconciler cancels its replicas, removes
+    # its directory, then its row
+    DELETING = "deleting"
 
 
 class Device(StrEnum):

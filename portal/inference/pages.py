@@ -11,7 +11,6 @@ from werkzeug.wrappers import Response
 from portal.errors import DomainError, ValidationFailed
 from portal.inference import service
 from portal.inference.models import ServiceState
-from portal.slurm import slurm
 from portal.web import current_access, session
 
 bp = Blueprint("inference_pages", __name__)
@@ -28,7 +27,6 @@ def index() -> str:
 @login_required
 def detail(service_id: int) -> str:
     svc = service.get_service(session(), current_access(), service_id)
-    service.reconcile(session(), slurm(), svc)
     return render_template("inference/detail.html", svc=svc, url=service.service_url(svc))
 
 
@@ -51,18 +49,18 @@ def act(service_id: int, action: str) -> Response:
     access = current_access()
     try:
         if action == "start":
-            service.set_state(session(), access, slurm(), service_id, ServiceState.RUNNING)
+            service.set_state(session(), access, service_id, ServiceState.RUNNING)
         elif action == "stop":
-            service.set_state(session(), access, slurm(), service_id, ServiceState.STOPPED)
+            service.set_state(session(), access, service_id, ServiceState.STOPPED)
         elif action == "scale":
             replicas = request.form.get("replicas", type=int)
             if replicas is None or not 0 <= replicas <= service.MAX_REPLICAS:
                 raise ValidationFailed({"replicas": ["0-8"]})
-            service.edit(session(), access, slurm(), service_id, {"replicas": replicas})
+            service.edit(session(), access, service_id, {"replicas": replicas})
         elif action == "edit":
-            service.edit(session(), access, slurm(), service_id, _edit_form())
+            service.edit(session(), access, service_id, _edit_form())
         elif action == "delete":
-            service.delete(session(), access, slurm(), service_id)
+            service.delete(session(), access, service_id)
             flash("Service deleted.", "info")
             return redirect(url_for(".index"))
         else:

@@ -11,7 +11,6 @@ from flask.views import MethodView
 from portal.inference import schemas, service
 from portal.inference.models import InferenceService, ServiceState
 from portal.pagination import PageParams, page_of_query
-from portal.slurm import slurm
 from portal.web import AuthedView, Blueprint, current_access, session
 
 blp = Blueprint(
@@ -70,13 +69,14 @@ class Services(AuthedView):
     def get(self, args: dict[str, Any], pagination_parameters: PageParams) -> list[dict[str, Any]]:
         stmt = service.services_query(current_access(), args)
         found = page_of_query(session(), stmt, pagination_parameters)
-        return [service_data(service.reconcile(session(), slurm(), s)) for s in found]
+        return [service_data(s) for s in found]
 
     @blp.arguments(schemas.ServiceCreateSchema)
     @blp.response(201, schemas.ServiceSchema)
     def post(self, args: dict[str, Any]) -> dict[str, Any]:
-        """Deploy a model version in one click: replicas start as Slurm jobs of the caller."""
-        svc, token = service.create(session(), current_access(), slurm(), args)
+        """Deploy a model version in one click: replicas start as Slurm jobs of the caller,
+        submitted within seconds by the portal's reconciler."""
+        svc, token = service.create(session(), current_access(), args)
         return service_data(svc, token)
 
 
@@ -84,27 +84,24 @@ class Services(AuthedView):
 class ServiceById(AuthedView):
     @blp.response(200, schemas.ServiceSchema)
     def get(self, service_id: int) -> dict[str, Any]:
-        svc = service.get_service(session(), current_access(), service_id)
-        return service_data(service.reconcile(session(), slurm(), svc))
+        return service_data(service.get_service(session(), current_access(), service_id))
 
     @blp.arguments(schemas.ServiceUpdateSchema)
     @blp.response(200, schemas.ServiceSchema)
     def patch(self, args: dict[str, Any], service_id: int) -> dict[str, Any]:
         """Scale (replicas), allow-list, expiry or device."""
-        return service_data(service.edit(session(), current_access(), slurm(), service_id, args))
+        return service_data(service.edit(session(), current_access(), service_id, args))
 
     @blp.response(204)
     def delete(self, service_id: int) -> None:
-        service.delete(session(), current_access(), slurm(), service_id)
+        service.delete(session(), current_access(), service_id)
 
 
 @blp.route("/<id:service_id>/start")
 class Start(AuthedView):
     @blp.response(200, schemas.ServiceSchema)
     def post(self, service_id: int) -> dict[str, Any]:
-        svc = service.set_state(
-            session(), current_access(), slurm(), service_id, ServiceState.RUNNING
-        )
+        svc = service.set_state(session(), current_access(), service_id, ServiceState.RUNNING)
         return service_data(svc)
 
 
@@ -112,9 +109,7 @@ class Start(AuthedView):
 class Stop(AuthedView):
     @blp.response(200, schemas.ServiceSchema)
     def post(self, service_id: int) -> dict[str, Any]:
-        svc = service.set_state(
-            session(), current_access(), slurm(), service_id, ServiceState.STOPPED
-        )
+        svc = service.set_state(session(), current_access(), service_id, ServiceState.STOPPED)
         return service_data(svc)
 
 
@@ -131,7 +126,6 @@ def _proxied(service_id: int, path: str) -> Any:
     body = request.get_json(silent=True) if path == "predict" else None
     status, payload = service.call(
         session(),
-        slurm(),
         service_id,
         token=token,
         remote=request.remote_addr,

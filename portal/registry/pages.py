@@ -44,9 +44,7 @@ def detail(model_id: int) -> str:
     access = current_access()
     model, level = service.get_model(session(), access, model_id)
     versions = service.versions(session(), model)
-    for v in versions:
-        runs.refresh_version(session(), slurm(), v)
-    evaluations = runs.evaluations(session(), access, slurm(), model_id, None)
+    evaluations = runs.evaluations(session(), access, model_id, None)
     latest = versions[-1] if versions else None
     card = Markup(render(latest.card)) if latest else Markup("")  # noqa: S704 -- nh3-cleaned
     return render_template(
@@ -103,7 +101,7 @@ def deploy(model_id: int, number: int) -> Response:
         version = service.get_version(session(), access, model_id, number)
         device = request.form.get("device", "cpu")
         svc, token = inference.create(
-            session(), access, slurm(), {"version_id": version.id, "device": device}
+            session(), access, {"version_id": version.id, "device": device}
         )
     except DomainError as exc:
         session().rollback()

@@ -4,13 +4,13 @@ bookkeeping that turns their output into versions and evaluations.
 Each job gets a fresh directory with a random name under its user's own in ``MODEL_WORK``
 (``portal.userdirs``: the user's and the portal's group's, nobody else's): the job reads its
 model there (a copy; encrypted artifacts are decrypted only into such a directory, for a
-caller already checked) and writes its output there. Job state is read on every look at a
-version or an evaluation, so results appear without a background daemon.
+caller already checked) and writes its output there. The runs refresher
+(:mod:`portal.registry.refresh`, in the portal's control daemon) records what a finished job
+left: a version's files, an evaluation's metrics.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import shutil
 import sys
@@ -26,13 +26,11 @@ from portal import userdirs
 from portal.authz import Access
 from portal.errors import Conflict, ValidationFailed
 from portal.jobs import service as jobs
-from portal.models import utcnow
 from portal.presets.catalog import Preset
 from portal.presets.catalog import get as get_preset
 from portal.registry import storage
 from portal.registry.access import Level
 from portal.registry.models import (
-    EvalState,
     Evaluation,
     ModelVersion,
     RegisteredModel,
@@ -41,9 +39,7 @@ from portal.registry.models import (
 )
 from portal.registry.service import audit_model, get_version, new_version
 from portal.slurm import SlurmPort
-from portal.userfiles import read_file, read_tail
-from slurm_plugins.client.errors import SlurmError
-from slurm_plugins.client.models import Job, JobState
+from portal.userfiles import read_tail
 
 
 def work_root() -> Path:
@@ -107,20 +103,6 @@ def submit(
 ) -> int:
     """Submitted as the caller through the jobs service (quota, QOS, audit)."""
     return jobs.submit_spec(session, access, port, project_id, spec)
-
-
-def job_of(port: SlurmPort, job_id: int | None) -> Job | None:
-    if job_id is None:
-        return None
-    try:
-        return port.job(job_id)
-    except SlurmError:
-        return None  # Slurm unreachable: look again next time
-
-
-def job_state(port: SlurmPort, job_id: int | None) -> JobState | None:
-    job = job_of(port, job_id)
-    return job.state if job is not None else None
 
 
 REPORT_MAX_BYTES = 16 * 1024**2  # a metrics.json
@@ -199,37 +181,6 @@ def fine_tune(
     )
 
 
-def refresh_version(session: Session, port: SlurmPort, version: ModelVersion) -> None:
-    """A training version whose job has ended becomes ready (its files checked in) or failed."""
-    if version.status != VersionStatus.TRAINING:
-        return
-    state = job_state(port, version.job_id)
-    if state is None or not state.is_finished:
-        return
-    workdir = Path(version.workdir)
-    if state is JobState.COMPLETED and (workdir / "result.json").is_file():
-        try:
-            staged = storage.stage_job_output(workdir / "model")
-        except (Conflict, ValidationFailed) as exc:
-            version.status = VersionStatus.FAILED.value
-            version.tags = {**version.tags, "error": str(exc)[:200]}
-        else:
-            final = storage.version_dir(version.model_id, version.number)
-            storage.place(staged, final)
-            version.files, version.size_bytes = staged.files, staged.size
-            version.parameters, version.sha256 = staged.parameters, staged.sha256
-            version.storage = f"{version.model_id}/{version.number}"
-            version.status = VersionStatus.READY.value
-            from portal.registry.service import protect
-
-            protect(session, version.model)
-    else:
-        version.status = VersionStatus.FAILED.value
-        version.tags = {**version.tags, "error": f"job {version.job_id} {state.value}"}
-    session.commit()
-    userdirs.remove_run(workdir)
-
-
 # ---------------------------------------------------------------------- evaluation
 def evaluate(
     session: Session,
@@ -285,48 +236,8 @@ def evaluate(
     return row
 
 
-def refresh_evaluation(session: Session, port: SlurmPort, row: Evaluation) -> None:
-    """A finished evaluation job's results, read as the job's user left them: its files are
-    opened without following links, owner-checked and size-capped (:mod:`portal.userfiles`),
-    so a job cannot make the portal read or copy a file of someone else's."""
-    if row.state != EvalState.QUEUED:
-        return
-    job = job_of(port, row.job_id)
-    if job is None or not job.state.is_finished:
-        return
-    state, owner = job.state, job.user
-    workdir = Path(row.workdir)
-    raw = read_file(workdir / "metrics.json", owner, REPORT_MAX_BYTES)
-    report: dict[str, Any] | None = None
-    if state is JobState.COMPLETED and raw is not None:
-        with contextlib.suppress(ValueError):
-            report = json.loads(raw)
-    if isinstance(report, dict) and {"metrics", "per_class", "labels", "confusion"} <= set(report):
-        row.metrics = report["metrics"]
-        row.per_class = report["per_class"]
-        row.labels = report["labels"]
-        row.confusion = report["confusion"]
-        png = read_file(workdir / "confusion.png", owner, IMAGE_MAX_BYTES)
-        if png is not None:
-            target = storage.root() / "evaluations" / f"{row.id}.png"
-            target.parent.mkdir(exist_ok=True)
-            target.write_bytes(png)
-        row.state = EvalState.SUCCEEDED.value
-        version = session.get(ModelVersion, row.version_id)
-        if version is not None:
-            version.metrics = {**row.metrics, "evaluation_id": row.id}
-    else:
-        row.state = EvalState.FAILED.value
-        exit_code = f", exit code {job.exit_code}" if job.exit_code is not None else ""
-        why = log_tail(workdir, owner) or "no output"
-        row.message = f"job {row.job_id} {state.value}{exit_code}: {why}"[:1000]
-    row.finished_at = utcnow()
-    session.commit()
-    userdirs.remove_run(workdir)
-
-
 def evaluations(
-    session: Session, access: Access, port: SlurmPort, model_id: int, number: int | None
+    session: Session, access: Access, model_id: int, number: int | None
 ) -> list[tuple[int, Evaluation]]:
     """Evaluations of one version, or of every version (to compare them), newest last."""
     if number is not None:
@@ -345,10 +256,7 @@ def evaluations(
             .join(ModelVersion, ModelVersion.id == Evaluation.version_id)
             .where(ModelVersion.model_id == model.id)
         )
-    rows = [(int(n), e) for n, e in session.execute(stmt.order_by(Evaluation.id))]
-    for _, row in rows:
-        refresh_evaluation(session, port, row)
-    return rows
+    return [(int(n), e) for n, e in session.execute(stmt.order_by(Evaluation.id))]
 
 
 def confusion_png(session: Session, access: Access, evaluation_id: int) -> Path:

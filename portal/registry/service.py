@@ -172,7 +172,7 @@ def _remove(paths: list[Path]) -> None:
 
 
 def _refuse_if_served(session: Session, version_ids: list[int]) -> None:
-    from portal.inference.models import InferenceService, ServiceState
+    from portal.inference.models import InferenceService, Replica, ServiceState
 
     served = session.scalar(
         select(InferenceService.name).where(
@@ -182,6 +182,18 @@ def _refuse_if_served(session: Session, version_ids: list[int]) -> None:
     )
     if served:
         raise Conflict(f"inference service {served} serves it: stop the service first")
+    # a stopped or deleted service whose replicas the reconciler has not cancelled yet: its
+    # row must outlive them, or they would run on with nobody to stop them
+    stopping = session.scalar(
+        select(InferenceService.name)
+        .join(Replica, Replica.service_id == InferenceService.id)
+        .where(InferenceService.version_id.in_(version_ids))
+    )
+    if stopping:
+        raise Conflict(
+            f"The replicas of inference service {stopping} are still stopping. "
+            "Try again in a moment."
+        )
 
 
 # ---------------------------------------------------------------------- versions

@@ -65,9 +65,7 @@ def evaluation_data(number: int, row: Evaluation) -> dict[str, Any]:
 
 
 def _version(model_id: int, number: int) -> ModelVersion:
-    version = service.get_version(session(), current_access(), model_id, number)
-    runs.refresh_version(session(), slurm(), version)
-    return version
+    return service.get_version(session(), current_access(), model_id, number)
 
 
 @blp.route("/models")
@@ -127,10 +125,7 @@ class Versions(AuthedView):
     @blp.response(200, schemas.ModelVersionSchema(many=True))
     def get(self, model_id: int) -> list[ModelVersion]:
         model, _ = service.get_model(session(), current_access(), model_id)
-        found = service.versions(session(), model)
-        for v in found:
-            runs.refresh_version(session(), slurm(), v)
-        return found
+        return service.versions(session(), model)
 
     @blp.arguments(schemas.ModelUploadFormSchema, location="form")
     @blp.arguments(schemas.ModelUploadFileSchema, location="files")
@@ -235,7 +230,7 @@ class FineTune(AuthedView):
 class VersionEvaluations(AuthedView):
     @blp.response(200, schemas.ModelEvaluationSchema(many=True))
     def get(self, model_id: int, number: int) -> list[dict[str, Any]]:
-        rows = runs.evaluations(session(), current_access(), slurm(), model_id, number)
+        rows = runs.evaluations(session(), current_access(), model_id, number)
         return [evaluation_data(n, e) for n, e in rows]
 
     @blp.arguments(schemas.ModelEvaluateSchema)
@@ -253,7 +248,7 @@ class ModelEvaluations(AuthedView):
     @blp.response(200, schemas.ModelEvaluationSchema(many=True))
     def get(self, model_id: int) -> list[dict[str, Any]]:
         """Every version's evaluations, to compare versions."""
-        rows = runs.evaluations(session(), current_access(), slurm(), model_id, None)
+        rows = runs.evaluations(session(), current_access(), model_id, None)
         return [evaluation_data(n, e) for n, e in rows]
 
 

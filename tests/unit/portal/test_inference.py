@@ -1,6 +1,9 @@
 """Inference services: one-click deploy, the lifecycle (edit/scale, stop, start, delete),
 restart of failed replicas, expiry, the IP allow-list, the per-service token, and calls
-proxied to a real replica process (the program a replica job runs) and counted."""
+proxied to a real replica process (the program a replica job runs) and counted.
+
+Requests only record what a service should be; each step here runs one pass of the portal's
+control daemon (``reconcile``), as ``aipool reconcile`` does every few seconds."""
 
 from __future__ import annotations
 
@@ -21,8 +24,10 @@ import pytest
 from sklearn.datasets import load_digits
 
 from portal.extensions import db
+from portal.inference.service import STARTING
 from slurm_plugins.client.models import JobState
 from tests.unit.portal.conftest import Env
+from tests.unit.portal.reconciling import reconcile
 from tests.unit.portal.test_registry import T0, clock, reg  # noqa: F401 -- fixture
 from tests.unit.portal.test_registry_runs import import_digits, set_job, submitted, train
 from tests.unit.portal.test_userdirs import run_dirs
@@ -37,8 +42,14 @@ def deployed(reg: Env) -> Iterator[tuple[Env, dict[str, Any], list[subprocess.Po
     v2 = train(reg, model_id)
     r = reg.api("alice").post("/api/v1/inference", json={"version_id": v2["id"]})
     assert r.status_code == 201, r.json
+    assert r.json["replica_jobs"] == []  # the request submits nothing: the reconciler does
+    assert reconcile(reg) == [f"service {r.json['id']}: submit replica 0: a new replica"]
+    svc = {
+        **reg.api("alice").get(f"/api/v1/inference/{r.json['id']}").json,
+        "token": r.json["token"],
+    }
     procs: list[subprocess.Popen[bytes]] = []
-    yield reg, r.json, procs
+    yield reg, svc, procs
     for proc in procs:
         proc.terminate()
         proc.wait(timeout=10)
@@ -82,7 +93,7 @@ def test_deploy_call_scale_restart_stop_start_delete(
     assert svc["url"] == f"/api/v1/inference/{svc['id']}/predict"
     [replica] = svc["replica_jobs"]
     user, _, props = submitted(env, replica["job_id"])
-    assert (user, props["account"], props["name"]) == ("alice", "nlp", f"svc-{svc['id']}-r0")
+    assert (user, props["account"], props["name"]) == ("alice", "nlp", f"svc-{svc['id']}-r0-cpu")
     assert props["partition"] == "cpu"
 
     anon = env.app.test_client()
@@ -90,21 +101,26 @@ def test_deploy_call_scale_restart_stop_start_delete(
     call = lambda i, tok=token: anon.post(  # noqa: E731
         svc["url"], json={"pixels": digits.data[i].tolist()}, headers={"X-Service-Token": tok}
     )
-    r = call(0)
-    assert r.status_code == 503
-    assert "no replica is ready" in r.json["message"]
-    start_replica(env, replica["job_id"], procs)
-    seen = alice.get(f"/api/v1/inference/{svc['id']}").json
-    assert seen["ready_replicas"] == 1
     asked: list[int] = []
     real_job = env.slurm.job
     env.slurm.job = lambda job_id: asked.append(job_id) or real_job(job_id)  # type: ignore[method-assign]
+    r = call(0)
+    assert r.status_code == 503
+    assert (r.json["error"], r.json["message"]) == ("unavailable", STARTING)
+    start_replica(env, replica["job_id"], procs)
+    assert alice.get(f"/api/v1/inference/{svc['id']}").json["ready_replicas"] == 0
+    assert call(0).status_code == 503  # ready once the reconciler has read its address
+    assert asked == []  # neither a look nor a call asks Slurm
+    reconcile(env)
+    seen = alice.get(f"/api/v1/inference/{svc['id']}").json
+    assert seen["ready_replicas"] == 1
+    asked.clear()
     for i in range(3):
         r = call(i)
         assert r.status_code == 200, r.json
         assert r.json["label"] == str(digits.target[i])
     env.slurm.job = real_job  # type: ignore[method-assign]
-    assert asked == []  # a settled service answers calls without asking Slurm
+    assert asked == []
     health = anon.get(f"/api/v1/inference/{svc['id']}/health", headers={"X-Service-Token": token})
     assert health.json["status"] == "ok"
     assert call(0, "svc_wrong").status_code == 404
@@ -113,7 +129,8 @@ def test_deploy_call_scale_restart_stop_start_delete(
     assert bad.status_code == 200
     r = anon.post(svc["url"], json={"pixels": [1]}, headers={"X-Service-Token": token})
     assert r.status_code == 422
-    assert alice.get(f"/api/v1/inference/{svc['id']}").json["calls"] == 6  # not the refused ones
+    # not the refused ones
+    assert alice.get(f"/api/v1/inference/{svc['id']}").json["calls"] == 6
 
     # the allow-list
     r = alice.patch(f"/api/v1/inference/{svc['id']}", json={"allow_ips": ["10.0.0.0/8"]})
@@ -125,24 +142,33 @@ def test_deploy_call_scale_restart_stop_start_delete(
     assert bad_ip.status_code == 422
 
     # scale up and back down: each replica is a job
-    r = alice.patch(f"/api/v1/inference/{svc['id']}", json={"replicas": 2})
-    jobs = [x["job_id"] for x in r.json["replica_jobs"]]
+    url = f"/api/v1/inference/{svc['id']}"
+    r = alice.patch(url, json={"replicas": 2})
+    assert (r.json["replicas"], len(r.json["replica_jobs"])) == (2, 1)  # recorded, not done
+    reconcile(env)
+    jobs = [x["job_id"] for x in alice.get(url).json["replica_jobs"]]
     assert len(jobs) == 2
     assert jobs[0] == replica["job_id"]
-    r = alice.patch(f"/api/v1/inference/{svc['id']}", json={"replicas": 1})
-    assert [x["job_id"] for x in r.json["replica_jobs"]] == jobs[:1]
+    alice.patch(url, json={"replicas": 1})
+    assert reconcile(env) == [
+        f"service {svc['id']}: retire replica 1 (job {jobs[1]}): the service wants 1 replica(s)"
+    ]
+    assert [x["job_id"] for x in alice.get(url).json["replica_jobs"]] == jobs[:1]
     assert ("alice", jobs[1]) in env.slurm.cancelled
 
     # a replica whose job failed says why and backs off, then is restarted
     set_job(env, jobs[0], JobState.FAILED)
+    reconcile(env)
     r = alice.get(f"/api/v1/inference/{svc['id']}").json
     assert r["health"] == "failing"
     [failed] = r["replica_jobs"]
     assert (failed["job_id"], failed["failures"], failed["restarts"]) == (None, 1, 1)
     assert failed["last_error"].startswith(f"job {jobs[0]} FAILED")
     assert r["last_error"] == failed["last_error"]
+    reconcile(env)  # still backing off
     assert alice.get(f"/api/v1/inference/{svc['id']}").json["replica_jobs"][0]["job_id"] is None
     clock(env).at += timedelta(seconds=11)  # past the first backoff (10 s)
+    reconcile(env)
     r = alice.get(f"/api/v1/inference/{svc['id']}").json
     [again] = r["replica_jobs"]
     assert again["job_id"] not in (None, jobs[0])
@@ -150,20 +176,30 @@ def test_deploy_call_scale_restart_stop_start_delete(
 
     # stop, start, a new token, delete
     r = alice.post(f"/api/v1/inference/{svc['id']}/stop")
-    assert (r.json["state"], r.json["replica_jobs"]) == ("stopped", [])
-    assert ("alice", again["job_id"]) in env.slurm.cancelled
+    assert r.json["state"] == "stopped"
     assert call(0).status_code == 503
+    reconcile(env)
+    assert alice.get(url).json["replica_jobs"] == []
+    assert ("alice", again["job_id"]) in env.slurm.cancelled
     r = alice.post(f"/api/v1/inference/{svc['id']}/start")
     assert r.json["state"] == "running"
-    assert len(r.json["replica_jobs"]) == 1
+    reconcile(env)
+    assert len(alice.get(url).json["replica_jobs"]) == 1
     new = alice.post(f"/api/v1/inference/{svc['id']}/token").json["token"]
     assert call(0, token).status_code == 404
     assert call(0, new).status_code == 503  # the restarted replica is still starting
     workdir = Path(env.app.config["MODEL_WORK"])
     assert run_dirs(workdir)
+    [last] = alice.get(url).json["replica_jobs"]
     assert alice.delete(f"/api/v1/inference/{svc['id']}").status_code == 204
     assert alice.get(f"/api/v1/inference/{svc['id']}").status_code == 404
+    assert alice.get("/api/v1/inference").json == []
+    assert call(0, new).status_code == 404
+    assert run_dirs(workdir)  # until the reconciler has cancelled its replica
+    reconcile(env)
+    assert ("alice", last["job_id"]) in env.slurm.cancelled
     assert run_dirs(workdir) == []  # alice's own directory stays, empty
+    assert reconcile(env) == []  # the row is gone too
 
 
 def test_expiry_stops_the_service(
@@ -178,12 +214,13 @@ def test_expiry_stops_the_service(
     assert r.status_code == 200
     job = r.json["replica_jobs"][0]["job_id"]
     clock(env).at = ends
+    anon = env.app.test_client()
+    gone = anon.post(svc["url"], json={}, headers={"X-Service-Token": svc["token"]})
+    assert gone.status_code == 410  # at once, before the reconciler has stopped it
+    reconcile(env)
     r = alice.get(f"/api/v1/inference/{svc['id']}").json
     assert (r["state"], r["replica_jobs"]) == ("expired", [])
     assert ("alice", job) in env.slurm.cancelled
-    anon = env.app.test_client()
-    gone = anon.post(svc["url"], json={}, headers={"X-Service-Token": svc["token"]})
-    assert gone.status_code == 410
     assert alice.post(f"/api/v1/inference/{svc['id']}/start").status_code == 409
 
 
@@ -226,6 +263,8 @@ def test_deploy_needs_a_visible_ready_version(reg: Env) -> None:  # noqa: F811
         "/api/v1/inference", json={"version_id": v1, "project_id": reg.world.projects["cs101"]}
     )
     assert r.status_code == 201, r.json
+    reconcile(reg)
+    r = reg.api("dave").get(f"/api/v1/inference/{r.json['id']}")
     user, _, props = submitted(reg, r.json["replica_jobs"][0]["job_id"])
     assert (user, props["account"]) == ("dave", "cs101")
     # ... but not in alice's project
@@ -236,7 +275,9 @@ def test_deploy_needs_a_visible_ready_version(reg: Env) -> None:  # noqa: F811
     assert r.status_code == 404
     r = alice.post("/api/v1/inference", json={"version_id": v1, "device": "fraction", "shards": 8})
     assert r.status_code == 201
-    _, _, props = submitted(reg, r.json["replica_jobs"][0]["job_id"])
+    reconcile(reg)
+    [replica] = alice.get(f"/api/v1/inference/{r.json['id']}").json["replica_jobs"]
+    _, _, props = submitted(reg, replica["job_id"])
     assert (props["gres"], props["partition"]) == ("shard:8", "gpu")
     dup = alice.post("/api/v1/inference", json={"version_id": v1, "name": r.json["name"]})
     assert dup.status_code == 409
@@ -329,10 +370,13 @@ def test_the_replica_address_comes_from_slurm_not_from_the_job(
         {"host": "10.9.9.9", "port": 80, "job_id": job_id},  # a privileged port
         {"host": "10.9.9.9", "port": 8000, "job_id": job_id - 1},  # an earlier run
         {"port": "x", "job_id": job_id},
+        ["not", "an", "object"],
     ):
         conn.write_text(json.dumps(bad))
+        reconcile(env)
         assert env.api("alice").get(url).json["ready_replicas"] == 0
     conn.write_text(json.dumps({"host": "metadata.internal", "port": 8000, "job_id": job_id}))
+    reconcile(env)
     assert env.api("alice").get(url).json["ready_replicas"] == 1
     with env.app.app_context():
         replica = db.session.get(InferenceService, svc["id"]).replica_rows[0]
@@ -340,7 +384,7 @@ def test_the_replica_address_comes_from_slurm_not_from_the_job(
 
 
 def test_a_crash_looping_replica_waits_longer_each_time_up_to_a_cap() -> None:
-    from portal.inference.service import backoff
+    from portal.inference.plan import backoff
 
     waits = [backoff(n).total_seconds() for n in range(1, 10)]
     assert waits[:4] == [10, 20, 40, 80]
@@ -365,9 +409,15 @@ def test_a_stopped_service_keeps_no_decrypted_copy(reg: Env) -> None:  # noqa: F
     with reg.app.app_context():
         model = Path(db.session.get(InferenceService, svc["id"]).workdir) / "model"
     assert any(p.is_file() for p in model.rglob("*"))  # decrypted for its replicas
+    reconcile(reg)
     assert alice.post(f"/api/v1/inference/{svc['id']}/stop").status_code == 200
+    reconcile(reg)
     assert not model.exists()
     assert alice.post(f"/api/v1/inference/{svc['id']}/start").status_code == 200
+    assert not model.exists()  # the request only records it
+    reconcile(reg)
     assert any(p.is_file() for p in model.rglob("*"))
+    assert [p.name for p in model.parent.iterdir() if p.name.startswith(".model")] == []
     assert alice.delete(f"/api/v1/inference/{svc['id']}").status_code == 204
+    reconcile(reg)
     assert not model.parent.exists()

@@ -14,6 +14,7 @@ import pytest
 from portal.presets import runtime
 from slurm_plugins.client.models import JobState
 from tests.unit.portal.conftest import Env
+from tests.unit.portal.reconciling import reconcile
 from tests.unit.portal.test_registry import reg  # noqa: F401 -- fixture
 from tests.unit.portal.test_userdirs import run_dirs
 
@@ -56,8 +57,11 @@ def train(env: Env, model_id: int, who: str = "alice") -> dict[str, Any]:
     user, _, props = submitted(env, job_id)
     assert (user, props["account"]) == (who, "nlp" if who == "alice" else props["account"])
     run_like_the_job(env, job_id)
+    reconcile(env)
     assert client.get(f"/api/v1/models/{model_id}/versions/2").json["status"] == "training"
     set_job(env, job_id, JobState.COMPLETED)
+    assert client.get(f"/api/v1/models/{model_id}/versions/2").json["status"] == "training"
+    assert reconcile(env) == [f"version {r.json['id']}: job {job_id} COMPLETED: record its results"]
     v2: dict[str, Any] = client.get(f"/api/v1/models/{model_id}/versions/2").json
     return v2
 
@@ -81,6 +85,9 @@ def test_fine_tune_then_evaluate_and_compare(reg: Env) -> None:  # noqa: F811
     run_like_the_job(reg, job_id)
     set_job(reg, job_id, JobState.COMPLETED)
     [ev] = alice.get(f"/api/v1/models/{model_id}/versions/2/evaluations").json
+    assert ev["state"] == "queued"  # requests only read: the refresher records results
+    reconcile(reg)
+    [ev] = alice.get(f"/api/v1/models/{model_id}/versions/2/evaluations").json
     assert ev["state"] == "succeeded"
     assert set(ev["metrics"]) >= {"accuracy", "f1", "precision", "recall"}
     assert ev["metrics"]["accuracy"] > 0.9
@@ -94,6 +101,7 @@ def test_fine_tune_then_evaluate_and_compare(reg: Env) -> None:  # noqa: F811
     # a failed evaluation job is reported with its reason; nothing reaches the version
     r = alice.post(f"/api/v1/models/{model_id}/versions/2/evaluations", json={})
     set_job(reg, r.json["job_id"], JobState.FAILED)
+    reconcile(reg)
     rows = alice.get(f"/api/v1/models/{model_id}/evaluations").json
     assert [(e["version"], e["state"]) for e in rows] == [(2, "succeeded"), (2, "failed")]
     assert "FAILED" in rows[1]["message"]
@@ -101,6 +109,7 @@ def test_fine_tune_then_evaluate_and_compare(reg: Env) -> None:  # noqa: F811
     # nothing to evaluate in a version that is still training or failed
     r = alice.post(f"/api/v1/models/{model_id}/versions/2/fine-tune", json={})
     set_job(reg, r.json["job_id"], JobState.FAILED)
+    reconcile(reg)
     assert alice.get(f"/api/v1/models/{model_id}/versions/3").json["status"] == "failed"
     r = alice.post(f"/api/v1/models/{model_id}/versions/3/evaluations", json={})
     assert r.status_code == 409
@@ -203,6 +212,7 @@ def test_train_and_evaluate_on_a_dataset_version(reg: Env, tmp_path: Path) -> No
     finally:
         del os.environ["AIPOOL_DATA_EVAL"]
     set_job(reg, job_id, JobState.COMPLETED)
+    reconcile(reg)
     [ev] = alice.get(f"/api/v1/models/{model_id}/versions/2/evaluations").json
     assert ev["metrics"]["samples"] == 30
     assert ev["metrics"]["accuracy"] > 0.8

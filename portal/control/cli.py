@@ -1,0 +1,62 @@
+"""``aipool reconcile``: the portal's control daemon (:mod:`portal.control.daemon`)."""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+from types import FrameType
+
+import click
+
+
+@click.command("reconcile")
+@click.option("--lab", is_flag=True, help="use the lab cluster's Slurm (aipool lab up)")
+@click.option("--once", is_flag=True, help="one full pass, then exit")
+@click.option("--dry-run", is_flag=True, help="print what a pass would do; change nothing")
+@click.option(
+    "--every",
+    "every_s",
+    type=click.FloatRange(1, 3600),
+    default=20.0,
+    show_default=True,
+    help="seconds between full passes (every service's replica jobs read from Slurm)",
+)
+@click.option(
+    "--poll",
+    "poll_s",
+    type=click.FloatRange(0.2, 60),
+    default=2.0,
+    show_default=True,
+    help="seconds between looks at the database for what changed or is in progress",
+)
+def command(lab: bool, once: bool, dry_run: bool, every_s: float, poll_s: float) -> None:
+    """Keep inference services and registry runs in line with Slurm (until SIGTERM): start,
+    restart and stop replica jobs, expire and remove services, record finished runs."""
+    from portal import create_app
+    from portal.cli import lab_settings
+    from portal.control.daemon import Daemon
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    app = create_app(lab_settings() if lab else {})
+    daemon = Daemon(app, every_s=every_s, poll_s=poll_s, dry_run=dry_run, echo=click.echo)
+    if once or dry_run:
+        report = daemon.run_pass(full=True)
+        if not report.ran:
+            raise click.ClickException("another reconciler is running a pass; try again")
+        for line in report.lines:
+            click.echo(line)
+        click.echo(
+            f"{report.services} service(s), {report.runs} run(s) in progress; "
+            f"{len(report.lines)} step(s){' planned' if dry_run else ''}"
+        )
+        return
+    stop = threading.Event()
+
+    def _stop(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGTERM, _stop)
+    signal.signal(signal.SIGINT, _stop)
+    click.echo(f"reconciling: full pass every {every_s:g} s, changes looked for every {poll_s:g} s")
+    daemon.run_forever(stop)
