@@ -3,7 +3,8 @@
 - the policy daemon (``aipool policy run``) and the health checker (``aipool health run``),
 - the portal with the demo tenants,
 - the scheduled sacct import into the portal's database (``aipool accounting run``),
-- the inference reconciler on a timer (``aipool inference reconcile``),
+- the portal's control daemon (``aipool reconcile``): inference services' replica jobs and
+  registry runs made what the portal's requests recorded,
 - one node agent per lab node (``aipool node agent``): utilisation samples and health.
 
 All run as the service user ``aipool`` (never root) from the job runtime's Python. Slurm knows
@@ -39,13 +40,14 @@ SERVICES = (
     "health-checker",
     "portal",
     "accounting-import",
-    "inference-reconciler",
+    "reconciler",
 )
 AGENT_PREFIX = "agent-"
 USER = host.SERVICE_USER  # every service runs as this user, never as root
 DEMO_USERS = ("admin", "alice", "bob", "carol", "dave")
 IMPORT_MINUTES = 2  # the scheduled sacct import's interval: usage shows up within this
-RECONCILE_S = 20  # the inference reconciler's interval
+RECONCILE_S = 20  # the control daemon's full passes (every service read from Slurm)
+RECONCILE_POLL_S = 2  # … and its looks at the database for changes: a new service's delay
 AGENT_S = 10  # node agents' sampling interval
 
 
@@ -175,8 +177,9 @@ def up(lab: Lab, *, port: int = 8080) -> ServiceInfo:
     every = str(IMPORT_MINUTES)
     argv = _aipool("accounting", "run", "--lab", "--db", portal_db(cfg), "--every-minutes", every)
     start("accounting-import", argv, env=env)
-    argv = _aipool("inference", "reconcile", "--lab", "--every", str(RECONCILE_S))
-    start("inference-reconciler", argv, env=env)
+    every, poll = str(RECONCILE_S), str(RECONCILE_POLL_S)
+    argv = _aipool("reconcile", "--lab", "--every", every, "--poll", poll)
+    start("reconciler", argv, env=env)
     return ServiceInfo(url, Path(cfg.etc / "demo-passwords"), tuple(report.started))
 
 

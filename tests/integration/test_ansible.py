@@ -345,7 +345,8 @@ def test_aipool_services_run(site: Site) -> None:
     assert login.status_code == 200
     piddir = PREFIX / "run/aipool-services"
     service_uid = pwd.getpwnam("aipool").pw_uid
-    for name in ("aipool-portal", "aipool-policy", *(f"aipool-agent-{n}" for n in NODES)):
+    names = ("aipool-portal", "aipool-reconciler", "aipool-policy")
+    for name in (*names, *(f"aipool-agent-{n}" for n in NODES)):
         pid = int((piddir / f"{name}.pid").read_text())
         assert daemons.alive(pid, "aipool.cli"), name
         assert Path(f"/proc/{pid}").stat().st_uid == service_uid, f"{name} is not aipool's"
@@ -414,6 +415,7 @@ def test_units_rendered_and_verified(site: Site) -> None:
     names = {u.stem for u in units}
     assert names >= {"munge", "slurm-mariadb", "slurmdbd", "slurmctld", "slurmrestd"}
     assert names >= {"slurmd-node1", "slurmd-node2", "aipool-policy", "aipool-portal"}
+    assert "aipool-reconciler" in names
     analyze = shutil.which("systemd-analyze")
     if analyze is None:
         log.warning("systemd-analyze is not installed: unit files rendered but not verified")

@@ -73,7 +73,7 @@ def site() -> Iterator[Site]:
     if not lab.is_up():
         pytest.fail(f"the lab at {lab.cfg.root} is not up: run `bash scripts/demo.sh`")
     running = {n for n, d in lab.status()["daemons"].items() if d["running"]}
-    wanted = {"portal", "accounting-import", "inference-reconciler"}
+    wanted = {"portal", "accounting-import", "reconciler"}
     if not wanted <= running:
         pytest.fail(f"the services are not running ({', '.join(sorted(wanted - running))}): "
                     "run `aipool lab services up`")  # fmt: skip
