@@ -21,6 +21,7 @@ from slurm_plugins.client.errors import (
     SlurmError,
     SubmitRejected,
 )
+from slurm_plugins.client.job import JobRequest
 from slurm_plugins.client.models import (
     AcctJob,
     Association,
@@ -260,14 +261,16 @@ class SlurmClient:
     def submit(
         self,
         script: str,
-        options: Sequence[str] = (),
+        job: JobRequest | Sequence[str] = (),
         *,
         as_user: str | None = None,
     ) -> int:
-        """Submit ``script`` (on stdin) with sbatch ``options``; returns the job id.
+        """Submit ``script`` (on stdin) for a :class:`JobRequest` (or raw sbatch options, for
+        tests and probes that need an option no request field has); returns the job id.
 
         ``as_user`` (root only) submits as that Unix user through ``runuser``.
         """
+        options = job.to_argv() if isinstance(job, JobRequest) else tuple(job)
         argv = ["sbatch", "--parsable", *self._m(), *options]
         if as_user is not None:
             argv = ["runuser", "-u", as_user, "--", *argv]

@@ -76,3 +76,12 @@ class ReportedError(ParseError):
 
 class AuthenticationError(SlurmError):
     """slurmrestd refused the credentials (bad or expired JWT)."""
+
+
+class JobRequestError(ValueError):
+    """A job request that cannot be built, or sent in some wire form; ``field`` names the
+    culprit. Bad input, not a Slurm failure: nothing was sent."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
