@@ -59,7 +59,7 @@ WEIGHTS = [40, 30, 10, 5, 15]
 
 
 def topology() -> Topology:
-    nodes = {n: NodeCards("a100" if i % 2 else "h100", 32) for i, n in enumerate(GPU_NODES)}
+    nodes = {n: NodeCards("a100" if i % 2 else "h100") for i, n in enumerate(GPU_NODES)}
     return Topology(nodes, {p: DOMAINS[i % len(DOMAINS)] for i, p in enumerate(PROJECTS)})
 
 

@@ -16,6 +16,7 @@ import statistics
 import time
 from collections.abc import Sequence
 
+from gres.naming import DEFAULT_SHARDS_PER_GPU
 from slurm_plugins.policy.engine import EngineConfig, PolicyConfig, build_policies, plan
 from slurm_plugins.policy.resources import Amounts, Demand
 from slurm_plugins.policy.snapshot import (
@@ -28,7 +29,7 @@ from slurm_plugins.policy.snapshot import (
 )
 
 NOW = 1_800_000_000.0
-SPG = 32
+SPG = DEFAULT_SHARDS_PER_GPU
 ACCOUNTS = [f"acct{i}" for i in range(10)]
 
 #: Every policy, as a site would run them (placement and the like join when present).

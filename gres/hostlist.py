@@ -19,6 +19,7 @@ from collections.abc import Iterable, Iterator, Sequence
 
 _RANGE = re.compile(r"^(?P<prefix>[^\[\]]*)\[(?P<lo>\d+)-(?P<hi>\d+)\](?P<suffix>[^\[\]]*)$")
 _GROUP = re.compile(r"\[([^\[\]]*)\]")
+_FIRST_ITEM = re.compile(r"[^,\[\]]*(?:\[[^\[\]]*\][^,\[\]]*)*")
 _TRAILING_NUMBER = re.compile(r"^(?P<stem>.*?)(?P<num>\d+)$")
 
 #: A node range longer than this in an inventory is almost certainly a typo.
@@ -87,8 +88,14 @@ def first_host(text: str) -> str:
     rest; ``""`` for an empty list."""
     if "[" not in text and "," not in text:  # one plain host, as most jobs run on
         return text.strip()
-    items = _items(text)
-    return next(_expand_item(items[0]), "") if items else ""
+    end = m.end() if (m := _FIRST_ITEM.match(text)) else 0
+    item = text[:end].strip()
+    if not item or text[end : end + 1] not in ("", ","):  # odd text: the full reading
+        items = _items(text)
+        item = items[0] if items else ""
+    # Only each group's first number matters: a long range is not expanded for it.
+    first = _GROUP.sub(lambda m: f"[{m[1].split(',')[0].partition('-')[0]}]", item)
+    return next(_expand_item(first), "")
 
 
 def expand_range(text: str) -> list[str]:

@@ -78,6 +78,8 @@ def test_expand_hostlist_rejects(text: str, message: str) -> None:
         ("gpu[2,4]", "gpu2"),
         ("gpu1,cpu1", "gpu1"),
         ("r[2-3]n[5-6],x", "r2n5"),
+        ("n[00001-04096],x", "n00001"),
+        (",gpu2", "gpu2"),
         ("", ""),
         ("None assigned", "None assigned"),
     ],
@@ -86,6 +88,13 @@ def test_first_host(nodelist: str, first: str) -> None:
     assert first_host(nodelist) == first
     if nodelist:
         assert first == expand_hostlist(nodelist)[0]
+
+
+def test_first_host_reads_the_same_grammar() -> None:
+    with pytest.raises(ValueError, match="unbalanced"):
+        first_host("gpu]1[")
+    with pytest.raises(ValueError, match="not a number"):
+        first_host("gpu[a-b],cpu1")
 
 
 @pytest.mark.parametrize(
