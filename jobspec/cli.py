@@ -21,11 +21,12 @@ from jobspec.errors import JobSpecError, SpecError
 from jobspec.files import load_spec_file, spec_to_yaml
 from jobspec.library import History, Templates, merge, parse_override
 from jobspec.model import Spec
-from jobspec.options import ClusterConfig, parse_comment
+from jobspec.options import ClusterConfig
 from jobspec.schema import load_spec
 from jobspec.status import connection_path, parse_progress, read_connection, read_tail
 from jobspec.submit import check_paths, plan, submit_specs
 from slurm_plugins.client import JobNotFound, SlurmClient, SlurmError
+from slurm_plugins.client import labels as job_labels
 
 
 @dataclass(frozen=True)
@@ -224,7 +225,7 @@ def jobs(ctx: click.Context, show_all: bool, target: str | None) -> None:
     where = f"{'CLUSTER':<10} " if names else ""
     click.echo(f"{'JOBID':>8}  {where}{'NAME':<24} {'STATE':<11} {'NODES':<16} REASON")
     for j in listed:
-        if not show_all and not parse_comment(j.comment):
+        if not show_all and not job_labels.decode(j.comment):
             continue
         reason = j.reason if j.reason not in ("None", "") else ""
         cluster = f"{j.cluster[:10]:<10} " if names else ""
@@ -246,7 +247,7 @@ def job_report(client: SlurmClient, settings: Settings, job_id: int) -> dict[str
             nodes=j.nodes,
             user=j.user,
             output=j.stdout_file,
-            labels=parse_comment(j.comment),
+            labels=job_labels.decode(j.comment),
         )
     except JobNotFound:
         acct = client.accounting(job_ids=[job_id])
@@ -260,7 +261,7 @@ def job_report(client: SlurmClient, settings: Settings, job_id: int) -> dict[str
             nodes=a.nodes,
             user=a.user,
             output="",
-            labels=parse_comment(a.comment),
+            labels=job_labels.decode(a.comment),
         )
     if report["output"]:
         report["progress"] = parse_progress(read_tail(report["output"]))

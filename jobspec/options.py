@@ -1,4 +1,8 @@
-"""sbatch options (argv, never a script header) for a spec and for each job component."""
+"""What a spec asks of Slurm, as the Slurm client's neutral job: components and a request.
+
+jobspec knows no sbatch or slurmrestd syntax: it builds a
+:class:`~slurm_plugins.client.job.JobRequest` and the client writes it in either wire form.
+"""
 
 from __future__ import annotations
 
@@ -7,8 +11,8 @@ from dataclasses import dataclass
 
 from gres.shards import fraction_to_shards
 from jobspec.model import Dependency, Resources, Spec, TopologyKind
-
-COMMENT_PREFIX = "aipool:"
+from slurm_plugins.client.job import Component, Gres, JobRequest, OpenMode
+from slurm_plugins.client.job import Dependency as After
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,111 +43,93 @@ def partition_for(res: Resources, chosen: str | None, cfg: ClusterConfig) -> str
     return cfg.gpu_partition if res.gpus else cfg.cpu_partition
 
 
-def gres(res: Resources) -> str | None:
+def gres(res: Resources) -> tuple[Gres, ...]:
     """``gpu:a100:2``, ``shard:8`` (a fraction of one card) or ``npu:910b:1``, per node."""
     if frac := res.gpu_fraction:
-        return f"shard:{fraction_to_shards(frac)}"
+        return (Gres("shard", fraction_to_shards(frac)),)
     if res.whole_gpus:
-        return ":".join(["gpu", *([res.gpu_type] if res.gpu_type else []), str(res.whole_gpus)])
+        return (Gres("gpu", res.whole_gpus, res.gpu_type),)
     if res.npus:
-        return ":".join(["npu", *([res.npu_type] if res.npu_type else []), str(res.npus)])
-    return None
+        return (Gres("npu", res.npus, res.npu_type),)
+    return ()
 
 
-def resource_options(
-    res: Resources, *, partition: str, nodes: int, tasks_per_node: int, single_task: bool
-) -> list[str]:
-    """Options of one component: where it runs and what each node of it gets."""
-    opts = [f"--partition={partition}", f"--nodes={nodes}"]
-    opts.append("--ntasks=1" if single_task else f"--ntasks-per-node={tasks_per_node}")
-    if res.cpus is not None:
-        opts.append(f"--cpus-per-task={res.cpus}")
-    if res.memory_mb is not None:
-        opts.append(f"--mem={res.memory_mb}M")
-    if g := gres(res):
-        opts.append(f"--gres={g}")
-    return opts
+def component(
+    spec: Spec,
+    res: Resources,
+    *,
+    partition: str,
+    nodes: int,
+    tasks_per_node: int,
+    single_task: bool,
+    with_nodes: bool = True,
+) -> Component:
+    """One component: the spec's account, QOS and time limit; where it runs and what each
+    node of it gets; the spec's affinity (``with_nodes=False`` leaves the node list out)."""
+    a = spec.affinity
+    return Component(
+        account=spec.project,
+        qos=spec.priority.qos,
+        time_limit=spec.resources.time_min,
+        partition=partition,
+        nodes=nodes,
+        tasks=1 if single_task else None,
+        tasks_per_node=None if single_task else tasks_per_node,
+        cpus_per_task=res.cpus,
+        memory_mb=res.memory_mb,
+        gres=gres(res),
+        constraint="&".join(a.features) or None,
+        nodelist=a.nodes if with_nodes else (),
+        exclude=a.exclude,
+    )
 
 
-def affinity_options(spec: Spec, *, with_nodes: bool = True) -> list[str]:
-    a, opts = spec.affinity, []
-    if a.features:
-        opts.append(f"--constraint={'&'.join(a.features)}")
-    if a.nodes and with_nodes:
-        opts.append(f"--nodelist={','.join(a.nodes)}")
-    if a.exclude:
-        opts.append(f"--exclude={','.join(a.exclude)}")
-    return opts
+def job_request(
+    spec: Spec, components: tuple[Component, ...], deps: Mapping[str, int | str]
+) -> JobRequest:
+    """The job as a whole: the spec's directories, restart, dependencies, mail and labels.
 
-
-def shared_options(spec: Spec) -> list[str]:
-    """Options every component of the job carries: name, account, QOS, time limit."""
-    opts = [f"--job-name={spec.name}"]
-    if spec.project:
-        opts.append(f"--account={spec.project}")
-    opts.append(f"--qos={spec.priority.qos}")
-    if spec.resources.time_min is not None:
-        opts.append(f"--time={spec.resources.time_min}")
-    return opts
-
-
-def job_options(spec: Spec, deps: Mapping[str, int | str]) -> list[str]:
-    """Options of the job as a whole (given once, with the first component)."""
-    opts: list[str] = []
-    if spec.workdir:
-        opts.append(f"--chdir={spec.workdir}")
+    The job starts with Slurm's variables only: the script sets up everything else."""
     out_dir = spec.outputs or spec.workdir
-    opts.append(f"--output={out_dir + '/' if out_dir else ''}{spec.name}-%j.out")
-    opts += ["--open-mode=append", "--export=NONE"]
-    if spec.restart.requeue is True:
-        opts.append("--requeue")
-    elif spec.restart.requeue is False:
-        opts.append("--no-requeue")
-    if spec.dependencies:
-        opts += [
-            f"--dependency={dependency_expr(spec.dependencies, deps)}",
-            "--kill-on-invalid-dep=yes",
-        ]
-    if spec.notify is not None:
-        events = ",".join(e.value.upper() for e in spec.notify.events)
-        opts += [f"--mail-user={spec.notify.email}", f"--mail-type={events}"]
-    opts.append(f"--comment={job_comment(spec)}")
-    return opts
+    notify = spec.notify
+    return JobRequest(
+        components=components,
+        name=spec.name,
+        workdir=spec.workdir,
+        output=f"{out_dir + '/' if out_dir else ''}{spec.name}-%j.out",
+        open_mode=OpenMode.APPEND,
+        environment={},
+        requeue=spec.restart.requeue,
+        dependencies=dependencies(spec.dependencies, deps),
+        kill_on_invalid_dep=True if spec.dependencies else None,
+        mail_user=notify.email if notify else None,
+        mail_type=tuple(e.value.upper() for e in notify.events) if notify else (),
+        labels=labels(spec),
+    )
 
 
-def dependency_expr(dependencies: tuple[Dependency, ...], deps: Mapping[str, int | str]) -> str:
-    """``afterok:12:13,afterany:14``; names are looked up in ``deps`` (name → job id)."""
-    by_type: dict[str, list[str]] = {}
+def dependencies(
+    dependencies: tuple[Dependency, ...], deps: Mapping[str, int | str]
+) -> tuple[After, ...]:
+    """Each dependency on a job id; names are looked up in ``deps`` (name → job id)."""
+    out = []
     for d in dependencies:
         if isinstance(d.on, str):
             if d.on not in deps:
                 raise KeyError(d.on)
-            target = str(deps[d.on])
+            out.append(After(d.type.value, deps[d.on]))
         else:
-            target = str(d.on)
-        by_type.setdefault(d.type.value, []).append(target)
-    return ",".join(":".join([t, *ids]) for t, ids in by_type.items())
+            out.append(After(d.type.value, d.on))
+    return tuple(out)
 
 
-def job_comment(spec: Spec) -> str:
-    """``aipool:name=train,anti_affinity=g1``: the spec name and labels the policy daemon reads."""
-    items = [f"name={spec.name}"]
+def labels(spec: Spec) -> dict[str, str]:
+    """The spec name and the labels the policy daemon and the portal read from the job."""
+    out = {"name": spec.name}
     if spec.affinity.anti_affinity_group:
-        items.append(f"anti_affinity={spec.affinity.anti_affinity_group}")
+        out["anti_affinity"] = spec.affinity.anti_affinity_group
     if spec.topology.kind is not TopologyKind.SINGLE:
-        items.append(f"topology={spec.topology.kind.value}")
+        out["topology"] = spec.topology.kind.value
     if spec.jupyter is not None:
-        items.append("jupyter=1")
-    return COMMENT_PREFIX + ",".join(items)
-
-
-def parse_comment(comment: str) -> dict[str, str]:
-    """The labels of :func:`job_comment` (``{}`` for jobs AIPool did not render)."""
-    if not comment.startswith(COMMENT_PREFIX):
-        return {}
-    out = {}
-    for item in comment[len(COMMENT_PREFIX) :].split(","):
-        key, sep, value = item.partition("=")
-        if sep:
-            out[key.strip()] = value.strip()
+        out["jupyter"] = "1"
     return out

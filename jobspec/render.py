@@ -1,9 +1,10 @@
-"""Render a spec to sbatch argv and a batch script (given to sbatch on stdin).
+"""Render a spec to a job request and a batch script (given to Slurm with the request).
 
 Templates are Jinja2 with ``StrictUndefined``; a ``finalize`` hook shell-quotes every value
 (``shlex.quote``), so text from a spec can only ever be one shell word of data. Values our own
 code builds from several words are marked :class:`Shell` by the ``words``/``ident`` filters.
-Options never appear as ``#SBATCH`` lines: they are argv, so nothing in the script can add one.
+Options never appear as ``#SBATCH`` lines: the request goes to Slurm as argv or REST
+properties (:class:`~slurm_plugins.client.job.JobRequest`), so nothing in the script can add one.
 """
 
 from __future__ import annotations
@@ -21,8 +22,7 @@ from jobspec.errors import SpecError
 from jobspec.model import Mount, Spec
 from jobspec.options import ClusterConfig
 from jobspec.topologies import layout
-
-HET_SEPARATOR = ":"
+from slurm_plugins.client.job import JobRequest, JobRequestError
 
 
 class Shell(str):
@@ -33,10 +33,16 @@ class Shell(str):
 
 @dataclass(frozen=True, slots=True)
 class Rendered:
-    """``argv``: sbatch options (components separated by ``:``); ``script``: the batch script."""
+    """``request``: the job (one component per role of a heterogeneous job); ``script``: the
+    batch script."""
 
-    argv: tuple[str, ...]
+    request: JobRequest
     script: str
+
+    @property
+    def argv(self) -> tuple[str, ...]:
+        """The request as sbatch options (components separated by ``:``)."""
+        return self.request.to_argv()
 
     def command_line(self) -> str:
         """The sbatch call as one would type it (for ``--dry-run``)."""
@@ -57,12 +63,10 @@ def render(
         raise SpecError.at(
             "dependencies", f"no job id for {', '.join(missing)} (submit those specs together)"
         )
-    lay = layout(spec, cfg, deps)
-    argv: list[str] = []
-    for i, component in enumerate(lay.components):
-        if i:
-            argv.append(HET_SEPARATOR)
-        argv += component
+    try:
+        lay = layout(spec, cfg, deps)
+    except JobRequestError as exc:  # a value the schema let through that Slurm cannot take
+        raise SpecError.at("", str(exc)) from None
     script = (
         _env()
         .get_template(lay.template)
@@ -74,7 +78,7 @@ def render(
             **lay.context,
         )
     )
-    return Rendered(tuple(argv), script)
+    return Rendered(lay.request, script)
 
 
 def resolve_mounts(mounts: Iterable[Mount], cfg: ClusterConfig) -> list[Mount]:

@@ -52,7 +52,7 @@ def submit_specs(
     for spec in submission_order(specs):
         rendered = render(spec, cfg, dependencies=ids)
         try:
-            job_id = client.submit(rendered.script, rendered.argv, as_user=as_user)
+            job_id = client.submit(rendered.script, rendered.request, as_user=as_user)
         except SlurmError as exc:
             _roll_back(client, [s.job_id for s in done])
             raise SubmitError(

@@ -6,7 +6,7 @@
   node's address, node rank from ``SLURM_NODEID``.
 * ``mpi``: the batch step is the launcher (``mpirun``), ranks run on every allocated node.
 * ``ps_worker``, ``master_worker``, ``scheduler_server_worker``: a heterogeneous job, one
-  component per role, so Slurm starts all roles together or none; each replica has a node
+  request component per role, so Slurm starts all roles together or none; each replica has a node
   allocation (one task) of its own and learns every role's addresses from its environment.
 """
 
@@ -17,14 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from jobspec.model import Spec, TopologyKind
-from jobspec.options import (
-    ClusterConfig,
-    affinity_options,
-    job_options,
-    partition_for,
-    resource_options,
-    shared_options,
-)
+from jobspec.options import ClusterConfig, component, job_request, partition_for
+from slurm_plugins.client.job import Component, JobRequest
 
 #: Roles whose end ends the job; the other roles (servers) are stopped then.
 PRIMARY_ROLES: Mapping[TopologyKind, tuple[str, ...]] = {
@@ -44,10 +38,10 @@ class RoleLaunch:
 
 @dataclass(frozen=True, slots=True)
 class Layout:
-    """What the renderer needs: sbatch components and the launch template with its values."""
+    """What the renderer needs: the job request and the launch template with its values."""
 
     template: str
-    components: tuple[tuple[str, ...], ...]
+    request: JobRequest
     context: dict[str, Any] = field(default_factory=dict)
 
 
@@ -58,47 +52,40 @@ def layout(spec: Spec, cfg: ClusterConfig, deps: Mapping[str, int | str]) -> Lay
     res = spec.resources
     single = kind in (TopologyKind.SINGLE, TopologyKind.MULTI_GPU)
     per_node = 1 if kind is not TopologyKind.MPI else res.processes_per_node
-    opts = [
-        *shared_options(spec),
-        *resource_options(
-            res,
-            partition=partition_for(res, spec.partition, cfg),
-            nodes=res.nodes,
-            tasks_per_node=per_node,
-            single_task=single,
-        ),
-        *affinity_options(spec),
-        *job_options(spec, deps),
-    ]
+    only = component(
+        spec,
+        res,
+        partition=partition_for(res, spec.partition, cfg),
+        nodes=res.nodes,
+        tasks_per_node=per_node,
+        single_task=single,
+    )
     template = "jupyter.sh.j2" if spec.jupyter is not None else f"{kind.value}.sh.j2"
     return Layout(
         template=template,
-        components=(tuple(opts),),
+        request=job_request(spec, (only,), deps),
         context={"processes_per_node": res.processes_per_node},
     )
 
 
 def _heterogeneous(spec: Spec, cfg: ClusterConfig, deps: Mapping[str, int | str]) -> Layout:
-    components: list[tuple[str, ...]] = []
+    components: list[Component] = []
     roles: list[RoleLaunch] = []
     for group, role in enumerate(spec.topology.roles):
-        opts = [
-            *shared_options(spec),
-            *resource_options(
+        components.append(
+            component(
+                spec,
                 role.resources,
                 partition=partition_for(role.resources, role.partition or spec.partition, cfg),
                 nodes=role.replicas,
                 tasks_per_node=1,
                 single_task=False,
-            ),
-            *affinity_options(spec, with_nodes=False),
-        ]
-        if group == 0:
-            opts += job_options(spec, deps)
-        components.append(tuple(opts))
+                with_nodes=False,
+            )
+        )
         roles.append(RoleLaunch(role.name, group, role.replicas, role.command))
     return Layout(
         template="roles.sh.j2",
-        components=tuple(components),
+        request=job_request(spec, tuple(components), deps),
         context={"roles": roles, "primary": PRIMARY_ROLES[spec.topology.kind]},
     )

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
@@ -20,6 +20,7 @@ from flask import current_app
 from portal.errors import SlurmUnavailable
 from slurm_plugins.client import JobNotFound, SlurmClient, SlurmError
 from slurm_plugins.client import accounts as account_diff
+from slurm_plugins.client.job import JobRequest
 from slurm_plugins.client.models import Association, Job, JobState, Node
 from slurm_plugins.client.rest import RestClient, read_key
 from slurm_plugins.client.specs import AccountSpec, UserSpec
@@ -45,7 +46,7 @@ class SlurmPort(Protocol):
     def associations(self) -> list[Association]: ...
     def preview(self, accounts: Sequence[AccountSpec], users: Sequence[UserSpec]) -> list[str]: ...
     def apply(self, accounts: Sequence[AccountSpec], users: Sequence[UserSpec]) -> list[str]: ...
-    def submit_as(self, user: str, script: str, props: Mapping[str, Any]) -> int: ...
+    def submit_as(self, user: str, script: str, job: JobRequest) -> int: ...
     def cancel_as(self, user: str, job_id: int) -> None: ...
     def cancel(self, job_id: int) -> None: ...
 
@@ -160,9 +161,9 @@ class ClusterSlurm:
         # accounts first: user associations name them
         return self.client.ensure_accounts(accounts) + self.client.ensure_users(users)
 
-    def submit_as(self, user: str, script: str, props: Mapping[str, Any]) -> int:
+    def submit_as(self, user: str, script: str, job: JobRequest) -> int:
         with self._rest(user) as rest:
-            job_id = rest.submit(script, props)
+            job_id = rest.submit(script, job)
         self._forget_queue()
         return job_id
 

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
-import logging
 import signal
 import threading
+from datetime import UTC, datetime
 from types import FrameType
 
 import click
+
+
+def _stamped(line: str) -> None:
+    click.echo(f"{datetime.now(UTC):%Y-%m-%d %H:%M:%S} {line}")
 
 
 @click.command("reconcile")
@@ -37,9 +41,8 @@ def command(lab: bool, once: bool, dry_run: bool, every_s: float, poll_s: float)
     from portal.cli import lab_settings
     from portal.control.daemon import Daemon
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     app = create_app(lab_settings() if lab else {})
-    daemon = Daemon(app, every_s=every_s, poll_s=poll_s, dry_run=dry_run, echo=click.echo)
+    daemon = Daemon(app, every_s=every_s, poll_s=poll_s, dry_run=dry_run, echo=_stamped)
     if once or dry_run:
         report = daemon.run_pass(full=True)
         if not report.ran:
@@ -58,5 +61,5 @@ def command(lab: bool, once: bool, dry_run: bool, every_s: float, poll_s: float)
 
     signal.signal(signal.SIGTERM, _stop)
     signal.signal(signal.SIGINT, _stop)
-    click.echo(f"reconciling: full pass every {every_s:g} s, changes looked for every {poll_s:g} s")
+    _stamped(f"reconciling: full pass every {every_s:g} s, changes looked for every {poll_s:g} s")
     daemon.run_forever(stop)

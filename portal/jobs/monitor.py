@@ -15,13 +15,13 @@ from pathlib import Path
 from flask import current_app
 from sqlalchemy.orm import Session
 
-from jobspec.options import parse_comment
 from jobspec.status import JupyterConnection, connection_path, parse_connection, parse_progress
 from portal.authz import Access
 from portal.errors import Conflict, Forbidden
 from portal.jobs.service import JobView, get_job
 from portal.slurm import SlurmPort
 from portal.userfiles import read_tail
+from slurm_plugins.client import labels as job_labels
 from slurm_plugins.node import Sample, SampleReader
 
 #: Longest window of samples a caller may ask for (the agent keeps an hour by default).
@@ -55,7 +55,7 @@ def job_metrics(
 
 
 def is_jupyter(view: JobView) -> bool:
-    return parse_comment(view.job.comment).get("jupyter") == "1"
+    return job_labels.decode(view.job.comment).get("jupyter") == "1"
 
 
 def jupyter(

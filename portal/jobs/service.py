@@ -1,9 +1,13 @@
-"""Jobs: submitted through slurmrestd as the caller, listed and cancelled per permission."""
+"""Jobs: submitted through slurmrestd as the caller, listed and cancelled per permission.
+
+A submission is a :class:`~slurm_plugins.client.job.JobRequest`: built here from the form's
+fields, or by jobspec from a spec; the portal names no sbatch option or REST property.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, overload
 
@@ -31,11 +35,14 @@ from portal.tenancy.service import get_project
 from slurm_plugins.admission import HOOK_FILE
 from slurm_plugins.admission.explain import explain
 from slurm_plugins.client import SubmitRejected
-from slurm_plugins.client.errors import AuthenticationError, SlurmError
+from slurm_plugins.client.errors import AuthenticationError, JobRequestError, SlurmError
+from slurm_plugins.client.job import Component, Gres, JobRequest
 from slurm_plugins.client.models import Job
 
 GRES_KINDS = ("gpus", "shards", "npus")
 _GRES_NAME = {"gpus": "gpu", "shards": "shard", "npus": "npu"}
+#: What a portal job starts with: Slurm's variables and a plain PATH, nothing of the portal's.
+JOB_ENVIRONMENT = {"PATH": "/usr/local/bin:/usr/bin:/bin"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,10 +59,10 @@ def _slurm_call(what: str, exc: SlurmError) -> Exception:
     return SlurmUnavailable(f"{what}: {exc}")
 
 
-def _refusal(user: str, props: Mapping[str, Any], exc: SubmitRejected) -> str:
+def _refusal(user: str, request: JobRequest, exc: SubmitRejected) -> str:
     """Why Slurm refused: the admission hook's own words where slurmrestd lost them."""
     directory = current_app.config.get("ADMISSION_DIR")
-    said = explain(Path(directory) / HOOK_FILE, user, props) if directory else []
+    said = explain(Path(directory) / HOOK_FILE, user, request) if directory else []
     return "; ".join(said) or str(exc)
 
 
@@ -73,8 +80,6 @@ def _check_request(project: Project, data: Mapping[str, Any]) -> None:
         raise ValidationFailed({"script": [f"text without NUL, at most {limit} bytes"]})
     if data.get("qos") and data["qos"] not in project.qos_list():
         raise ValidationFailed({"qos": [f"one of {', '.join(project.qos_list())}"]})
-    nodes = data.get("nodes") or 1
-    _check_quota(project, {k: (data.get(k) or 0) * nodes for k in (*GRES_KINDS, "cpus")})
 
 
 def _check_quota(project: Project, wanted: Mapping[str, int]) -> None:
@@ -86,14 +91,10 @@ def _check_quota(project: Project, wanted: Mapping[str, int]) -> None:
                 raise QuotaExceeded(f"{kind}: {want} asked, the quota of {owner.name} is {limit_}")
 
 
-def _gres_wanted(props: Mapping[str, Any]) -> dict[str, int]:
-    """Devices a job asks for in all, from ``gres`` (per node) and ``nodes``."""
-    kind, _, count = str(props.get("gres", "")).partition(":")
-    count = count.rpartition(":")[2]
-    by_name = {v: k for k, v in _GRES_NAME.items()}
-    if kind not in by_name or not count.isdigit():
-        return {}
-    return {by_name[kind]: int(count) * int(props.get("nodes") or 1)}
+def _gres_wanted(request: JobRequest) -> dict[str, int]:
+    """Devices a job asks for in all (every component, every node), by quota kind."""
+    totals = request.gres_totals()
+    return {kind: totals[name] for kind, name in _GRES_NAME.items() if name in totals}
 
 
 def job_workdir(user: str) -> str:
@@ -109,32 +110,34 @@ def user_root() -> Path:
     return Path(configured) if configured else Path(current_app.instance_path) / "users"
 
 
-def job_properties(project: Project, user: str, data: Mapping[str, Any]) -> dict[str, Any]:
-    """slurmrestd v0.0.38 job properties for a form submission."""
-    cfg = current_app.config
+def form_request(project: Project, user: str, data: Mapping[str, Any]) -> JobRequest:
+    """The job a form submission asks for, charged to ``project``, run in ``user``'s directory."""
     workdir = job_workdir(user)
-    props: dict[str, Any] = {
-        "name": data["name"],
-        "account": project.name,
-        "time_limit": data["time_limit"],
-        "current_working_directory": workdir,
-        "standard_output": f"{workdir}/{cfg['JOB_OUTPUT']}",
-        "environment": {"PATH": "/usr/local/bin:/usr/bin:/bin"},
-    }
-    for key, prop in (
-        ("partition", "partition"),
-        ("qos", "qos"),
-        ("nodes", "nodes"),
-        ("cpus", "cpus_per_task"),
-        ("memory_mb", "memory_per_node"),
-    ):
-        if data.get(key):
-            props[prop] = data[key]
-    for kind in GRES_KINDS:
-        if data.get(kind):
-            typed = f":{data['gres_type']}" if data.get("gres_type") else ""
-            props["gres"] = f"{_GRES_NAME[kind]}{typed}:{data[kind]}"
-    return props
+    try:
+        gres = tuple(
+            Gres(_GRES_NAME[kind], data[kind], data.get("gres_type") or None)
+            for kind in GRES_KINDS
+            if data.get(kind)
+        )
+        part = Component(
+            account=project.name,
+            partition=data.get("partition") or None,
+            qos=data.get("qos") or None,
+            time_limit=data["time_limit"],
+            nodes=data.get("nodes") or None,
+            cpus_per_task=data.get("cpus") or None,
+            memory_mb=data.get("memory_mb") or None,
+            gres=gres,
+        )
+        return JobRequest(
+            (part,),
+            name=data["name"],
+            workdir=workdir,
+            output=f"{workdir}/{current_app.config['JOB_OUTPUT']}",
+            environment=JOB_ENVIRONMENT,
+        )
+    except JobRequestError as exc:  # the schema checks each field; this is the last word
+        raise ValidationFailed({exc.field: [str(exc)]}) from None
 
 
 def submit(
@@ -148,16 +151,18 @@ def submit(
     """A job from the form fields."""
     project = get_project(session, access, data["project_id"], Perm.JOBS_SUBMIT)
     _check_request(project, data)
-    props = job_properties(project, access.username, data)
-    request = {k: v for k, v in data.items() if k != "project_id"}
+    request = form_request(project, access.username, data)
+    cpus = (data.get("cpus") or 0) * (data.get("nodes") or 1)
+    _check_quota(project, {**_gres_wanted(request), "cpus": cpus})
+    asked = {k: v for k, v in data.items() if k != "project_id"}
     return _submit(
         session,
         access,
         port,
         project,
         script=data["script"],
-        props=props,
-        history=JobRecord(kind=FORM, request=request, rerun_of=rerun_of),
+        request=request,
+        history=JobRecord(kind=FORM, request=asked, rerun_of=rerun_of),
     )
 
 
@@ -172,31 +177,33 @@ def submit_spec(
 ) -> int:
     """A job from a declarative spec, charged to the project whatever the spec names."""
     project = get_project(session, access, project_id, Perm.JOBS_SUBMIT)
-    script, props = spec_job(spec, cluster_config())
+    script, request = spec_job(spec, cluster_config())
     mounts.check(session, access, spec, cluster_config())
-    if props.get("account", project.name) != project.name:
-        raise ValidationFailed({"spec": [f"project: the job is charged to {project.name}"]})
-    if props.get("qos") and props["qos"] not in project.qos_list():
-        raise ValidationFailed(
-            {
-                "spec": [
-                    f"priority: QOS {props['qos']} is not open to "
-                    f"{project.name} ({', '.join(project.qos_list())})"
-                ]
-            }
-        )
-    _check_quota(project, _gres_wanted(props))
-    workdir = job_workdir(access.username)
-    props["account"] = project.name
-    props.setdefault("current_working_directory", workdir)
-    props["environment"] = {"PATH": "/usr/local/bin:/usr/bin:/bin"}
+    for part in request.components:
+        if part.account not in (None, project.name):
+            raise ValidationFailed({"spec": [f"project: the job is charged to {project.name}"]})
+        if part.qos and part.qos not in project.qos_list():
+            raise ValidationFailed(
+                {
+                    "spec": [
+                        f"priority: QOS {part.qos} is not open to "
+                        f"{project.name} ({', '.join(project.qos_list())})"
+                    ]
+                }
+            )
+    _check_quota(project, _gres_wanted(request))
+    request = replace(
+        request.with_components(account=project.name),
+        workdir=request.workdir or job_workdir(access.username),
+        environment=JOB_ENVIRONMENT,
+    )
     return _submit(
         session,
         access,
         port,
         project,
         script=script,
-        props=props,
+        request=request,
         history=JobRecord(kind=SPEC, request=dict(spec), rerun_of=rerun_of),
     )
 
@@ -208,20 +215,23 @@ def _submit(
     project: Project,
     *,
     script: str,
-    props: Mapping[str, Any],
+    request: JobRequest,
     history: JobRecord,
 ) -> int:
     """Submit as the caller; the job's history row and audit event commit together."""
     try:
-        job_id = port.submit_as(access.username, script, props)
+        job_id = port.submit_as(access.username, script, request)
     except SubmitRejected as exc:
-        raise Conflict(f"Slurm refused the job: {_refusal(access.username, props, exc)}") from exc
+        why = _refusal(access.username, request, exc)
+        raise Conflict(f"Slurm refused the job: {why}") from exc
+    except JobRequestError as exc:  # a field this slurmrestd cannot carry
+        raise ValidationFailed({exc.field: [str(exc)]}) from exc
     except SlurmError as exc:
         raise _slurm_call("submit", exc) from exc
-    history.job_id, history.name = job_id, str(props.get("name", ""))[:64]
+    history.job_id, history.name = job_id, (request.name or "")[:64]
     history.user_id, history.project_id = access.user_id, project.id
     session.add(history)
-    shown = {k: v for k, v in props.items() if k != "environment"}
+    shown = submitted(request)
     if history.rerun_of is not None:
         shown["rerun_of"] = history.rerun_of
     record(
@@ -229,6 +239,16 @@ def _submit(
     )
     session.commit()
     return job_id
+
+
+def submitted(request: JobRequest) -> dict[str, Any]:
+    """What the audit log shows of a submission: the REST properties sent, environment left
+    out; a heterogeneous job as its list of components."""
+    sent = request.to_rest()
+    parts = [{k: v for k, v in p.items() if k != "environment"} for p in sent.get("jobs", [])]
+    if parts:
+        return {"jobs": parts}
+    return {k: v for k, v in sent["job"].items() if k != "environment"}
 
 
 # ---------------------------------------------------------------------- reads

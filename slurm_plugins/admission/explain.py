@@ -17,23 +17,14 @@ from pathlib import Path
 from typing import Any
 
 from slurm_plugins.admission.table import to_lua
+from slurm_plugins.client.job import Component, JobRequest
 
 SCRIPT = Path(__file__).with_name("explain.lua")
 NO_VAL = 4294967294
-#: slurmrestd v0.0.38 job properties -> the job_desc fields the hook reads
-FIELDS = {
-    "account": "account",
-    "qos": "qos",
-    "partition": "partition",
-    "comment": "comment",
-    "time_limit": "time_limit",
-    "nodes": "min_nodes",
-    "tasks": "num_tasks",
-}
 
 
-def job_desc(user: str, props: Mapping[str, Any]) -> tuple[dict[str, Any], int]:
-    """``(job_desc, uid)`` as slurmctld shows a REST submission to the hook."""
+def job_desc(user: str, part: Component, comment: str | None = None) -> tuple[dict[str, Any], int]:
+    """``(job_desc, uid)`` as slurmctld shows one component of a submission to the hook."""
     try:
         uid = pwd.getpwnam(user).pw_uid
     except KeyError:
@@ -41,31 +32,41 @@ def job_desc(user: str, props: Mapping[str, Any]) -> tuple[dict[str, Any], int]:
     desc: dict[str, Any] = {
         "user_name": user,
         "user_id": uid,
-        "time_limit": NO_VAL,
-        "min_nodes": NO_VAL,
-        "num_tasks": NO_VAL,
+        "time_limit": part.time_limit if part.time_limit is not None else NO_VAL,
+        "min_nodes": part.nodes if part.nodes is not None else NO_VAL,
+        "num_tasks": part.tasks if part.tasks is not None else NO_VAL,
         "priority": NO_VAL,
     }
-    for prop, field in FIELDS.items():
-        value = props.get(prop)
-        if value not in (None, ""):
-            desc[field] = int(value) if field in ("time_limit", "min_nodes", "num_tasks") else value
-    if gres := props.get("gres"):
-        desc["tres_per_node"] = ",".join(f"gres:{g}" for g in str(gres).split(","))
+    for name in ("account", "qos", "partition"):
+        if value := getattr(part, name):
+            desc[name] = value
+    if comment:
+        desc["comment"] = comment
+    if part.gres:
+        desc["tres_per_node"] = ",".join(f"gres:{g}" for g in part.gres)
     return desc, uid
 
 
-def explain(hook: Path, user: str, props: Mapping[str, Any], *, timeout: float = 10) -> list[str]:
-    """The hook's messages to ``user`` for a job with these REST properties; ``[]`` when it
-    accepts the job, or when it cannot be replayed here (no lua5.1, no hook file)."""
+def explain(hook: Path, user: str, job: JobRequest, *, timeout: float = 10) -> list[str]:
+    """The hook's messages to ``user`` for ``job`` (the hook sees each component of a
+    heterogeneous job on its own, the comment with the first); ``[]`` when it accepts the
+    job, or when it cannot be replayed here (no lua5.1, no hook file)."""
+    said: list[str] = []
+    for i, part in enumerate(job.components):
+        desc, uid = job_desc(user, part, job.comment if i == 0 else None)
+        said += [line for line in replay(hook, desc, uid, timeout=timeout) if line not in said]
+    return said
+
+
+def replay(hook: Path, desc: Mapping[str, Any], uid: int, *, timeout: float = 10) -> list[str]:
+    """Run the hook on one job description; its messages to the user when it refuses."""
     lua = shutil.which("lua5.1")
     if lua is None or not hook.is_file():
         return []
-    desc, uid = job_desc(user, props)
     try:
         done = subprocess.run(
             [lua, str(SCRIPT), str(hook)],
-            input=to_lua({"desc": desc, "uid": uid}),
+            input=to_lua({"desc": dict(desc), "uid": uid}),
             capture_output=True,
             text=True,
             timeout=timeout,

@@ -1,11 +1,13 @@
 """slurmrestd client that acts as one given user, with a JWT minted from the cluster key.
 
 The portal uses this so every job is submitted *as its user* — never all jobs under one
-service account. Responses go through the same :mod:`parse` module as the CLI client.
+service account. Responses go through the same :mod:`parse` module as the CLI client; writes
+are logged and honour ``dry_run``, as the CLI client's are.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import Mapping
@@ -24,9 +26,12 @@ from slurm_plugins.client.errors import (
     ParseError,
     SubmitRejected,
 )
+from slurm_plugins.client.job import JobRequest
 from slurm_plugins.client.models import Job, Node
 
 log = logging.getLogger("aipool.slurm.rest")
+#: ESLURM_JOB_HELD: slurmrestd lists it among the errors of a job it accepted held, as asked.
+_JOB_HELD = 2042
 
 
 def mint_token(key: bytes, user: str, *, lifespan: int = 600, now: float | None = None) -> str:
@@ -59,6 +64,7 @@ class RestClient:
         api: str = "v0.0.38",
         timeout: float = 15.0,
         transport: httpx.BaseTransport | None = None,
+        dry_run: bool = False,
     ) -> None:
         if token is None:
             if key is None:
@@ -66,6 +72,7 @@ class RestClient:
             token = mint_token(key, user)
         self.user = user
         self.api = api
+        self.dry_run = dry_run
         self._http = httpx.Client(
             base_url=base_url.rstrip("/"),
             timeout=timeout,
@@ -131,6 +138,17 @@ class RestClient:
             raise CommandError(message, **kwargs)
         return doc
 
+    def _write(self, method: str, path: str, body: Mapping[str, Any] | None = None) -> Any:
+        """A state-changing call, or only its log line under ``dry_run`` (then ``None``)."""
+        shown = f"{method} /slurm/{self.api}{path} as {self.user}"
+        if body is not None:
+            shown += f" {_loggable(body)}"
+        if self.dry_run:
+            log.info("dry-run: %s", shown)
+            return None
+        log.info("run: %s", shown)
+        return self._call(method, path, body)
+
     def _token_refused(self, path: str) -> bool:
         """Slurm 22.05 passes the JWT through to slurmctld, which rejects a bad one with a
         bare "Unspecified error" (errno -1). Tell that apart from a real failure by asking
@@ -166,25 +184,50 @@ class RestClient:
     def nodes(self) -> list[Node]:
         return parse.nodes(self._call("GET", "/nodes"))
 
-    def submit(self, script: str, job: Mapping[str, Any]) -> int:
-        """Submit ``script`` with job properties (v0.0.38 names: ``gres``, ``partition`` …)."""
-        props = dict(job)
-        props.setdefault("environment", {"PATH": "/usr/local/bin:/usr/bin:/bin"})
-        doc = self._call("POST", "/job/submit", {"script": script, "job": props})
+    def submit(self, script: str, job: JobRequest) -> int:
+        """Submit ``script`` for ``job`` in this slurmrestd's form (a heterogeneous job as its
+        list of components); returns the job id, 0 under ``dry_run``. A request field this
+        version cannot carry raises :class:`~slurm_plugins.client.errors.JobRequestError`."""
+        doc = self._write("POST", "/job/submit", {"script": script, **job.to_rest(self.api)})
+        if doc is None:
+            return 0
         job_id = parse.num(doc.get("job_id"))
         if job_id is None:
             raise ParseError(f"slurmrestd accepted the job but returned no id: {doc!r}")
         return job_id
 
     def cancel(self, job_id: int) -> None:
-        self._call("DELETE", f"/job/{job_id}")
+        self._write("DELETE", f"/job/{job_id}")
 
 
 def _real_error(e: Any) -> bool:
     if not isinstance(e, Mapping):
         return False
     code = parse.num(e.get("error_number", e.get("error_code")))
+    if code == _JOB_HELD:
+        return False
     return bool(code) or bool(e.get("error") or e.get("description"))
+
+
+def _loggable(body: Mapping[str, Any]) -> str:
+    """The body as one log line: the script as its length, environment values left out
+    (they may hold secrets), everything else as sent."""
+
+    def props(p: Mapping[str, Any]) -> dict[str, Any]:
+        env = p.get("environment")
+        return {**p, "environment": sorted(env)} if isinstance(env, Mapping) else dict(p)
+
+    shown: dict[str, Any] = {}
+    for key, value in body.items():
+        if key == "script":
+            shown[key] = f"<{len(str(value).splitlines())} lines>"
+        elif key == "job" and isinstance(value, Mapping):
+            shown[key] = props(value)
+        elif key == "jobs" and isinstance(value, list):
+            shown[key] = [props(v) for v in value]
+        else:
+            shown[key] = value
+    return json.dumps(shown, sort_keys=False)
 
 
 def _unspecified(e: Mapping[str, Any]) -> bool:

@@ -12,6 +12,7 @@ from datetime import datetime
 
 from gres.hostlist import expand_hostlist
 from gres.naming import DEFAULT_SHARDS_PER_GPU
+from slurm_plugins.client import labels as job_labels
 from slurm_plugins.client.models import AcctJob, Association, Job, Node, Tres
 from slurm_plugins.node import Sample
 from slurm_plugins.policy.resources import Amounts, card_fraction, parse_demand
@@ -25,23 +26,9 @@ from slurm_plugins.policy.snapshot import (
     UsageRecord,
 )
 
-#: Job comments AIPool renders: ``aipool:name=train,anti_affinity=g1,gang=exp1,gang_size=3``.
-LABEL_PREFIX = "aipool:"
 _DETAIL = re.compile(
     r"(?P<name>[a-z]+)(?::(?P<type>[^:(]+))?:(?P<n>\d+)\((?:IDX:)?(?P<idx>[^)]*)\)"
 )
-
-
-def labels(comment: str) -> dict[str, str]:
-    """The ``key=value`` labels of an AIPool job comment (``{}`` for other comments)."""
-    if not comment.startswith(LABEL_PREFIX):
-        return {}
-    out = {}
-    for item in comment[len(LABEL_PREFIX) :].split(","):
-        key, sep, value = item.partition("=")
-        if sep and key.strip():
-            out[key.strip()] = value.strip()
-    return out
 
 
 def _ts(t: datetime | None) -> float | None:
@@ -76,7 +63,7 @@ def job_info(j: Job, *, now: float) -> JobInfo:
         required_nodes=expand_hostlist(j.required_nodes),
         excluded_nodes=expand_hostlist(j.excluded_nodes),
         features=j.features,
-        labels=labels(j.comment),
+        labels=job_labels.decode(j.comment),
         priority=j.priority,
         restart_count=j.restart_count,
         requeue=bool(getattr(j, "requeue", True)),

@@ -7,6 +7,7 @@ import pytest
 from aipool.lab.cluster import Lab
 from slurm_plugins.client import SlurmClient
 from slurm_plugins.client.errors import AuthenticationError
+from slurm_plugins.client.job import Component, Gres, JobRequest
 from slurm_plugins.client.models import JobState
 from slurm_plugins.client.rest import RestClient, mint_token, read_key
 from tests.integration.conftest import wait_until
@@ -50,18 +51,15 @@ def test_rest_acts_as_the_demo_user(client: SlurmClient, lab: Lab) -> None:
     key = read_key(lab.cfg.jwt_key)
     with RestClient(lab.cfg.rest_url, "alice", key=key) as rest:
         assert rest.ping()
-        job_id = rest.submit(
-            "#!/bin/bash\nsleep 30\n",
-            {
-                "name": "rest-alice",
-                "partition": "gpu",
-                "gres": "shard:4",
-                "current_working_directory": str(lab.cfg.jobs),
-                "standard_output": "/dev/null",
-                "account": "nlp",
-                "time_limit": 2,
-            },
+        part = Component(account="nlp", partition="gpu", time_limit=2, gres=(Gres("shard", 4),))
+        request = JobRequest(
+            (part,),
+            name="rest-alice",
+            workdir=str(lab.cfg.jobs),
+            output="/dev/null",
+            environment={"PATH": "/usr/bin:/bin"},
         )
+        job_id = rest.submit("#!/bin/bash\nsleep 30\n", request)
         job = rest.job(job_id)
         assert job.user == "alice"
         assert job.account == "nlp"

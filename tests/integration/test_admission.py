@@ -21,6 +21,7 @@ from slurm_plugins.admission import TABLE_FILE, parse_policy, render_hook, write
 from slurm_plugins.admission.config import LAB_POLICY, PolicyConfig, load_policy
 from slurm_plugins.admission.table import build_table
 from slurm_plugins.client import SlurmClient, SubmitRejected, UnsatisfiableRequest
+from slurm_plugins.client.job import Component, Gres, JobRequest
 from slurm_plugins.client.models import Job
 from slurm_plugins.client.rest import RestClient, read_key
 from tests.integration.conftest import wait_until
@@ -141,20 +142,23 @@ def test_heterogeneous_components_are_each_admitted(client: SlurmClient, lab: La
 
 
 def test_rest_submissions_go_through_the_hook(client: SlurmClient, lab: Lab) -> None:
-    job = {
-        "name": "rest-admission",
-        "partition": "gpu",
-        "current_working_directory": str(lab.cfg.jobs),
-        "standard_output": "/dev/null",
-        "account": "nlp",
-        "time_limit": 2,
-    }
+    def job(shards: int) -> JobRequest:
+        gres = (Gres("shard", shards),)
+        part = Component(account="nlp", partition="gpu", time_limit=2, gres=gres)
+        return JobRequest(
+            (part,),
+            name="rest-admission",
+            workdir=str(lab.cfg.jobs),
+            output="/dev/null",
+            environment={"PATH": "/usr/bin:/bin"},
+        )
+
     with RestClient(lab.cfg.rest_url, "alice", key=read_key(lab.cfg.jwt_key)) as rest:
-        job_id = rest.submit("#!/bin/bash\nsleep 30\n", {**job, "gres": "shard:4"})
+        job_id = rest.submit("#!/bin/bash\nsleep 30\n", job(4))
         try:
             assert tag(client.job(job_id))["tenant"] == "nlp"
             with pytest.raises(SubmitRejected):  # slurmrestd drops the hook's text (P18)
-                rest.submit(SCRIPT, {**job, "gres": "shard:40"})
+                rest.submit(SCRIPT, job(40))
         finally:
             rest.cancel(job_id)
 

@@ -2,6 +2,10 @@
 import, fine-tune as a job, evaluate as a job (ACC, F1, P, R on the version), deploy in one
 click, call through the portal, scale to two replicas and back, stop.
 
+The portal's requests only record what should be: the portal's control daemon (the code
+``aipool reconcile`` runs) submits and cancels the replica jobs and records finished runs; it
+runs here beside the test's portal, on the test's database, polling every half second.
+
 Jobs run through slurmrestd as ``root`` in the portal project ``root`` (root's own Slurm
 account, which the lab's admission hook leaves unrestricted): the lab's Python lives under
 ``/root``, which the demo users cannot read. The work directories are under the lab's root so
@@ -12,6 +16,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,6 +30,7 @@ from sklearn.datasets import load_digits
 from aipool.lab.cluster import Lab
 from aipool.lab.settings import portal_settings
 from portal import create_app
+from portal.control.daemon import Daemon
 from portal.extensions import db
 from portal.identity.models import User
 from portal.identity.service import create_token, hash_password
@@ -73,9 +79,16 @@ def portal(lab: Lab, client: SlurmClient, tmp_path: Path) -> Iterator[tuple[Flas
         project_id = project.id
     http = app.test_client()
     http.environ_base["HTTP_AUTHORIZATION"] = f"Bearer {token}"
+    stop = threading.Event()
+    reconciler = threading.Thread(
+        target=Daemon(app, every_s=5, poll_s=0.5).run_forever, args=(stop,), daemon=True
+    )
+    reconciler.start()
     try:
         yield http, project_id
     finally:
+        stop.set()
+        reconciler.join(timeout=60)
         with app.app_context():
             db.engine.dispose()
         shutil.rmtree(work, ignore_errors=True)
@@ -157,17 +170,18 @@ def test_a_preset_from_import_to_a_served_and_scaled_service(
             svc["url"], json={"pixels": digits.data[i].tolist()}, headers={"X-Service-Token": token}
         )
         assert r.status_code == 200
-    one = api.patch(url, json={"replicas": 1}).json
-    assert [x["job_id"] for x in one["replica_jobs"]] == jobs[:1]
+    assert api.patch(url, json={"replicas": 1}).json["replicas"] == 1
+    _poll(api, url, lambda s: [x["job_id"] for x in s["replica_jobs"]] == jobs[:1], 30)
     wait_until(lambda: not client.job(jobs[1]).state.is_active, 30)
 
     # stop: no replica job left
-    stopped = api.post(f"{url}/stop").json
-    assert (stopped["state"], stopped["replica_jobs"]) == ("stopped", [])
-    wait_until(lambda: not client.job(jobs[0]).state.is_active, 30)
+    assert api.post(f"{url}/stop").json["state"] == "stopped"
     r = caller.post(svc["url"], json={"pixels": [0] * 64}, headers={"X-Service-Token": token})
-    assert r.status_code == 503
+    assert r.status_code == 503  # at once, before its replica has gone
+    _poll(api, url, lambda s: s["replica_jobs"] == [], 30)
+    wait_until(lambda: not client.job(jobs[0]).state.is_active, 30)
     assert api.delete(url).status_code == 204
+    assert api.get(url).status_code == 404
 
 
 def test_a_language_preset_fine_tuned_and_evaluated_as_jobs(

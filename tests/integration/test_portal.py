@@ -44,6 +44,7 @@ PROJECT = f"pt-proj-{SUFFIX}"
 # bind root as well. root gets an extra association only, its own account is not touched.
 SUBMITTER = "root"
 SLEEP = "#!/bin/bash\nsleep 300\n"
+PROGRAMS = Path(__file__).resolve().parents[1] / "data" / "jobspec" / "programs"
 PASSWORD = "integration password"
 
 
@@ -175,6 +176,61 @@ def test_a_spec_job_runs_as_its_user(portal: Portal, client: SlurmClient, lab: L
     output = Path(lab.cfg.root) / "portal" / "users" / "alice" / f"pt-spec-{job_id}.out"
     try:
         assert "alice" in output.read_text().split()
+    finally:
+        output.unlink(missing_ok=True)
+
+
+def test_a_ps_worker_spec_runs_as_its_user_as_one_heterogeneous_job(
+    portal: Portal, client: SlurmClient, lab: Lab
+) -> None:
+    """Both roles start together as alice's components of one job and find each other."""
+    spec = {
+        "name": "pt-ps",
+        "command": ["python3", str(PROGRAMS / "rendezvous.py")],
+        "resources": {"time": 5},
+        "topology": {
+            "kind": "ps_worker",
+            "roles": {
+                "ps": {"resources": {"cpus": 1}},
+                "worker": {"replicas": 2, "resources": {"gpus": 0.25}},
+            },
+        },
+    }
+    r = portal.api("alice").post(
+        "/api/v1/jobs/spec", json={"project_id": portal.ids["nlp"], "spec": spec}
+    )
+    assert r.status_code == 201, r.json
+    job_id = int(r.json["job_id"])
+    queued: list[tuple[int | None, str, str, str]] = []
+
+    def listed() -> bool:
+        queued[:] = sorted(
+            (j.het_job_offset, j.user, j.account, j.partition)
+            for j in client.jobs(active_only=False)
+            if job_id in (j.job_id, j.het_job_id)
+        )
+        return len(queued) == 2
+
+    wait_until(listed, 10)
+    assert queued == [(0, "alice", "nlp", "cpu"), (1, "alice", "nlp", "gpu")]
+
+    def finished() -> bool:
+        recs = [r for r in client.accounting(job_ids=[job_id]) if r.het_job_id == job_id]
+        return len(recs) == 2 and all(r.state.is_finished for r in recs)
+
+    wait_until(finished, 120, interval=1)
+    recs = [r for r in client.accounting(job_ids=[job_id]) if r.het_job_id == job_id]
+    by_offset = {r.het_job_offset: r for r in recs}
+    assert {o: (r.user, r.account, r.state) for o, r in by_offset.items()} == {
+        0: ("alice", "nlp", JobState.COMPLETED),
+        1: ("alice", "nlp", JobState.COMPLETED),
+    }
+    assert by_offset[1].tres_alloc["gres/shard"] == 16  # two workers, a quarter card each
+    output = Path(lab.cfg.root) / "portal" / "users" / "alice" / f"pt-ps-{job_id}.out"
+    try:
+        out = output.read_text()
+        assert re.search(r"HUB ps0@cpu1 at \S+ saw worker0@gpu\d worker1@gpu\d", out), out
+        assert len(re.findall(r"PEER worker\d@gpu\d got 'ack from ps0@cpu1'", out)) == 2, out
     finally:
         output.unlink(missing_ok=True)
 

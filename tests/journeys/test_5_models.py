@@ -4,12 +4,16 @@ runtime every user can run, and succeeds."""
 
 from __future__ import annotations
 
+import logging
+import time
 from typing import Any
 
 import httpx
 from sklearn.datasets import load_digits
 
 from tests.journeys.conftest import Site, wait_for
+
+log = logging.getLogger(__name__)
 
 
 def _poll(api: httpx.Client, url: str, key: str, done: Any, timeout: float) -> Any:
@@ -32,7 +36,8 @@ def test_a_preset_imported_evaluated_served_scaled_and_stopped_as_alice(site: Si
     try:
         _journey(site, alice, model_id)
     finally:
-        alice.delete(f"/models/{model_id}")
+        # the model goes once the reconciler has removed its deleted service's replicas
+        wait_for(lambda: alice.delete(f"/models/{model_id}").status_code != 409, 60, "model gone")
 
 
 def _journey(site: Site, alice: httpx.Client, model_id: int) -> None:
@@ -56,11 +61,20 @@ def _journey(site: Site, alice: httpx.Client, model_id: int) -> None:
     version = alice.get(f"/models/{model_id}/versions/2").json()
     assert 0.9 < version["metrics"]["accuracy"] <= 1.0
 
+    created = time.monotonic()
     r = alice.post("/inference", json={"version_id": version["id"], "allow_ips": ["127.0.0.1"]})
     assert r.status_code == 201, r.text
     svc, token = r.json(), r.json()["token"]
     url = f"/inference/{svc['id']}"
     try:
+        # the request records the service; the portal's reconciler submits its replica
+        def submitted() -> bool:
+            return any(x["job_id"] for x in alice.get(url).json()["replica_jobs"])
+
+        wait_for(submitted, 30, "the first replica submitted", interval=0.2)
+        delay = time.monotonic() - created
+        log.warning("create -> replica submitted: %.1f s", delay)
+        assert delay < 10, f"the first replica was submitted {delay:.1f} s after the create"
         ready = _poll(alice, url, "one replica", lambda s: s["ready_replicas"] == 1, 180)
         assert ready["health"] == "ready"
         [replica] = ready["replica_jobs"]
@@ -80,8 +94,8 @@ def _journey(site: Site, alice: httpx.Client, model_id: int) -> None:
         alice.patch(url, json={"replicas": 2})
         two = _poll(alice, url, "two replicas", lambda s: s["ready_replicas"] == 2, 180)
         assert {site.client.job(x["job_id"]).user for x in two["replica_jobs"]} == {"alice"}
-        stopped = alice.post(f"{url}/stop").json()
-        assert (stopped["state"], stopped["replica_jobs"]) == ("stopped", [])
+        assert alice.post(f"{url}/stop").json()["state"] == "stopped"
+        _poll(alice, url, "replicas stopped", lambda s: s["replica_jobs"] == [], 60)
     finally:
         alice.delete(url)
     events = site.api("admin").get("/audit", params={"actor": "alice"}).json()

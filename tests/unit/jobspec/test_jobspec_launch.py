@@ -27,10 +27,13 @@ esac
 """
 FAKE_SRUN = r"""#!/bin/bash
 group=""
+opts=()
 while [[ "$1" == --* ]]; do
   case "$1" in --het-group=*) group="${1#*=}" ;; esac
+  opts+=("$1")
   shift
 done
+echo "srun ${opts[*]}" >> "$FAKE_LOG"
 if [ -n "$group" ]; then var="SLURM_JOB_NODELIST_HET_GROUP_$group"; nodes="${!var}"
 else nodes="$SLURM_JOB_NODELIST"; fi
 IFS=, read -r -a list <<< "$nodes"
@@ -131,6 +134,13 @@ def test_ps_worker_gets_tf_config(tmp_path: Path) -> None:
     assert json.loads(roles["ps0"]["TF_CONFIG"])["task"] == {"type": "ps", "index": 0}
     assert roles["worker1"]["AIPOOL_ADDRESS"] == f"10.0.0.2:{base + 2}"
     assert roles["worker1"]["SLURMD_NODENAME"] == "gpu2"
+    # each role's task count is given to srun, not left to what the submitter put in the
+    # environment (sbatch does, slurmrestd does not)
+    srun = sorted(line for line in log.splitlines() if line.startswith("srun "))
+    assert srun == [
+        "srun --het-group=0 --nodes=1 --ntasks=1 --ntasks-per-node=1 --kill-on-bad-exit=1",
+        "srun --het-group=1 --nodes=2 --ntasks=2 --ntasks-per-node=1 --kill-on-bad-exit=1",
+    ]
 
 
 def test_master_worker_gets_ranks(tmp_path: Path) -> None:

@@ -1,4 +1,5 @@
-"""Rendering: which sbatch options each spec becomes, and what the script does with them."""
+"""Rendering: which job request (seen as its sbatch options) each spec becomes, and what the
+script does with it."""
 
 from __future__ import annotations
 
@@ -8,8 +9,10 @@ from pathlib import Path
 import pytest
 
 from jobspec.errors import SpecError
-from jobspec.options import ClusterConfig, parse_comment
-from jobspec.render import HET_SEPARATOR, Shell, _finalize, _ident, render
+from jobspec.options import ClusterConfig
+from jobspec.render import Shell, _finalize, _ident, render
+from slurm_plugins.client import labels
+from slurm_plugins.client.job import HET_SEPARATOR, Gres
 from tests.unit.jobspec.conftest import make
 
 
@@ -98,11 +101,11 @@ def test_affinity_and_mail() -> None:
 
 def test_the_comment_carries_the_name_and_labels_for_the_policy_daemon() -> None:
     (comment,) = [a for a in opts(affinity={"anti_affinity_group": "sweep-1"}) if "comment" in a]
-    assert parse_comment(comment.split("=", 1)[1]) == {
+    assert labels.decode(comment.split("=", 1)[1]) == {
         "name": "hello",
         "anti_affinity": "sweep-1",
     }
-    assert parse_comment("pin=node2") == {}
+    assert labels.decode("pin=node2") == {}
 
 
 def test_heterogeneous_jobs_are_components_separated_by_colons() -> None:
@@ -127,6 +130,10 @@ def test_heterogeneous_jobs_are_components_separated_by_colons() -> None:
         assert "--time=30" in part
     assert "--export=NONE" in first
     assert "--export=NONE" not in second
+    request = render(spec).request
+    ps, workers = request.components
+    assert (ps.nodes, ps.gres, workers.nodes, workers.gres) == (1, (), 3, (Gres("gpu", 1),))
+    assert request.gres_totals() == {"gpu": 3}
 
 
 @pytest.mark.parametrize(

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from portal.slurm import ClusterRead
 from slurm_plugins.client import SubmitRejected, parse
 from slurm_plugins.client import accounts as account_diff
+from slurm_plugins.client.job import JobRequest
 from slurm_plugins.client.models import Association, Job, JobState, Node, Tres
 from slurm_plugins.client.specs import AccountSpec, UserSpec
 
@@ -25,6 +26,7 @@ class FakeSlurm:
             (DATA / "sacctmgr_assoc.txt").read_text()
         )
         self.submitted: list[tuple[str, str, dict[str, Any]]] = []
+        self.requests: list[JobRequest] = []
         self.cancelled: list[tuple[str | None, int]] = []
         self.applied: list[list[str]] = []
         self.reject: str | None = None
@@ -78,29 +80,35 @@ class FakeSlurm:
         self.applied.append(commands)
         return commands
 
-    def submit_as(self, user: str, script: str, props: Mapping[str, Any]) -> int:
+    def submit_as(self, user: str, script: str, job: JobRequest) -> int:
+        """Takes the request in the REST form the real port sends; records the first
+        component's properties (``requests`` keeps the requests themselves)."""
         if self.reject:
             raise SubmitRejected(self.reject, argv=("POST", "/job/submit"))
-        self.submitted.append((user, script, dict(props)))
-        self._next += 1
-        gres = str(props.get("gres", ""))
-        kind, _, count = gres.rpartition(":")
-        tres = {f"gres/{kind.split(':')[0]}": int(count)} if gres else {}
-        self._jobs[self._next] = Job(
-            job_id=self._next,
-            name=props["name"],
-            user=user,
-            account=props["account"],
-            partition=props.get("partition", "gpu"),
-            qos=props.get("qos", "normal"),
-            state=JobState.PENDING,
-            reason="Priority",
-            tres_req=Tres(tres),
-            time_limit_min=props.get("time_limit"),
-            comment=props.get("comment", ""),
-            stdout_path=props.get("standard_output", ""),
-        )
-        return self._next
+        sent = job.to_rest()
+        parts = sent.get("jobs") or [sent["job"]]
+        self.submitted.append((user, script, dict(parts[0])))
+        self.requests.append(job)
+        for props in parts:
+            self._next += 1
+            gres = str(props.get("gres", ""))
+            kind, _, count = gres.rpartition(":")
+            tres = {f"gres/{kind.split(':')[0]}": int(count)} if gres else {}
+            self._jobs[self._next] = Job(
+                job_id=self._next,
+                name=props["name"],
+                user=user,
+                account=props["account"],
+                partition=props.get("partition", "gpu"),
+                qos=props.get("qos", "normal"),
+                state=JobState.PENDING,
+                reason="Priority",
+                tres_req=Tres(tres),
+                time_limit_min=props.get("time_limit"),
+                comment=props.get("comment", ""),
+                stdout_path=props.get("standard_output", ""),
+            )
+        return self._next - len(parts) + 1
 
     def _cancel(self, who: str | None, job_id: int) -> None:
         self.cancelled.append((who, job_id))

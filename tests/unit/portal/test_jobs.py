@@ -165,7 +165,7 @@ def test_spec_jobs_render_through_jobspec_and_run_as_the_caller(env: Env) -> Non
         ({**HELLO, "resources": {"gpus": 0.3}}, "resources.gpus"),
         ({**HELLO, "project": "vision"}, "charged to nlp"),
         ({**HELLO, "priority": "high", "name": "x"}, None),  # nlp may use high
-        ({**HELLO, "affinity": {"exclude": ["gpu1"]}}, "--exclude"),
+        ({**HELLO, "affinity": {"exclude": ["gpu1"]}}, None),  # node lists reach slurmrestd
         ({**HELLO, "bogus": 1}, "bogus"),
     ],
 )
@@ -178,6 +178,44 @@ def test_bad_specs_are_refused_whole(env: Env, spec: dict[str, Any], message: st
     assert r.status_code == 422, r.json
     assert message in " ".join(r.json["errors"]["json"]["spec"])
     assert env.slurm.submitted == []
+
+
+PS_WORKER = {
+    "name": "tf-ps",
+    "command": ["python3", "train.py"],
+    "resources": {"time": 30},
+    "topology": {
+        "kind": "ps_worker",
+        "roles": {
+            "ps": {"resources": {"cpus": 2}},
+            "worker": {"replicas": 2, "resources": {"gpus": 1, "gpu_type": "a100"}},
+        },
+    },
+}
+
+
+def test_a_heterogeneous_spec_is_one_job_of_several_components(env: Env) -> None:
+    nlp = env.world.projects["nlp"]
+    r = env.api("alice").post("/api/v1/jobs/spec", json={"project_id": nlp, "spec": PS_WORKER})
+    assert r.status_code == 201, r.json
+    request = env.slurm.requests[-1]
+    ps, workers = request.components
+    assert (ps.partition, ps.nodes, workers.partition, workers.nodes) == ("cpu", 1, "gpu", 2)
+    assert [c.account for c in request.components] == ["nlp", "nlp"]
+    assert request.gres_totals() == {"gpu": 2}
+    assert request.workdir == str(env.app.config["JOB_WORKDIR"])
+    assert dict(request.environment or {}) == {"PATH": "/usr/local/bin:/usr/bin:/bin"}
+    assert request.labels["topology"] == "ps_worker"
+    audit = env.api("admin").get("/api/v1/audit?action=job.submit").json
+    shown = audit[0]["after"]["jobs"]
+    assert [p["partition"] for p in shown] == ["cpu", "gpu"]
+    assert all("environment" not in p for p in shown)
+    # the project's quota counts the cards of every component on every node
+    env.api("admin").put(f"/api/v1/projects/{nlp}/quota", json={"gpus": 1})
+    r = env.api("alice").post("/api/v1/jobs/spec", json={"project_id": nlp, "spec": PS_WORKER})
+    assert r.status_code == 409
+    assert "gpus: 2 asked" in r.json["message"]
+    assert len(env.slurm.requests) == 1
 
 
 def test_spec_jobs_respect_quota_and_permission(env: Env) -> None:

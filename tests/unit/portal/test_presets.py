@@ -67,9 +67,9 @@ def test_each_preset_has_a_card_schemas_and_valid_job_templates(name: str) -> No
                 for w in template["command"]
             ],
         }
-        script, props = spec_job(spec)  # the job-spec validator and renderer
+        script, request = spec_job(spec)  # the job-spec validator and renderer
         assert "portal.presets.runtime" in script
-        assert props["name"].endswith(name), kind
+        assert (request.name or "").endswith(name), kind
     if preset.runnable:
         published = preset.results()
         assert published is not None

@@ -63,9 +63,11 @@ AIPOOL_PROGRAM_2=("${AIPOOL_PROGRAM[@]}")
 
 # Every role's addresses (host:port, one per replica) for every other role.
 aipool_offset=0
+aipool_replicas=()
 for aipool_group in "${!AIPOOL_ROLES[@]}"; do
   aipool_var="SLURM_JOB_NODELIST_HET_GROUP_${aipool_group}"
   mapfile -t aipool_nodes < <(scontrol show hostnames "${!aipool_var}")
+  aipool_replicas[$aipool_group]="${#aipool_nodes[@]}"
   aipool_hosts=""
   for aipool_node in "${aipool_nodes[@]}"; do
     aipool_hosts+="${aipool_hosts:+,}$(aipool_node_addr "$aipool_node"):$(aipool_port "$aipool_offset")"
@@ -131,7 +133,11 @@ declare -A aipool_role_of=() aipool_is_primary=()
 for aipool_group in "${!AIPOOL_ROLES[@]}"; do
   aipool_role="${AIPOOL_ROLES[$aipool_group]}"
   aipool_var="AIPOOL_PROGRAM_${aipool_group}[@]"
-  srun --het-group="$aipool_group" --ntasks-per-node=1 --kill-on-bad-exit=1 \
+  # One replica per node of the component, said here: only sbatch puts each component's task
+  # count in the environment; a job submitted through slurmrestd has its node list alone.
+  aipool_n="${aipool_replicas[$aipool_group]}"
+  srun --het-group="$aipool_group" --nodes="$aipool_n" --ntasks="$aipool_n" --ntasks-per-node=1 \
+    --kill-on-bad-exit=1 \
     bash -c "$AIPOOL_LAUNCH" aipool-role "$aipool_role" "${!aipool_var}" &
   aipool_role_of[$!]="$aipool_role"
   for aipool_p in "${AIPOOL_PRIMARY[@]}"; do
