@@ -7,7 +7,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -19,6 +19,7 @@ from portal import create_app
 from portal.control import daemon
 from portal.control.daemon import Daemon
 from portal.extensions import db
+from slurm_plugins.client.job import JobRequest
 from slurm_plugins.client.models import JobState
 from tests.unit.portal.conftest import BASE, Env
 from tests.unit.portal.fakes import FakeSlurm
@@ -39,10 +40,10 @@ class SlowSlurm(FakeSlurm):
         super().__init__()
         self._guard = threading.Lock()
 
-    def submit_as(self, user: str, script: str, props: Mapping[str, Any]) -> int:
+    def submit_as(self, user: str, script: str, job: JobRequest) -> int:
         time.sleep(0.05)
         with self._guard:
-            return super().submit_as(user, script, props)
+            return super().submit_as(user, script, job)
 
 
 def _services(env: Env) -> set[str]:
