@@ -65,8 +65,9 @@ class Daemon:
     loops: tuple[str, ...] = ("inference", "runs")
     echo: Callable[[str], None] = log.info
     monotonic: Callable[[], float] = time.monotonic
-    _seen: dict[int, datetime | None] = field(default_factory=dict)
-    _last_full: float = float("-inf")
+    # each service's updated_at as the last pass left it: a change since is a reason to look
+    _seen: dict[int, datetime | None] = field(default_factory=dict, init=False)
+    _last_full: float = field(default=float("-inf"), init=False)
 
     def run_pass(self, *, full: bool = True) -> PassReport:
         # the app context's teardown ends the pass's database session
