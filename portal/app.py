@@ -24,6 +24,7 @@ from portal import (
     dashboard,
     datasets,
     errors,
+    i18n,
     identity,
     inference,
     jobs,
@@ -127,6 +128,7 @@ def create_app(settings: Mapping[str, Any] | None = None) -> Flask:
     login_manager.init_app(app)
     csrf.init_app(app)
     limiter.init_app(app)
+    i18n.install(app)
     api.init_app(app)
     api.register_converter(IdConverter, integerconverter2paramschema)
     api.register_converter(NameConverter, _name_param)

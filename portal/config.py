@@ -102,6 +102,10 @@ DEFAULTS: dict[str, Any] = {
     # pools; None: the lab's) and the directory slurmctld reads job_submit.lua from
     "ADMISSION_POLICY": None,
     "ADMISSION_DIR": None,
+    # languages (portal/i18n.py): zh_CN or en when neither the user nor the browser says;
+    # dates are shown in TIMEZONE (an IANA name)
+    "DEFAULT_LOCALE": "en",
+    "TIMEZONE": "UTC",
     # branding: the site's name, a logo file (PNG, SVG, JPEG, ICO) and header/accent colours
     "SITE_NAME": "AIPool",
     "SITE_LOGO": None,

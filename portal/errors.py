@@ -10,6 +10,9 @@ from typing import Any
 from flask import Flask, Response, current_app, jsonify, render_template, request
 from werkzeug.exceptions import HTTPException
 
+from portal.i18n import gettext, translate_message, translate_messages
+from translations import N_
+
 
 class DomainError(Exception):
     status = 400
@@ -85,10 +88,10 @@ class Stale(DomainError):
     code = "precondition_failed"
 
     def __init__(self, message: str = "") -> None:
-        super().__init__(message or STALE)
+        super().__init__(message or gettext(STALE))
 
 
-STALE = (
+STALE = N_(
     "Someone else changed this since you loaded it, so your change was not saved. "
     "Reload it and make your change again."
 )
@@ -140,7 +143,11 @@ def register(app: Flask) -> None:
     @app.errorhandler(DomainError)
     def domain_error(exc: DomainError) -> Response | tuple[str, int]:
         if wants_json():
-            fields = {"json": exc.errors} if isinstance(exc, ValidationFailed) else None
+            fields = (
+                {"json": translate_messages(exc.errors)}
+                if isinstance(exc, ValidationFailed)
+                else None
+            )
             return error_response(exc.status, exc.code, exc.message, fields)
         return render_template("error.html", status=exc.status, message=exc.message), exc.status
 
@@ -149,7 +156,8 @@ def register(app: Flask) -> None:
         if wants_json():
             return _http_error(exc)
         status = exc.code or 500
-        return render_template("error.html", status=status, message=exc.description), status
+        message = translate_message(exc.description or "")
+        return render_template("error.html", status=status, message=message), status
 
 
 KEPT_HEADERS = ("Allow", "Retry-After", "WWW-Authenticate")  # what the client must be told
@@ -162,14 +170,17 @@ def _http_error(exc: HTTPException) -> Response:
     from portal.extensions import api
 
     payload, status, extra = api.handle_http_exception(exc)
-    errors = payload.get("errors")
+    errors = translate_messages(payload.get("errors"))
     if status == 413:
         limit = current_app.config["MAX_CONTENT_LENGTH"]
-        message = f"the request is larger than the portal accepts ({_size(limit)})"
+        message = gettext(
+            "The request is larger than the portal accepts (%(limit)s).", limit=_size(limit)
+        )
     elif status == 422 and not payload.get("message") and errors:
-        message = f"invalid input: {_summary(errors)}"
+        message = gettext("Invalid input: %(problems)s", problems=_summary(errors))
     else:
-        message = payload.get("message") or exc.description or HTTPStatus(status).description
+        said = payload.get("message") or exc.description or HTTPStatus(status).description
+        message = translate_message(str(said))
     code = HTTPStatus(status).phrase.lower().replace(" ", "_")
     headers = [*exc.get_headers(), *dict(extra or {}).items()]
     kept = [(name, value) for name, value in headers if name in KEPT_HEADERS]

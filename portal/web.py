@@ -20,6 +20,7 @@ from werkzeug.wrappers import Response as BaseResponse
 from portal.authz import Access, access_for
 from portal.errors import Forbidden, Stale, error_response, wants_json
 from portal.extensions import csrf, db, login_manager
+from portal.i18n import gettext
 from portal.identity.models import User
 from portal.identity.service import session_user, user_for_token
 
@@ -155,7 +156,9 @@ def install(app: Flask) -> None:
     @login_manager.unauthorized_handler
     def unauthorized() -> BaseResponse:
         if wants_json():
-            return error_response(401, "unauthorized", "login or token required")
+            return error_response(
+                401, "unauthorized", gettext("Sign in, or send an API token, first.")
+            )
         return redirect(url_for("identity_pages.login", next=request.full_path))
 
     @app.before_request

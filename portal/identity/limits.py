@@ -15,9 +15,12 @@ from flask import request
 from werkzeug.wrappers import Response
 
 from portal.extensions import limiter
+from portal.i18n import gettext
 from portal.web import setting
 
-LOCKED = "too many failed sign-ins for this account: wait, then try again"
+
+def _locked() -> str:
+    return gettext("Too many failed sign-ins for this account: wait, then try again.")
 
 
 def _address_limit() -> str:
@@ -25,7 +28,10 @@ def _address_limit() -> str:
 
 
 def _address_message() -> str:
-    return f"too many sign-ins from this address ({_address_limit()}): wait, then try again"
+    return gettext(
+        "Too many sign-ins from this address (%(limit)s): wait, then try again.",
+        limit=_address_limit(),
+    )
 
 
 def _account_limit() -> str:
@@ -57,6 +63,6 @@ def sign_in_limits() -> list[Callable[[Any], Any]]:
             methods=["POST"],
             deduct_when=_failed,
             exempt_when=_lockout_off,
-            error_message=LOCKED,
+            error_message=_locked,
         ),
     ]

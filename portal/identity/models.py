@@ -27,6 +27,8 @@ class User(UserMixin, Base):
     password_changed_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
     # bumped on password change / reset: sessions made before it are refused
     session_epoch: Mapped[int] = mapped_column(Integer, default=0)
+    # the portal's language for this user (portal.i18n.LOCALES); None: the browser's
+    language: Mapped[str | None] = mapped_column(String(8), nullable=True, default=None)
 
     @property
     def is_active(self) -> bool:

@@ -16,6 +16,8 @@ from wtforms import PasswordField, StringField
 from wtforms.validators import DataRequired, Length
 
 from portal.errors import Forbidden, ValidationFailed
+from portal.i18n import gettext
+from portal.i18n import lazy_gettext as _l
 from portal.identity import service
 from portal.identity.limits import sign_in_limits
 from portal.identity.models import User
@@ -25,13 +27,13 @@ bp = Blueprint("identity_pages", __name__)
 
 
 class LoginForm(FlaskForm):
-    username = StringField("User name", validators=[DataRequired(), Length(max=32)])
-    password = PasswordField("Password", validators=[DataRequired(), Length(max=1024)])
+    username = StringField(_l("User name"), validators=[DataRequired(), Length(max=32)])
+    password = PasswordField(_l("Password"), validators=[DataRequired(), Length(max=1024)])
 
 
 class PasswordForm(FlaskForm):
-    current_password = PasswordField("Current password", validators=[DataRequired()])
-    new_password = PasswordField("New password", validators=[DataRequired()])
+    current_password = PasswordField(_l("Current password"), validators=[DataRequired()])
+    new_password = PasswordField(_l("New password"), validators=[DataRequired()])
 
 
 def _safe_next(target: str | None) -> str:
@@ -60,7 +62,7 @@ def login() -> str | Response | tuple[str, int]:
         if user is not None:
             _sign_in(user)
             return redirect(_safe_next(request.args.get("next")))
-        flash("Wrong user name or password.", "error")
+        flash(gettext("Wrong user name or password."), "error")
         return render_template("identity/login.html", form=form), 401
     if form.is_submitted():  # incomplete, or without a valid CSRF token
         return render_template("identity/login.html", form=form), 400
@@ -116,6 +118,8 @@ def password() -> str | Response | tuple[str, int]:
             form.current_password.errors = [exc.message]
             return render_template("identity/password.html", form=form), 403
         _sign_in(caller())  # every session and token ended: this browser gets a new one
-        flash("Password changed; your other sessions and your API tokens are ended.", "info")
+        flash(
+            gettext("Password changed; your other sessions and your API tokens are ended."), "info"
+        )
         return redirect(url_for("dashboard.index"))
     return render_template("identity/password.html", form=form)

@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session
 from portal.audit.service import record
 from portal.authz import Access, Perm
 from portal.errors import Conflict, Forbidden, NotFound, ValidationFailed
+from portal.i18n import gettext
 from portal.identity.models import ApiToken, User, WebSession
 from portal.models import utcnow
 from portal.tenancy.models import (
@@ -27,6 +28,7 @@ from portal.tenancy.models import (
     Membership,
     Project,
 )
+from translations import N_
 
 USERNAME = re.compile(r"[a-z_][a-z0-9_-]{0,31}")
 TOKEN_PREFIX = "aip_"  # noqa: S105 - a marker, not a secret
@@ -50,14 +52,36 @@ def check_password_rules(
     from zxcvbn import zxcvbn
 
     if len(password) < min_length:
-        raise ValidationFailed({field: [f"at least {min_length} characters"]})
+        raise ValidationFailed({field: [gettext("At least %(n)d characters.", n=min_length)]})
     if len(password) > 1024:
-        raise ValidationFailed({field: ["at most 1024 characters"]})
+        raise ValidationFailed({field: [gettext("At most 1024 characters.")]})
     verdict = zxcvbn(password[:100], user_inputs=[x for x in user_inputs if x])
     if verdict["score"] < MIN_STRENGTH:
-        why = (verdict["feedback"]["warning"] or "It is easy to guess").rstrip(".")
-        why = why[:1].lower() + why[1:]  # "this is a very common password"
-        raise ValidationFailed({field: [f"too easy to guess: {why}; choose another"]})
+        warning = verdict["feedback"]["warning"]
+        why = gettext(warning) if warning in GUESSABLE else gettext("It is easy to guess.")
+        raise ValidationFailed(
+            {field: [gettext("Too easy to guess: %(why)s Choose another.", why=why)]}
+        )
+
+
+# zxcvbn's reasons (its feedback warnings), in the catalogue so that users read them in theirs
+GUESSABLE = frozenset(
+    {
+        N_("This is a top-10 common password."),
+        N_("This is a top-100 common password."),
+        N_("This is a very common password."),
+        N_("This is similar to a commonly used password."),
+        N_("A word by itself is easy to guess."),
+        N_("Names and surnames by themselves are easy to guess."),
+        N_("Common names and surnames are easy to guess."),
+        N_("Straight rows of keys are easy to guess."),
+        N_("Short keyboard patterns are easy to guess."),
+        N_('Repeats like "aaa" are easy to guess.'),
+        N_('Sequences like "abc" or "6543" are easy to guess.'),
+        N_("Recent years are easy to guess."),
+        N_("Dates are often easy to guess."),
+    }
+)
 
 
 def _inputs(user: User) -> tuple[str, ...]:
@@ -85,7 +109,7 @@ def change_password(
     try:
         _hasher.verify(user.password_hash, current)
     except (VerifyMismatchError, VerificationError, InvalidHashError):
-        raise Forbidden("the current password is wrong") from None
+        raise Forbidden(gettext("The current password is wrong.")) from None
     check_password_rules(new, min_length, "new_password", user_inputs=_inputs(user))
     _set_password(session, user, new)
     record(session, user, "user.password_change", "user", user.id)
@@ -148,7 +172,7 @@ def end_sessions(session: Session, user: User) -> None:
 def _get(session: Session, user_id: int) -> User:
     user = session.get(User, user_id)
     if user is None:
-        raise NotFound("user not found")
+        raise NotFound(gettext("No such user."))
     return user
 
 
@@ -187,14 +211,14 @@ def users_query(access: Access, q: str | None = None) -> Select[User]:
 def get_user(session: Session, access: Access, user_id: int) -> User:
     user: User | None = session.scalar(users_query(access).where(User.id == user_id))
     if user is None:
-        raise NotFound("user not found")
+        raise NotFound(gettext("No such user."))
     return user
 
 
 def user_by_name(session: Session, username: str) -> User:
     user: User | None = session.scalar(select(User).where(User.username == username))
     if user is None:
-        raise NotFound(f"no user {username!r}")
+        raise NotFound(gettext("No user %(name)s.", name=username))
     return user
 
 
@@ -205,9 +229,18 @@ def create_user(
     access.require_platform_admin()
     username = data["username"]
     if not USERNAME.fullmatch(username):
-        raise ValidationFailed({"username": ["a Unix user name: [a-z_][a-z0-9_-]{0,31}"]})
+        raise ValidationFailed(
+            {
+                "username": [
+                    gettext(
+                        "A Unix user name: a lower-case letter or _, then up to 31 lower-case "
+                        "letters, digits, _ or -."
+                    )
+                ]
+            }
+        )
     if session.scalar(select(User.id).where(User.username == username)) is not None:
-        raise Conflict(f"user {username!r} exists")
+        raise Conflict(gettext("The user %(name)s exists already.", name=username))
     password = data.get("password") or secrets.token_urlsafe(12)
     inputs = (username, data.get("display_name", ""), data.get("email", ""))
     check_password_rules(password, min_length, user_inputs=inputs)
@@ -230,9 +263,9 @@ def update_user(session: Session, access: Access, user_id: int, data: Mapping[st
     user = get_user(session, access, user_id)
     admin_only = {"is_platform_admin", "active"}
     if not access.platform_admin and (user.id != access.user_id or admin_only & set(data)):
-        raise Forbidden("only platform admins change other users or roles")
+        raise Forbidden(gettext("Only platform admins change other users or their roles."))
     if user.id == access.user_id and data.get("is_platform_admin") is False:
-        raise Conflict("an admin cannot drop their own admin flag")
+        raise Conflict(gettext("An admin cannot take away their own admin rights."))
     before = user.audit_view()
     for key in ("display_name", "email", "is_platform_admin", "active"):
         if key in data:
@@ -278,7 +311,7 @@ def tokens_query(user: User) -> Select[ApiToken]:
 def revoke_token(session: Session, user: User, token_id: int) -> None:
     token = session.get(ApiToken, token_id)
     if token is None or token.user_id != user.id:
-        raise NotFound("token not found")
+        raise NotFound(gettext("No such token."))
     record(session, user, "token.revoke", "api_token", token.id, before=token.audit_view())
     session.delete(token)
     session.commit()

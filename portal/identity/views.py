@@ -9,6 +9,7 @@ from flask.views import MethodView
 from marshmallow import Schema
 
 from portal.errors import Unauthorized
+from portal.i18n import gettext
 from portal.identity import service
 from portal.identity.limits import sign_in_limits
 from portal.identity.models import ApiToken, User
@@ -54,7 +55,7 @@ class Token(MethodView):
         per account after failed attempts: 429 with ``Retry-After``)."""
         user = service.authenticate(session(), args["username"], args["password"])
         if user is None:
-            raise Unauthorized("wrong user name or password")
+            raise Unauthorized(gettext("Wrong user name or password."))
         days = args.get("days") or setting("API_TOKEN_DAYS")
         token, secret = service.create_token(session(), user, args["name"], days=days)
         return _token_data(token, secret)

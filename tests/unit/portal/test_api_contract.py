@@ -51,7 +51,7 @@ def test_a_body_over_the_limit_names_the_limit(env: Env, monkeypatch: pytest.Mon
     r = env.api("alice").post("/api/v1/datasets", data=body, content_type="application/json")
     assert r.status_code == 413
     _envelope(r.json, 413)
-    assert r.json["message"] == "the request is larger than the portal accepts (1.0 MiB)"
+    assert r.json["message"] == "The request is larger than the portal accepts (1.0 MiB)."
 
 
 def test_the_default_body_limit_is_the_largest_upload(env: Env) -> None:

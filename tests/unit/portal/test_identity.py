@@ -58,7 +58,7 @@ def test_password_change_and_admin_reset(env: Env) -> None:
         json={"current_password": "wrong", "new_password": "a long new one"},
     )
     assert r.status_code == 403
-    assert r.json["message"] == "the current password is wrong"
+    assert r.json["message"] == "The current password is wrong."
     r = api.post(
         "/api/v1/auth/password", json={"current_password": PASSWORD, "new_password": "short"}
     )
@@ -174,7 +174,7 @@ def test_login_is_rate_limited(tmp_path: Path, seeded_db: tuple[Path, object]) -
     assert int(limited.headers["Retry-After"]) > 0  # when to try again
     assert limited.json["error"] == "too_many_requests"
     assert limited.json["message"] == (
-        "too many sign-ins from this address (3 per minute): wait, then try again"
+        "Too many sign-ins from this address (3 per minute): wait, then try again."
     )
     with app.app_context():
         assert db.session.scalar(select(User.id).where(User.username == "bob"))
@@ -200,7 +200,7 @@ def test_an_account_is_locked_after_failed_sign_ins_from_any_address(
     assert [token("bob", "wrong", f"10.0.0.{i}").status_code for i in (1, 2, 3)] == [401] * 3
     locked = token("bob", PASSWORD, "10.0.0.4")  # even with the right password
     assert locked.status_code == 429
-    assert "too many failed sign-ins for this account" in locked.json["message"]
+    assert "Too many failed sign-ins for this account" in locked.json["message"]
     assert int(locked.headers["Retry-After"]) > 0
     # the sign-in page too, under the same account, whatever the case of its name
     csrf = csrf_of(client.get("/login").get_data(as_text=True))
@@ -208,7 +208,7 @@ def test_an_account_is_locked_after_failed_sign_ins_from_any_address(
     page = client.post("/login", data=form)
     assert page.status_code == 429
     # the sign-in page again, saying why and when
-    assert "too many failed sign-ins for this account" in page.get_data(as_text=True)
+    assert "Too many failed sign-ins for this account" in page.get_data(as_text=True)
     assert 'name="username"' in page.get_data(as_text=True)
     assert int(page.headers["Retry-After"]) > 0
     assert token("alice", PASSWORD, "10.0.0.1").status_code == 201  # others are not locked

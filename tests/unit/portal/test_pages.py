@@ -111,7 +111,7 @@ def test_manager_adds_and_removes_members_on_the_project_page(env: Env) -> None:
         },
     )
     assert r.status_code == 404
-    assert "no user" in r.get_data(as_text=True)
+    assert "No user" in r.get_data(as_text=True)
     r = client.post(
         f"/projects/{cs101}",
         data={

@@ -1,0 +1,64 @@
+"""The one message catalogue of everything a person reads: the portal's pages, forms and API
+errors, e-mails, reports and job specs' errors. English is the source language; Simplified
+Chinese lives in ``zh_Hans_CN/LC_MESSAGES/messages.po`` (compiled to ``messages.mo`` beside it;
+the directory has Babel's full name of ``zh_CN``, script included, which is what it looks for).
+
+The portal reads it through Flask-Babel (:mod:`portal.i18n`); packages without Flask
+(accounting's reports and e-mails, the daemons' notices, jobspec) call :func:`gettext` with
+the reader's locale. Strings that must be translated later, where they are made, are marked
+with :func:`N_` so that extraction finds them. ``scripts/i18n.py`` extracts, updates,
+compiles and checks the catalogue (docs/i18n.md).
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from babel import Locale
+from babel.support import NullTranslations, Translations
+
+DIRECTORY = Path(__file__).resolve().parent
+#: Every language the product speaks, each named in itself; ``en`` is the source language
+#: (no catalogue of its own).
+LOCALES: dict[str, str] = {"zh_CN": "简体中文", "en": "English"}
+DEFAULT = "en"
+
+
+def N_(message: str) -> str:
+    """Mark ``message`` for the catalogue without translating it (translated where shown)."""
+    return message
+
+
+@cache
+def catalogue(locale: str | None) -> NullTranslations:
+    """The compiled messages of ``locale``; none (the English source) for ``en`` or unknown."""
+    if not locale or locale == DEFAULT or locale not in LOCALES:
+        return NullTranslations()
+    return Translations.load(str(DIRECTORY), [Locale.parse(locale)])
+
+
+def gettext(locale: str | None, message: str, **params: Any) -> str:
+    """``message`` in ``locale``, with ``%(name)s`` placeholders filled from ``params``."""
+    text = catalogue(locale).gettext(message)
+    return text % params if params else text
+
+
+def ngettext(locale: str | None, singular: str, plural: str, n: int, **params: Any) -> str:
+    """The singular or plural form for ``n`` in ``locale``; ``num`` is ``n`` in ``params``."""
+    text = catalogue(locale).ngettext(singular, plural, n)
+    return text % {"num": n, **params}
+
+
+def normalise(locale: str | None) -> str:
+    """A locale name from a setting or a header (``zh-CN``, ``zh``, ``en_US``) as one of
+    :data:`LOCALES`; anything else is the default."""
+    if not locale:
+        return DEFAULT
+    tag = locale.replace("-", "_")
+    if tag.lower().startswith("zh"):
+        return "zh_CN"
+    if tag.lower().startswith("en"):
+        return "en"
+    return DEFAULT
