@@ -41,6 +41,10 @@ def portal_settings(cfg: LabConfig | None = None) -> dict[str, Any]:
         "JOB_RUNTIME": str(cfg.runtime),
         # the portal's one home, under the lab's root: `aipool lab down` wipes it with the rest
         "PORTAL_HOME": str(cfg.root / "portal"),
+        # the demo is a Chinese site: Chinese where neither the user nor the browser says,
+        # dates in China's time
+        "DEFAULT_LOCALE": "zh_CN",
+        "TIMEZONE": "Asia/Shanghai",
     }
 
 
