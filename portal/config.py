@@ -98,6 +98,14 @@ DEFAULTS: dict[str, Any] = {
     "CLOCK": None,  # a callable returning the UTC time (tests); None: the system clock
     # the node agent's utilisation samples (aipool node agent --out); None: no job charts
     "SAMPLES_DIR": None,
+    # the policy daemon's state directory (its decision log: why it holds or steers a job,
+    # shown on the job's page); None: no policy reasons shown
+    "POLICY_STATE_DIR": None,
+    # the control daemon's capacity samples for the monitoring charts (portal/nodes/sampling.py):
+    # seconds between samples, and how long minute rows and hourly rows are kept
+    "SAMPLE_EVERY_S": 60,
+    "SAMPLE_KEEP_MINUTES_H": 48,
+    "SAMPLE_KEEP_HOURS_D": 400,
     # the admission hook rendered from the portal's tenants: a base policy file (cluster,
     # pools; None: the lab's) and the directory slurmctld reads job_submit.lua from
     "ADMISSION_POLICY": None,
