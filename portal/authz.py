@@ -25,9 +25,11 @@ from sqlalchemy import ColumnElement, false, or_, select
 from sqlalchemy.orm import Session
 
 from portal.errors import Forbidden, NotFound
+from portal.i18n import gettext
 from portal.identity.models import User
 from portal.roles.models import Role
 from portal.tenancy.models import DomainAdmin, GroupGrant, GroupMember, Membership, Project
+from translations import N_
 
 
 class Perm(StrEnum):
@@ -45,6 +47,20 @@ class Perm(StrEnum):
     DOMAIN_MANAGE = "domain.manage"
 
 
+#: What each permission lets its holder do, in words (translated where shown).
+MEANING: dict[Perm, str] = {
+    Perm.PROJECT_READ: N_("See the project and its details"),
+    Perm.PROJECT_MANAGE: N_("Change the project's description"),
+    Perm.MEMBERS_READ: N_("See the project's members"),
+    Perm.MEMBERS_MANAGE: N_("Add and remove members and change their roles"),
+    Perm.QUOTA_READ: N_("See the project's quota"),
+    Perm.JOBS_SUBMIT: N_("Submit jobs charged to the project"),
+    Perm.JOBS_READ_ALL: N_("See every member's jobs in the project"),
+    Perm.JOBS_CANCEL_ALL: N_("Cancel any member's jobs in the project"),
+    Perm.QUOTA_MANAGE: N_("Set the project's quota and QOS"),
+    Perm.DOMAIN_READ: N_("See the domain"),
+    Perm.DOMAIN_MANAGE: N_("Manage the domain's projects, groups and admins"),
+}
 ALL = frozenset(Perm)
 GRANTABLE = frozenset(
     {
@@ -61,10 +77,10 @@ GRANTABLE = frozenset(
 DOMAIN_ADMIN_ON_PROJECTS = GRANTABLE | {Perm.QUOTA_MANAGE}
 MEMBER = frozenset({Perm.PROJECT_READ, Perm.MEMBERS_READ, Perm.QUOTA_READ, Perm.JOBS_SUBMIT})
 BUILTIN_ROLES: dict[str, tuple[str, frozenset[Perm]]] = {
-    "member": ("Runs jobs in the project", MEMBER),
-    "manager": ("Manages the project's members and jobs", GRANTABLE),
+    "member": (N_("Runs jobs in the project"), MEMBER),
+    "manager": (N_("Manages the project's members and jobs"), GRANTABLE),
     "viewer": (
-        "Sees the project, its quota and its jobs",
+        N_("Sees the project, its quota and its jobs"),
         frozenset({Perm.PROJECT_READ, Perm.QUOTA_READ, Perm.JOBS_READ_ALL}),
     ),
 }
@@ -128,28 +144,32 @@ class Access:
 
     # ------------------------------------------------------------------ checks
     def require_project(self, project: Project | None, perm: Perm) -> Project:
-        if project is None:
-            raise NotFound("project not found")
-        perms = self.on_project(project)
-        if not perms:
-            raise NotFound("project not found")
-        if perm not in perms:
-            raise Forbidden(f"{perm} needed on project {project.name}")
+        if project is None or not self.on_project(project):
+            raise NotFound(gettext("No such project."))
+        if perm not in self.on_project(project):
+            raise Forbidden(
+                gettext(
+                    "You may not do this in the project %(project)s: it needs the permission "
+                    "“%(permission)s”.",
+                    project=project.name,
+                    permission=gettext(MEANING[perm]),
+                )
+            )
         return project
 
     def require_domain(self, domain_id: int | None, perm: Perm, what: str = "domain") -> int:
-        if domain_id is None:
-            raise NotFound(f"{what} not found")
-        perms = self.on_domain(domain_id)
-        if not perms:
-            raise NotFound(f"{what} not found")
-        if perm not in perms:
-            raise Forbidden(f"{perm} needed on the domain")
+        if domain_id is None or not self.on_domain(domain_id):
+            missing = (
+                gettext("No such project.") if what == "project" else gettext("No such domain.")
+            )
+            raise NotFound(missing)
+        if perm not in self.on_domain(domain_id):
+            raise Forbidden(gettext("Only the domain's admins may do this."))
         return domain_id
 
     def require_platform_admin(self) -> None:
         if not self.platform_admin:
-            raise Forbidden("platform admin only")
+            raise Forbidden(gettext("Only platform admins may do this."))
 
 
 def load_access(session: Session, user: User) -> Access:

@@ -2,7 +2,8 @@ from __future__ import annotations
 
 from marshmallow import Schema, fields, validate
 
-from portal.schemas import ChangeSchema, text
+from portal.schemas import ChangeSchema, ident, text
+from translations import N_
 
 
 class LoginSchema(Schema):
@@ -48,13 +49,21 @@ class UserCreateSchema(Schema):
         32,
         required=True,
         validate=validate.Regexp(
-            r"^[a-z_][a-z0-9_-]{0,31}$", error="a Unix user name: [a-z_][a-z0-9_-]{{0,31}}"
+            r"^[a-z_][a-z0-9_-]{0,31}$",
+            error=N_(
+                "A Unix user name: a lower-case letter or _, then up to 31 lower-case "
+                "letters, digits, _ or -."
+            ),
         ),
     )
     password = fields.String(validate=validate.Length(max=1024))
     display_name = text(120)
     email = fields.Email(validate=validate.Length(max=254))
     is_platform_admin = fields.Boolean()
+    project_id = ident(
+        metadata={"description": "the project the user joins (required from domain admins)"}
+    )
+    role_id = ident(metadata={"description": "their role in it (default: member)"})
 
 
 class UserCreatedSchema(UserSchema):
@@ -71,7 +80,7 @@ class UserUpdateSchema(ChangeSchema):
 
 
 class UserQuerySchema(Schema):
-    q = text(32)
+    q = text(120, metadata={"description": "part of the user name, name or e-mail"})
 
 
 class PasswordChangeSchema(Schema):

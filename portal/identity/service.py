@@ -5,9 +5,7 @@ from __future__ import annotations
 import hashlib
 import re
 import secrets
-from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatchError
@@ -16,7 +14,7 @@ from sqlalchemy.orm import Session
 
 from portal.audit.service import record
 from portal.authz import Access, Perm
-from portal.errors import Conflict, Forbidden, NotFound, ValidationFailed
+from portal.errors import Forbidden, NotFound, ValidationFailed
 from portal.i18n import gettext
 from portal.identity.models import ApiToken, User, WebSession
 from portal.models import utcnow
@@ -84,7 +82,7 @@ GUESSABLE = frozenset(
 )
 
 
-def _inputs(user: User) -> tuple[str, ...]:
+def password_inputs(user: User) -> tuple[str, ...]:
     return (user.username, user.display_name, user.email)
 
 
@@ -110,27 +108,13 @@ def change_password(
         _hasher.verify(user.password_hash, current)
     except (VerifyMismatchError, VerificationError, InvalidHashError):
         raise Forbidden(gettext("The current password is wrong.")) from None
-    check_password_rules(new, min_length, "new_password", user_inputs=_inputs(user))
-    _set_password(session, user, new)
+    check_password_rules(new, min_length, "new_password", user_inputs=password_inputs(user))
+    set_password(session, user, new)
     record(session, user, "user.password_change", "user", user.id)
     session.commit()
 
 
-def reset_password(
-    session: Session, access: Access, user_id: int, new: str | None, *, min_length: int
-) -> str:
-    """Platform admin sets (or generates) a user's password; returns it."""
-    access.require_platform_admin()
-    user = _get(session, user_id)
-    password = new or secrets.token_urlsafe(12)
-    check_password_rules(password, min_length, user_inputs=_inputs(user))
-    _set_password(session, user, password)
-    record(session, access.user, "user.password_reset", "user", user.id)
-    session.commit()
-    return password
-
-
-def _set_password(session: Session, user: User, password: str) -> None:
+def set_password(session: Session, user: User, password: str) -> None:
     user.password_hash = hash_password(password)
     user.password_changed_at = utcnow()
     end_sessions(session, user)
@@ -204,7 +188,11 @@ def users_query(access: Access, q: str | None = None) -> Select[User]:
     if ids is not None:
         stmt = stmt.where(User.id.in_(ids))
     if q:
-        stmt = stmt.where(User.username.contains(q, autoescape=True))
+        stmt = stmt.where(
+            User.username.contains(q, autoescape=True)
+            | User.display_name.contains(q, autoescape=True)
+            | User.email.contains(q, autoescape=True)
+        )
     return stmt
 
 
@@ -219,63 +207,6 @@ def user_by_name(session: Session, username: str) -> User:
     user: User | None = session.scalar(select(User).where(User.username == username))
     if user is None:
         raise NotFound(gettext("No user %(name)s.", name=username))
-    return user
-
-
-def create_user(
-    session: Session, access: Access, data: Mapping[str, Any], *, min_length: int
-) -> tuple[User, str]:
-    """Platform admin creates a user; returns it and its (given or generated) password."""
-    access.require_platform_admin()
-    username = data["username"]
-    if not USERNAME.fullmatch(username):
-        raise ValidationFailed(
-            {
-                "username": [
-                    gettext(
-                        "A Unix user name: a lower-case letter or _, then up to 31 lower-case "
-                        "letters, digits, _ or -."
-                    )
-                ]
-            }
-        )
-    if session.scalar(select(User.id).where(User.username == username)) is not None:
-        raise Conflict(gettext("The user %(name)s exists already.", name=username))
-    password = data.get("password") or secrets.token_urlsafe(12)
-    inputs = (username, data.get("display_name", ""), data.get("email", ""))
-    check_password_rules(password, min_length, user_inputs=inputs)
-    user = User(
-        username=username,
-        display_name=data.get("display_name", ""),
-        email=data.get("email", ""),
-        is_platform_admin=bool(data.get("is_platform_admin", False)),
-        password_hash=hash_password(password),
-    )
-    session.add(user)
-    session.flush()
-    record(session, access.user, "user.create", "user", user.id, after=user.audit_view())
-    session.commit()
-    return user, password
-
-
-def update_user(session: Session, access: Access, user_id: int, data: Mapping[str, Any]) -> User:
-    """Platform admins change anything listed; users change their own name and e-mail."""
-    user = get_user(session, access, user_id)
-    admin_only = {"is_platform_admin", "active"}
-    if not access.platform_admin and (user.id != access.user_id or admin_only & set(data)):
-        raise Forbidden(gettext("Only platform admins change other users or their roles."))
-    if user.id == access.user_id and data.get("is_platform_admin") is False:
-        raise Conflict(gettext("An admin cannot take away their own admin rights."))
-    before = user.audit_view()
-    for key in ("display_name", "email", "is_platform_admin", "active"):
-        if key in data:
-            setattr(user, key, data[key])
-    if "active" in data and not data["active"]:
-        end_sessions(session, user)
-    record(
-        session, access.user, "user.update", "user", user.id, before=before, after=user.audit_view()
-    )
-    session.commit()
     return user
 
 

@@ -10,7 +10,7 @@ from marshmallow import Schema
 
 from portal.errors import Unauthorized
 from portal.i18n import gettext
-from portal.identity import service
+from portal.identity import admin, service
 from portal.identity.limits import sign_in_limits
 from portal.identity.models import ApiToken, User
 from portal.identity.schemas import (
@@ -28,6 +28,8 @@ from portal.identity.schemas import (
     UserUpdateSchema,
 )
 from portal.pagination import PageParams, page_of_query
+from portal.quotas import service as quotas
+from portal.slurm import slurm
 from portal.web import AuthedView, Blueprint, caller, current_access, session, setting
 
 auth = Blueprint("auth", __name__, url_prefix="/api/v1/auth", description="Login and tokens")
@@ -118,13 +120,18 @@ class Users(AuthedView):
     @users.arguments(UserCreateSchema)
     @users.response(201, UserCreatedSchema)
     def post(self, args: dict[str, Any]) -> dict[str, Any]:
-        """Create a user (platform admin); a password is generated when none is given.
+        """Create a user; a password is generated when none is given.
 
-        A given password must be long and strong enough (``PASSWORD_MIN_LENGTH``, a
-        common-password check): 422 otherwise, naming why."""
-        user, password = service.create_user(
+        Platform admins create anyone; ``project_id`` (with ``role_id``, else ``member``)
+        makes the user a member of that project at once. Domain admins create users who are
+        not platform admins, and must name a project of their domain. A given password must
+        be long and strong enough (``PASSWORD_MIN_LENGTH``, a common-password check): 422
+        otherwise, naming why."""
+        user, password, project = admin.create_user(
             session(), current_access(), args, min_length=setting("PASSWORD_MIN_LENGTH")
         )
+        if project is not None:  # the new member may submit at once, as for any member
+            quotas.enforce_project(session(), current_access(), slurm(), project.id)
         shown = None if args.get("password") else password
         return {**_raw(user, UserSchema), "password": shown}
 
@@ -138,7 +145,10 @@ class UserById(AuthedView):
     @users.arguments(UserUpdateSchema)
     @users.response(200, UserSchema)
     def patch(self, args: dict[str, Any], user_id: int) -> User:
-        return service.update_user(session(), current_access(), user_id, args)
+        """Change a user: one's own name and e-mail; an admin's users (platform admins any;
+        domain admins users who belong to their domains only, never platform admins):
+        ``active``; ``is_platform_admin``: platform admins only."""
+        return admin.update_user(session(), current_access(), user_id, args)
 
 
 @users.route("/<id:user_id>/password")
@@ -146,8 +156,9 @@ class UserPassword(AuthedView):
     @users.arguments(PasswordResetSchema)
     @users.response(200, PasswordSchema)
     def post(self, args: dict[str, Any], user_id: int) -> dict[str, Any]:
-        """Reset a user's password (platform admin); returns it."""
-        password = service.reset_password(
+        """Reset a user's password (platform admins; domain admins for users who belong to
+        their domains only); returns it. Every session and API token of the user ends."""
+        password = admin.reset_password(
             session(),
             current_access(),
             user_id,

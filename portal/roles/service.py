@@ -11,6 +11,7 @@ from sqlalchemy.orm import Session
 from portal.audit.service import record
 from portal.authz import BUILTIN_ROLES, GRANTABLE, Access
 from portal.errors import Conflict, NotFound, ValidationFailed
+from portal.i18n import gettext
 from portal.roles.models import Role
 from portal.tenancy.models import GroupGrant, Membership
 
@@ -22,14 +23,14 @@ def roles_query() -> Select[Role]:
 def role_by_name(session: Session, name: str) -> Role:
     role = session.scalar(select(Role).where(Role.name == name))
     if role is None:
-        raise NotFound(f"no role {name!r}")
+        raise NotFound(gettext("No role %(name)s.", name=name))
     return role
 
 
 def get_role(session: Session, role_id: int) -> Role:
     role = session.get(Role, role_id)
     if role is None:
-        raise NotFound("role not found")
+        raise NotFound(gettext("No such role."))
     return role
 
 
@@ -37,7 +38,16 @@ def _permissions(names: list[str]) -> list[str]:
     known = {p.value for p in GRANTABLE}
     unknown = sorted(set(names) - known)
     if unknown:
-        raise ValidationFailed({"permissions": [f"unknown or not grantable: {', '.join(unknown)}"]})
+        raise ValidationFailed(
+            {
+                "permissions": [
+                    gettext(
+                        "These permissions are unknown or cannot be given by a role: %(names)s.",
+                        names=", ".join(unknown),
+                    )
+                ]
+            }
+        )
     return sorted(set(names))
 
 
@@ -55,7 +65,7 @@ def ensure_builtin(session: Session) -> None:
 def create_role(session: Session, access: Access, data: Mapping[str, Any]) -> Role:
     access.require_platform_admin()
     if session.scalar(select(Role.id).where(Role.name == data["name"])):
-        raise Conflict(f"role {data['name']!r} exists")
+        raise Conflict(gettext("The role %(name)s exists already.", name=data["name"]))
     role = Role(
         name=data["name"],
         description=data.get("description", ""),
@@ -79,11 +89,11 @@ def update_role(session: Session, access: Access, role_id: int, data: Mapping[st
     access.require_platform_admin()
     role = get_role(session, role_id)
     if role.builtin:
-        raise Conflict("built-in roles cannot change")
+        raise Conflict(gettext("Built-in roles cannot change."))
     before = role.audit_view()
     if "name" in data and data["name"] != role.name:
         if session.scalar(select(Role.id).where(Role.name == data["name"])):
-            raise Conflict(f"role {data['name']!r} exists")
+            raise Conflict(gettext("The role %(name)s exists already.", name=data["name"]))
         role.name = data["name"]
     if "description" in data:
         role.description = data["description"]
@@ -100,13 +110,15 @@ def delete_role(session: Session, access: Access, role_id: int) -> None:
     access.require_platform_admin()
     role = get_role(session, role_id)
     if role.builtin:
-        raise Conflict("built-in roles cannot be deleted")
+        raise Conflict(gettext("Built-in roles cannot be deleted."))
     used = session.scalar(select(Membership.id).where(Membership.role_id == role.id).limit(1))
     used = used or session.scalar(
         select(GroupGrant.id).where(GroupGrant.role_id == role.id).limit(1)
     )
     if used:
-        raise Conflict("the role is still held by members or groups")
+        raise Conflict(
+            gettext("Members or groups still hold this role: give them another one first.")
+        )
     record(session, access.user, "role.delete", "role", role.id, before=role.audit_view())
     session.delete(role)
     session.commit()

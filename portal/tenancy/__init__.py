@@ -12,9 +12,11 @@ def register(app: Flask, api: Api) -> None:
     from portal.tenancy.group_views import blp as groups
     from portal.tenancy.pages import bp as pages
     from portal.tenancy.views import domains, projects
+    from portal.tenancy.words import qos_list_words, qos_words
 
     api.register_blueprint(domains)
     api.register_blueprint(projects)
     api.register_blueprint(groups)
     app.register_blueprint(pages)
     app.register_blueprint(admin_pages)
+    app.jinja_env.filters.update(qos_words=qos_words, qos_list_words=qos_list_words)

@@ -1,7 +1,9 @@
-"""Pages for domain admins: domains with their projects and admins, user groups and grants."""
+"""Pages for domain admins: domains with their projects and admins, user groups, their
+members and the roles they hold on projects."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from flask import Blueprint, flash, redirect, render_template, request, url_for
@@ -10,11 +12,12 @@ from sqlalchemy import select
 from werkzeug.wrappers import Response
 
 from portal.authz import Perm
-from portal.errors import DomainError
+from portal.errors import DomainError, ValidationFailed
+from portal.i18n import gettext
 from portal.roles.models import Role
 from portal.tenancy import groups, members, service
 from portal.tenancy.models import Project
-from portal.web import current_access, session
+from portal.web import check_version, current_access, session, version_of
 
 bp = Blueprint("tenancy_admin", __name__)
 
@@ -23,14 +26,26 @@ def _form(*names: str) -> dict[str, Any]:
     return {n: request.form.get(n, "").strip() for n in names}
 
 
-def _run(action: str, call: Any, *args: Any) -> None:
-    """Run a service write from a form; its refusal becomes a flash, never a half write."""
+def refusal(exc: DomainError) -> str:
+    """A service's refusal as a sentence for a flash (field errors without their keys)."""
+    if isinstance(exc, ValidationFailed):
+        return " ".join(str(m) for messages in exc.errors.values() for m in _as_list(messages))
+    return exc.message
+
+
+def _as_list(messages: Any) -> list[Any]:
+    return list(messages) if isinstance(messages, list | tuple) else [messages]
+
+
+def _run(done: Callable[[], str], call: Callable[..., Any], *args: Any) -> None:
+    """Run a service write from a form; its refusal becomes a flash, never a half write.
+    ``done`` says what happened, in the reader's language."""
     try:
         call(*args)
-        flash(f"{action}: done.", "info")
+        flash(done(), "info")
     except DomainError as exc:
         session().rollback()
-        flash(f"{action}: {exc.message}", "error")
+        flash(refusal(exc), "error")
 
 
 def _int(value: str) -> int:
@@ -55,12 +70,13 @@ def domains() -> str:
 @bp.route("/domains/new", methods=["POST"])
 @login_required
 def new_domain() -> Response:
+    data = _form("name", "description")
     _run(
-        "New domain",
+        lambda: gettext("The domain %(name)s is created.", name=data["name"]),
         service.create_domain,
         session(),
         current_access(),
-        _form("name", "description"),
+        data,
     )
     return redirect(url_for(".domains"))
 
@@ -69,20 +85,41 @@ def new_domain() -> Response:
 @login_required
 def new_project(domain_id: int) -> Response:
     data = {**_form("name", "description", "qos"), "domain_id": domain_id}
-    _run("New project", service.create_project, session(), current_access(), data)
+    _run(
+        lambda: gettext("The project %(name)s is created.", name=data["name"]),
+        service.create_project,
+        session(),
+        current_access(),
+        data,
+    )
     return redirect(url_for(".domains"))
 
 
 @bp.route("/domains/<id:domain_id>/admins", methods=["POST"])
 @login_required
 def new_admin(domain_id: int) -> Response:
+    username = _form("username")["username"]
     _run(
-        "New domain admin",
+        lambda: gettext("%(user)s is now an admin of the domain.", user=username),
         members.add_admin,
         session(),
         current_access(),
         domain_id,
-        _form("username")["username"],
+        username,
+    )
+    return redirect(url_for(".domains"))
+
+
+@bp.route("/domains/<id:domain_id>/admins/<id:user_id>/remove", methods=["POST"])
+@login_required
+def remove_admin(domain_id: int, user_id: int) -> Response:
+    _run(
+        lambda: gettext("The domain admin is removed."),
+        members.remove_admin,
+        session(),
+        current_access(),
+        domain_id,
+        user_id,
     )
     return redirect(url_for(".domains"))
 
@@ -91,14 +128,11 @@ def new_admin(domain_id: int) -> Response:
 @login_required
 def group_list() -> str:
     access = current_access()
-    rows = [
-        (
-            g,
-            groups.group_members(session(), access, g.id),
-            groups.group_grants(session(), access, g.id),
-        )
-        for g in session().scalars(groups.groups_query(access))
-    ]
+    rows = []
+    for g in session().scalars(groups.groups_query(access)):
+        grants = groups.group_grants(session(), access, g.id)
+        versions = {gr.project_id: version_of(groups.grant_etag_data(gr)) for gr in grants}
+        rows.append((g, groups.group_members(session(), access, g.id), grants, versions))
     domains = [
         d
         for d in session().scalars(service.domains_query(access))
@@ -115,20 +149,54 @@ def group_list() -> str:
 @login_required
 def new_group() -> Response:
     data = {**_form("name", "description"), "domain_id": _int(request.form.get("domain_id", ""))}
-    _run("New group", groups.create_group, session(), current_access(), data)
+    _run(
+        lambda: gettext("The user group %(name)s is created.", name=data["name"]),
+        groups.create_group,
+        session(),
+        current_access(),
+        data,
+    )
+    return redirect(url_for(".group_list"))
+
+
+@bp.route("/groups/<id:group_id>/delete", methods=["POST"])
+@login_required
+def delete_group(group_id: int) -> Response:
+    _run(
+        lambda: gettext("The user group is deleted; its members lost the roles it held."),
+        groups.delete_group,
+        session(),
+        current_access(),
+        group_id,
+    )
     return redirect(url_for(".group_list"))
 
 
 @bp.route("/groups/<id:group_id>/members", methods=["POST"])
 @login_required
 def new_group_member(group_id: int) -> Response:
+    username = _form("username")["username"]
     _run(
-        "Add to group",
+        lambda: gettext("%(user)s is added to the group.", user=username),
         groups.add_group_member,
         session(),
         current_access(),
         group_id,
-        _form("username")["username"],
+        username,
+    )
+    return redirect(url_for(".group_list"))
+
+
+@bp.route("/groups/<id:group_id>/members/<id:user_id>/remove", methods=["POST"])
+@login_required
+def remove_group_member(group_id: int, user_id: int) -> Response:
+    _run(
+        lambda: gettext("The user is removed from the group."),
+        groups.remove_group_member,
+        session(),
+        current_access(),
+        group_id,
+        user_id,
     )
     return redirect(url_for(".group_list"))
 
@@ -138,7 +206,7 @@ def new_group_member(group_id: int) -> Response:
 def new_grant(group_id: int) -> Response:
     f = _form("project_id", "role_id")
     _run(
-        "Grant",
+        lambda: gettext("The group's role on the project is saved."),
         groups.grant,
         session(),
         current_access(),
@@ -146,4 +214,26 @@ def new_grant(group_id: int) -> Response:
         _int(f["project_id"]),
         _int(f["role_id"]),
     )
+    return redirect(url_for(".group_list"))
+
+
+@bp.route("/groups/<id:group_id>/grants/<id:project_id>/revoke", methods=["POST"])
+@login_required
+def revoke_grant(group_id: int, project_id: int) -> Response:
+    """Take a group's role on a project back, unless it changed since the page was shown."""
+
+    def revoke() -> None:
+        row = groups.find_grant(session(), current_access(), group_id, project_id, lock=True)
+        check_version(
+            request.form.get("version"),
+            groups.grant_etag_data(row),
+            message=gettext(
+                "Someone else changed this role of the group since the page was shown, so it "
+                "was not taken back. The page now shows the current roles; do it again if "
+                "you still mean to."
+            ),
+        )
+        groups.revoke(session(), current_access(), group_id, project_id)
+
+    _run(lambda: gettext("The group's role on the project is taken back."), revoke)
     return redirect(url_for(".group_list"))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from portal.errors import NotFound
+from portal.i18n import gettext
 from portal.pagination import PageParams, page_of_list, page_of_query
 from portal.tenancy import groups as service
 from portal.tenancy.models import Group, GroupGrant, GroupMember
@@ -103,7 +104,7 @@ class GrantById(AuthedView):
         """The group's role on one project; the ETag is the grant's."""
         row = service.find_grant(session(), current_access(), group_id, project_id)
         if row is None:
-            raise NotFound("grant not found")
+            raise NotFound(gettext("The group holds no role on this project."))
         blp.set_etag(service.grant_etag_data(row))
         return row
 

@@ -11,6 +11,7 @@ from sqlalchemy.orm import Session
 from portal.audit.service import record
 from portal.authz import Access, Perm, forget
 from portal.errors import Conflict, NotFound, ValidationFailed
+from portal.i18n import gettext
 from portal.identity.service import user_by_name
 from portal.roles.models import Role
 from portal.tenancy.models import Group, GroupGrant, GroupMember, Project
@@ -30,7 +31,7 @@ def get_group(session: Session, access: Access, group_id: int) -> Group:
     group = session.get(Group, group_id)
     # groups are the domain admins' business: others do not see them at all
     if group is None or Perm.DOMAIN_MANAGE not in access.on_domain(group.domain_id):
-        raise NotFound("group not found")
+        raise NotFound(gettext("No such user group."))
     return group
 
 
@@ -39,7 +40,13 @@ def create_group(session: Session, access: Access, data: Mapping[str, Any]) -> G
     if session.scalar(
         select(Group.id).where(Group.domain_id == domain.id, Group.name == data["name"])
     ):
-        raise Conflict(f"group {data['name']!r} exists in {domain.name}")
+        raise Conflict(
+            gettext(
+                "The domain %(domain)s has a user group %(name)s already.",
+                domain=domain.name,
+                name=data["name"],
+            )
+        )
     group = Group(domain_id=domain.id, name=data["name"], description=data.get("description", ""))
     session.add(group)
     session.flush()
@@ -63,7 +70,7 @@ def update_group(session: Session, access: Access, group_id: int, data: Mapping[
         if session.scalar(
             select(Group.id).where(Group.domain_id == group.domain_id, Group.name == data["name"])
         ):
-            raise Conflict(f"group {data['name']!r} exists")
+            raise Conflict(gettext("A user group %(name)s exists already.", name=data["name"]))
         group.name = data["name"]
     if "description" in data:
         group.description = data["description"]
@@ -113,7 +120,9 @@ def add_group_member(session: Session, access: Access, group_id: int, username: 
             GroupMember.group_id == group.id, GroupMember.user_id == user.id
         )
     ):
-        raise Conflict(f"{username} is already in {group.name}")
+        raise Conflict(
+            gettext("%(user)s is in %(group)s already.", user=username, group=group.name)
+        )
     gm = GroupMember(group_id=group.id, user_id=user.id)
     session.add(gm)
     session.flush()
@@ -137,7 +146,7 @@ def remove_group_member(session: Session, access: Access, group_id: int, user_id
         select(GroupMember).where(GroupMember.group_id == group.id, GroupMember.user_id == user_id)
     )
     if gm is None:
-        raise NotFound("group member not found")
+        raise NotFound(gettext("The user is not in this group."))
     record(
         session,
         access.user,
@@ -181,9 +190,9 @@ def grant(
     group = get_group(session, access, group_id)
     project = session.get(Project, project_id)
     if project is None or project.domain_id != group.domain_id:
-        raise ValidationFailed({"project_id": ["a project of the group's domain"]})
+        raise ValidationFailed({"project_id": [gettext("Choose a project of the group's domain.")]})
     if session.get(Role, role_id) is None:
-        raise ValidationFailed({"role_id": ["no such role"]})
+        raise ValidationFailed({"role_id": [gettext("No such role.")]})
     row = session.scalar(
         select(GroupGrant).where(
             GroupGrant.group_id == group.id, GroupGrant.project_id == project.id
@@ -220,7 +229,7 @@ def revoke(session: Session, access: Access, group_id: int, project_id: int) -> 
         )
     )
     if row is None:
-        raise NotFound("grant not found")
+        raise NotFound(gettext("The group holds no role on this project."))
     record(
         session,
         access.user,

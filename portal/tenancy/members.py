@@ -8,6 +8,7 @@ from sqlalchemy.orm import Session
 from portal.audit.service import record
 from portal.authz import Access, Perm, forget
 from portal.errors import Conflict, NotFound
+from portal.i18n import gettext
 from portal.identity.service import user_by_name
 from portal.roles.models import Role
 from portal.tenancy.models import DomainAdmin, Membership
@@ -17,7 +18,7 @@ from portal.tenancy.service import get_domain, get_project
 def _role(session: Session, role_id: int) -> Role:
     role = session.get(Role, role_id)
     if role is None:
-        raise NotFound("role not found")
+        raise NotFound(gettext("No such role."))
     return role
 
 
@@ -31,7 +32,7 @@ def _membership(session: Session, project_id: int, user_id: int) -> Membership:
         select(Membership).where(Membership.project_id == project_id, Membership.user_id == user_id)
     )
     if m is None:
-        raise NotFound("member not found")
+        raise NotFound(gettext("The user is not a member of this project."))
     return m
 
 
@@ -62,7 +63,11 @@ def add_member(
         )
     )
     if exists:
-        raise Conflict(f"{username} is already a member of {project.name}")
+        raise Conflict(
+            gettext(
+                "%(user)s is a member of %(project)s already.", user=username, project=project.name
+            )
+        )
     m = Membership(project_id=project.id, user_id=user.id, role_id=role.id)
     session.add(m)
     session.flush()
@@ -136,7 +141,11 @@ def add_admin(session: Session, access: Access, domain_id: int, username: str) -
             DomainAdmin.domain_id == domain.id, DomainAdmin.user_id == user.id
         )
     ):
-        raise Conflict(f"{username} already administers {domain.name}")
+        raise Conflict(
+            gettext(
+                "%(user)s is an admin of %(domain)s already.", user=username, domain=domain.name
+            )
+        )
     admin = DomainAdmin(domain_id=domain.id, user_id=user.id)
     session.add(admin)
     session.flush()
@@ -161,7 +170,7 @@ def remove_admin(session: Session, access: Access, domain_id: int, user_id: int)
         )
     )
     if admin is None:
-        raise NotFound("domain admin not found")
+        raise NotFound(gettext("The user is not an admin of this domain."))
     record(
         session,
         access.user,

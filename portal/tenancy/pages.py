@@ -12,9 +12,12 @@ from wtforms.validators import DataRequired, Length
 
 from portal.authz import Perm
 from portal.errors import DomainError, Stale
+from portal.i18n import gettext
+from portal.i18n import lazy_gettext as _l
 from portal.pages import show_error
 from portal.quotas import service as quotas
 from portal.roles.models import Role
+from portal.roles.texts import role_name
 from portal.slurm import slurm
 from portal.tenancy import members
 from portal.tenancy.service import get_project, projects_query
@@ -24,8 +27,8 @@ bp = Blueprint("tenancy_pages", __name__)
 
 
 class MemberForm(FlaskForm):
-    username = StringField("User name", validators=[DataRequired(), Length(max=32)])
-    role_id = SelectField("Role", coerce=int)
+    username = StringField(_l("User name"), validators=[DataRequired(), Length(max=32)])
+    role_id = SelectField(_l("Role"), coerce=int)
 
 
 @bp.route("/projects")
@@ -43,7 +46,8 @@ def project(project_id: int) -> str | Response | tuple[str, int]:
     proj = get_project(session(), access, project_id, Perm.PROJECT_READ)
     perms = access.on_project(proj)
     form = MemberForm()
-    form.role_id.choices = [(r.id, r.name) for r in session().scalars(select(Role))]
+    roles = list(session().scalars(select(Role).order_by(Role.id)))
+    form.role_id.choices = [(r.id, role_name(r)) for r in roles]
     status = 200
     if form.validate_on_submit():
         try:
@@ -69,6 +73,7 @@ def project(project_id: int) -> str | Response | tuple[str, int]:
         versions=versions,
         perms=perms,
         form=form,
+        roles=roles,
         Perm=Perm,
     )
     return page, status
@@ -84,13 +89,46 @@ def remove_member(project_id: int, user_id: int) -> Response:
         check_version(
             request.form.get("version"),
             members.member_etag_data(locked(member)),
-            message=f"Someone else changed the membership of {member.user.username} since "
-            "this page was shown, so it was not removed. The page now shows the current "
-            "members; remove it again if you still mean to.",
+            message=gettext(
+                "Someone else changed the membership of %(user)s since this page was shown, "
+                "so it was not removed. The page now shows the current members; remove it "
+                "again if you still mean to.",
+                user=member.user.username,
+            ),
         )
     except Stale as exc:
         session().rollback()
         flash(exc.message, "error")
     else:
         members.remove_member(session(), access, project_id, user_id)
+    return redirect(url_for(".project", project_id=project_id))
+
+
+@bp.route("/projects/<id:project_id>/members/<id:user_id>/role", methods=["POST"])
+@login_required
+def change_role(project_id: int, user_id: int) -> Response:
+    """Give a member another role, unless their membership changed since the page was shown;
+    Slurm gets the change at once (a role may allow submitting or not)."""
+    access = current_access()
+    member = members.get_member(session(), access, project_id, user_id, Perm.MEMBERS_MANAGE)
+    role_id = request.form.get("role_id", "")
+    try:
+        check_version(
+            request.form.get("version"),
+            members.member_etag_data(locked(member)),
+            message=gettext(
+                "Someone else changed the membership of %(user)s since this page was shown, "
+                "so the role was not changed. The page now shows the current members; change "
+                "it again if you still mean to.",
+                user=member.user.username,
+            ),
+        )
+        members.update_member(
+            session(), access, project_id, user_id, int(role_id) if role_id.isdigit() else 0
+        )
+        quotas.enforce_project(session(), access, slurm(), project_id)
+        flash(gettext("The role of %(user)s is changed.", user=member.user.username), "info")
+    except DomainError as exc:
+        session().rollback()
+        flash(exc.message, "error")
     return redirect(url_for(".project", project_id=project_id))

@@ -4,11 +4,10 @@ from marshmallow import Schema, fields, validate
 
 from portal.identity.schemas import UserSchema
 from portal.schemas import ChangeSchema, ident, name, text
+from portal.tenancy.service import ACCOUNT_RULE
 
 # a Slurm account: domains and projects are accounts (portal/tenancy/service.py checks the rest)
-ACCOUNT = validate.Regexp(
-    r"^[a-z][a-z0-9_-]{1,31}$", error="a Slurm account name: [a-z][a-z0-9_-]{{1,31}}, not root"
-)
+ACCOUNT = validate.Regexp(r"^[a-z][a-z0-9_-]{1,31}$", error=ACCOUNT_RULE)
 
 
 class DomainSchema(Schema):

@@ -12,27 +12,47 @@ from sqlalchemy.orm import Session
 from portal.audit.service import record
 from portal.authz import Access, Perm
 from portal.errors import Conflict, ValidationFailed
+from portal.i18n import gettext
 from portal.tenancy.models import Domain, GroupGrant, Membership, Project
+from translations import N_
 
 ACCOUNT_NAME = re.compile(r"[a-z][a-z0-9_-]{1,31}")
 RESERVED = frozenset({"root"})
 QOS_NAME = re.compile(r"[a-z][a-z0-9_-]{0,31}")
+ACCOUNT_RULE = N_(
+    "A Slurm account name: a lower-case letter, then 1 to 31 lower-case letters, digits, _ "
+    "or -; not root."
+)
 
 
 def check_account_name(session: Session, name: str, *, field: str = "name") -> None:
     if not ACCOUNT_NAME.fullmatch(name) or name in RESERVED:
-        raise ValidationFailed({field: ["a Slurm account name: [a-z][a-z0-9_-]{1,31}, not root"]})
+        raise ValidationFailed({field: [gettext(ACCOUNT_RULE)]})
     taken = session.scalar(select(Domain.id).where(Domain.name == name)) or session.scalar(
         select(Project.id).where(Project.name == name)
     )
     if taken:
-        raise Conflict(f"the account name {name!r} is taken")
+        raise Conflict(
+            gettext(
+                "The name %(name)s is taken: domains and projects are Slurm accounts, and "
+                "each needs a name of its own.",
+                name=name,
+            )
+        )
 
 
 def check_qos(value: str) -> str:
     names = [q.strip() for q in value.split(",") if q.strip()]
     if not names or not all(QOS_NAME.fullmatch(q) for q in names):
-        raise ValidationFailed({"qos": ["comma-separated QOS names, the default first"]})
+        raise ValidationFailed(
+            {
+                "qos": [
+                    gettext(
+                        "QOS names separated by commas, the default first (for example normal,low)."
+                    )
+                ]
+            }
+        )
     return ",".join(dict.fromkeys(names))
 
 
@@ -94,7 +114,7 @@ def delete_domain(session: Session, access: Access, domain_id: int) -> None:
     access.require_platform_admin()
     domain = get_domain(session, access, domain_id, Perm.DOMAIN_MANAGE)
     if session.scalar(select(Project.id).where(Project.domain_id == domain.id).limit(1)):
-        raise Conflict("the domain still has projects")
+        raise Conflict(gettext("The domain still has projects: delete them first."))
     record(
         session,
         access.user,
@@ -180,9 +200,11 @@ def delete_project(session: Session, access: Access, project_id: int) -> None:
     project = get_project(session, access, project_id, Perm.PROJECT_READ)
     access.require_domain(project.domain_id, Perm.DOMAIN_MANAGE, "project")
     if session.scalar(select(Membership.id).where(Membership.project_id == project.id).limit(1)):
-        raise Conflict("the project still has members")
+        raise Conflict(gettext("The project still has members: remove them first."))
     if session.scalar(select(GroupGrant.id).where(GroupGrant.project_id == project.id).limit(1)):
-        raise Conflict("groups still hold roles on the project")
+        raise Conflict(
+            gettext("User groups still hold roles on the project: take them back first.")
+        )
     record(
         session,
         access.user,

@@ -178,7 +178,7 @@ def test_domain_admin_pages_create_projects_groups_and_grants(env: Env) -> None:
         f"/domains/{env.world.domains['teaching']}/projects",
         data={"csrf_token": csrf_of(page), "name": "sneaky"},
     )
-    assert "not found" in client.get("/domains").get_data(as_text=True)
+    assert "No such domain." in client.get("/domains").get_data(as_text=True)
     page = client.get("/groups").get_data(as_text=True)
     assert "nlp-readers" in page
     r = client.post(

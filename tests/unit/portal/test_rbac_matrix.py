@@ -51,6 +51,7 @@ def C(
 
 
 NLP_MEMBERS_NO_MANAGE = {"alice", "sam", "gina"}
+NOT_ADMINS = set(USERS) - {"admin", "erin", "tina"}
 CASES = [
     # domains
     C("GET", "/domains/{research}", RESEARCH_READERS),
@@ -175,9 +176,19 @@ CASES = [
     # users
     C("GET", "/users/{bob_id}", {"admin", "erin"}),
     C("GET", "/users/{dave_id}", {"admin", "tina", "carol"}),
-    C("PATCH", "/users/{bob_id}", {"admin"}, forbidden={"erin"}, display_name="B"),
-    C("POST", "/users/{bob_id}/password", {"admin"}, rest=403),
-    C("POST", "/users", {"admin"}, 201, rest=403, username="newuser"),
+    # domain admins manage the users of their domains only; others are refused whoever it is
+    C("PATCH", "/users/{bob_id}", {"admin", "erin"}, forbidden=NOT_ADMINS, display_name="B"),
+    C("POST", "/users/{bob_id}/password", {"admin", "erin"}, forbidden=NOT_ADMINS),
+    C(
+        "POST",
+        "/users",
+        {"admin", "erin"},
+        201,
+        forbidden=NOT_ADMINS,
+        username="newuser",
+        project_id="{nlp}",
+        role_id="{member}",
+    ),
     # roles
     C("POST", "/roles", {"admin"}, 201, rest=403, name="r2", permissions=["project.read"]),
     C("PATCH", "/roles/{submitter}", {"admin"}, rest=403, description="x"),
