@@ -78,6 +78,9 @@ class BigCluster:
     def job(self, job_id: int) -> Job | None:
         return self._by_id.get(job_id)
 
+    def jobs_by_id(self, job_ids: Sequence[int]) -> list[Job]:
+        return [self._by_id[i] for i in job_ids if i in self._by_id]
+
     def nodes(self) -> list[Node]:
         return self._nodes
 

@@ -21,7 +21,7 @@ from portal.errors import SlurmUnavailable
 from slurm_plugins.client import JobNotFound, SlurmClient, SlurmError
 from slurm_plugins.client import accounts as account_diff
 from slurm_plugins.client.job import JobRequest
-from slurm_plugins.client.models import Association, Job, JobState, Node
+from slurm_plugins.client.models import AcctJob, Association, Job, JobState, Node
 from slurm_plugins.client.rest import RestClient, read_key
 from slurm_plugins.client.specs import AccountSpec, UserSpec
 
@@ -41,6 +41,7 @@ class ClusterRead:
 class SlurmPort(Protocol):
     def jobs(self) -> list[Job]: ...
     def job(self, job_id: int) -> Job | None: ...
+    def jobs_by_id(self, job_ids: Sequence[int]) -> list[Job]: ...
     def nodes(self) -> list[Node]: ...
     def clusters(self) -> list[ClusterRead]: ...
     def associations(self) -> list[Association]: ...
@@ -111,24 +112,20 @@ class ClusterSlurm:
         # gone from the controller: the accounting database still knows it
         for rec in self.client.accounting(start="now-30days", job_ids=[job_id]):
             if rec.job_id == job_id:
-                return Job(
-                    job_id=rec.job_id,
-                    name=rec.name,
-                    user=rec.user,
-                    account=rec.account,
-                    partition=rec.partition,
-                    qos=rec.qos,
-                    state=rec.state if rec.state else JobState.UNKNOWN,
-                    submit_time=rec.submit_time,
-                    start_time=rec.start_time,
-                    end_time=rec.end_time,
-                    nodes=rec.nodes,
-                    tres_req=rec.tres_req,
-                    tres_alloc=rec.tres_alloc,
-                    exit_code=rec.exit_code,
-                    comment=rec.comment,
-                )
+                return _from_accounting(rec)
         return None
+
+    def jobs_by_id(self, job_ids: Sequence[int]) -> list[Job]:
+        """Jobs of these ids: those in the queue from its shared snapshot, the others from the
+        accounting database in one ``sacct`` call (a page of the job history). A rebuilt
+        cluster reuses ids, so one id may come back more than once."""
+        wanted = set(job_ids)
+        found = [j for j in self.jobs() if j.job_id in wanted]
+        rest = sorted(wanted - {j.job_id for j in found})
+        if rest:
+            recs = self.client.accounting(start="now-365days", job_ids=rest)
+            found += [_from_accounting(r) for r in recs if r.job_id in wanted]
+        return found
 
     def nodes(self) -> list[Node]:
         return self._cached("nodes", self.client.nodes)
@@ -175,6 +172,27 @@ class ClusterSlurm:
     def cancel(self, job_id: int) -> None:
         self.client.cancel([job_id])
         self._forget_queue()
+
+
+def _from_accounting(rec: AcctJob) -> Job:
+    """A finished job as the accounting database remembers it, in the queue's model."""
+    return Job(
+        job_id=rec.job_id,
+        name=rec.name,
+        user=rec.user,
+        account=rec.account,
+        partition=rec.partition,
+        qos=rec.qos,
+        state=rec.state if rec.state else JobState.UNKNOWN,
+        submit_time=rec.submit_time,
+        start_time=rec.start_time,
+        end_time=rec.end_time,
+        nodes=rec.nodes,
+        tres_req=rec.tres_req,
+        tres_alloc=rec.tres_alloc,
+        exit_code=rec.exit_code,
+        comment=rec.comment,
+    )
 
 
 def slurm() -> SlurmPort:

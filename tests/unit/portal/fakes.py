@@ -59,6 +59,9 @@ class FakeSlurm:
     def job(self, job_id: int) -> Job | None:
         return self._jobs.get(job_id)
 
+    def jobs_by_id(self, job_ids: Sequence[int]) -> list[Job]:
+        return [self._jobs[i] for i in job_ids if i in self._jobs]
+
     def nodes(self) -> list[Node]:
         return list(self.nodes_list)
 

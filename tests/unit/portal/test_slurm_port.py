@@ -74,3 +74,24 @@ def test_a_job_gone_from_the_queue_is_read_from_accounting() -> None:
     assert job is not None
     assert (job.user, job.account, job.state) == (gone.user, gone.account, gone.state)
     assert port.job(999_999_999) is None
+
+
+def test_a_history_page_reads_queued_jobs_from_the_queue_and_the_rest_in_one_sacct() -> None:
+    runner = Recorded()
+    port = ClusterSlurm(SlurmClient(runner), None, None, cache_seconds=2, clock=Clock())
+    from slurm_plugins.client import parse
+
+    recorded = parse.acct_jobs((DATA / "sacct.json").read_text())
+    queue = port.jobs()
+    queued = queue[0].job_id
+    gone = [r.job_id for r in recorded if r.job_id not in {j.job_id for j in queue}][:3]
+    runner.calls.clear()
+    found = port.jobs_by_id([queued, *gone, 999_999_999])
+    assert {j.job_id for j in found} == {queued, *gone}
+    assert next(j for j in found if j.job_id == queued) is queue[0]
+    sacct = [c for c in runner.calls if c[0] == "sacct"]
+    assert len(sacct) == 1
+    assert sacct[0][sacct[0].index("--jobs") + 1] == ",".join(
+        str(i) for i in sorted([*gone, 999_999_999])
+    )
+    assert not [c for c in runner.calls if c[0] == "squeue"]  # the queue's snapshot is shared
