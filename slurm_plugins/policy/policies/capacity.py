@@ -172,7 +172,7 @@ class Capacity(Policy):
             led.add(ctx.tenants[name], {r: a.get(r) for r in self.resources})
         if memo is not None:
             memo[key] = led
-            memo["capacity.reclaim"] = []
+            memo["capacity.reclaim"] = []  # (job, its tenant) admitted by reclaiming
         return led
 
     def score(self, job: JobInfo, ctx: Context) -> float | None:
@@ -212,7 +212,7 @@ class Capacity(Policy):
             led.add(t, q)
             if why is None:
                 return admit(f"capacity: tenant {t.name} within its guarantee ({shown})")
-            cycle.memo["capacity.reclaim"].append(job)
+            cycle.memo["capacity.reclaim"].append((job, t))
             return admit(f"capacity: tenant {t.name} within its guarantee ({shown}); reclaiming")
         if why is None:
             over = ", ".join(
@@ -231,7 +231,9 @@ class Capacity(Policy):
         if self.reclaim == "never":
             return []
         todo = [
-            j for j in cycle.memo.get("capacity.reclaim", []) if j.job_id not in cycle.view.placed
+            (j, t)
+            for j, t in cycle.memo.get("capacity.reclaim", [])
+            if j.job_id not in cycle.view.placed
         ]
         # Victims are judged by what runs: a tenant whose *pending* jobs were admitted beyond
         # its quota has not borrowed anything yet, and its running work is safe.
@@ -240,9 +242,7 @@ class Capacity(Policy):
             return []
         borrowed = self._borrowed(ctx, led)
         out: list[JobAction] = []
-        for job in todo[: self.max_reclaims]:
-            t = ctx.tenant(job)
-            assert t is not None
+        for job, t in todo[: self.max_reclaims]:
             for v in self._reclaim_for(job, t, ctx=ctx, cycle=cycle, led=led, borrowed=borrowed):
                 vt = ctx.tenant(v)
                 out.append(
