@@ -46,7 +46,7 @@ class Rendered:
 
     def command_line(self) -> str:
         """The sbatch call as one would type it (for ``--dry-run``)."""
-        return shlex.join(["sbatch", "--parsable", *self.argv]) + " < script"
+        return self.request.command_line()
 
 
 def render(

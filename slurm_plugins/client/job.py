@@ -15,6 +15,7 @@ given once, with the first component, as sbatch wants them.
 from __future__ import annotations
 
 import re
+import shlex
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
@@ -204,6 +205,11 @@ class JobRequest:
     def to_argv(self) -> tuple[str, ...]:
         """sbatch options; components separated by ``:``, the job-wide ones with the first."""
         return argv(self)
+
+    def command_line(self) -> str:
+        """The sbatch call that submits the request, as one would type it, the script on
+        stdin (what a dry run prints)."""
+        return shlex.join(["sbatch", "--parsable", *self.to_argv()]) + " < script"
 
     def to_rest(self, version: str = "v0.0.38") -> dict[str, Any]:
         """The ``job`` (one component) or ``jobs`` (heterogeneous) member of slurmrestd's
