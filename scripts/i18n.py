@@ -286,9 +286,14 @@ def _stale_mo(locale: str, catalog: Catalog) -> list[str]:
         return [f"{locale}: {mo.name} missing (run compile)"]
     with open(mo, "rb") as f:
         compiled = read_mo(f)
-    want = {(m.id, m.string) for m in catalog if m.id and _done(m)}
-    got = {(m.id, m.string) for m in compiled if m.id}
+    want = {(_key(m.id), _key(m.string)) for m in catalog if m.id and _done(m)}
+    got = {(_key(m.id), _key(m.string)) for m in compiled if m.id}
     return [] if want == got else [f"{locale}: {mo.name} does not match the .po (run compile)"]
+
+
+def _key(value: object) -> object:
+    """A message's id or text as a set member: plural forms come as lists."""
+    return tuple(value) if isinstance(value, list | tuple) else value
 
 
 def todo() -> dict[str, str]:
