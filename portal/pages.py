@@ -8,6 +8,17 @@ from flask_wtf import FlaskForm
 from portal.errors import DomainError, ValidationFailed
 
 
+def refusal(exc: DomainError) -> str:
+    """A service's refusal as sentences for a flash: field errors without their keys."""
+    if isinstance(exc, ValidationFailed):
+        return " ".join(
+            str(m)
+            for messages in exc.errors.values()
+            for m in (messages if isinstance(messages, list | tuple) else [messages])
+        )
+    return exc.message
+
+
 def show_error(form: FlaskForm | None, exc: DomainError) -> None:
     """Field errors onto the form's fields where they exist; everything else as a flash."""
     if isinstance(exc, ValidationFailed) and form is not None:

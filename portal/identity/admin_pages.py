@@ -26,7 +26,7 @@ from portal.i18n import gettext
 from portal.i18n import lazy_gettext as _l
 from portal.identity import admin, service
 from portal.identity.models import User
-from portal.pages import show_error
+from portal.pages import refusal, show_error
 from portal.pagination import page_of_query
 from portal.quotas import service as quotas
 from portal.roles.service import roles_query
@@ -188,7 +188,7 @@ def detail(user_id: int) -> str | Response | tuple[str, int]:
                 return redirect(url_for(".detail", user_id=user_id))
             except Stale as exc:
                 session().rollback()
-                flash(exc.message, "error")
+                flash(refusal(exc), "error")
                 return redirect(url_for(".detail", user_id=user_id))
             except DomainError as exc:
                 session().rollback()
@@ -228,7 +228,7 @@ def reset(user_id: int) -> Response:
         )
     except DomainError as exc:
         session().rollback()
-        flash(exc.message, "error")
+        flash(refusal(exc), "error")
         return redirect(url_for(".detail", user_id=user_id))
     return _shown_once("identity/password_reset.html", user=user, password=password)
 
@@ -254,5 +254,5 @@ def set_active(user_id: int) -> Response:
         flash(message, "info")
     except DomainError as exc:
         session().rollback()
-        flash(exc.message, "error")
+        flash(refusal(exc), "error")
     return redirect(url_for(".detail", user_id=user_id))

@@ -8,10 +8,12 @@ from flask import Blueprint, flash, redirect, render_template, request, url_for
 from flask_login import login_required
 from werkzeug.wrappers import Response
 
+from gres.naming import DEFAULT_SHARDS_PER_GPU
 from portal.authz import Perm
 from portal.errors import DomainError, ValidationFailed
-from portal.pages import show_error
-from portal.quotas import policy, service
+from portal.i18n import gettext, ngettext
+from portal.pages import refusal, show_error
+from portal.quotas import policy, service, words
 from portal.quotas.models import TRES
 from portal.quotas.schemas import QuotaSchema
 from portal.slurm import slurm
@@ -33,7 +35,7 @@ def _limits_from_form() -> dict[str, Any]:
         elif raw.isdigit():
             out[name] = int(raw)
         else:
-            errors[name] = ["a whole number ≥ 0, or empty for no limit"]
+            errors[name] = [gettext("A whole number, 0 or more; empty for no limit.")]
     if errors:
         raise ValidationFailed(errors)
     return out
@@ -65,16 +67,33 @@ def index() -> str:
         for kind, rows in (("domain", domains), ("project", projects))
         for row in rows
     }
+    editable = {
+        "domain": {d.id for d in domains} if access.platform_admin else set(),
+        "project": {p.id for p in projects if Perm.QUOTA_MANAGE in access.on_project(p)},
+    }
     return render_template(
         "quotas/index.html",
+        editable=editable,
         domains=domains,
         projects=projects,
         versions=versions,
         access=access,
         fields=list(TRES),
+        headings={f: words.column_heading(f) for f in TRES},
+        units={f: words.column_unit(f, DEFAULT_SHARDS_PER_GPU) for f in TRES},
+        shards_per_card=DEFAULT_SHARDS_PER_GPU,
         preview=preview,
         admission=admission,
+        summary=admission["summary"] if admission else None,
         Perm=Perm,
+    )
+
+
+def _saved(changes: int) -> str:
+    return ngettext(
+        "The quota is saved, and Slurm enforces it (%(num)d change sent).",
+        "The quota is saved, and Slurm enforces it (%(num)d changes sent).",
+        changes,
     )
 
 
@@ -86,10 +105,10 @@ def set_domain(domain_id: int) -> Response:
         _, sent = service.save_and_enforce(
             session(), current_access(), slurm(), Domain, domain_id, _limits_from_form()
         )
-        flash(f"Domain quota saved; Slurm enforces it ({len(sent['commands'])} change(s)).", "info")
+        flash(_saved(len(sent["commands"])), "info")
     except DomainError as exc:
         session().rollback()
-        flash(exc.message, "error")
+        flash(refusal(exc), "error")
     return redirect(url_for(".index"))
 
 
@@ -100,9 +119,12 @@ def _check_version(owner: type[Domain] | type[Project], owner_id: int) -> None:
         request.form.get("version"),
         locked(current).quota(),
         QuotaSchema,
-        message=f"Someone else changed the quota of {current.name} since this page was shown, "
-        "so your change was not saved. The page now shows the current limits; make your "
-        "change again.",
+        message=gettext(
+            "Someone else changed the quota of %(name)s since this page was shown, so your "
+            "change was not saved. The page now shows the current limits; make your change "
+            "again.",
+            name=current.name,
+        ),
     )
 
 
@@ -114,12 +136,10 @@ def set_project(project_id: int) -> Response:
         _, sent = service.save_and_enforce(
             session(), current_access(), slurm(), Project, project_id, _limits_from_form()
         )
-        flash(
-            f"Project quota saved; Slurm enforces it ({len(sent['commands'])} change(s)).", "info"
-        )
+        flash(_saved(len(sent["commands"])), "info")
     except DomainError as exc:
         session().rollback()
-        flash(exc.message, "error")
+        flash(refusal(exc), "error")
     return redirect(url_for(".index"))
 
 
@@ -128,7 +148,14 @@ def set_project(project_id: int) -> Response:
 def apply_sync() -> Response:
     try:
         result = service.sync(session(), current_access(), slurm(), apply=True)
-        flash(f"Slurm sync applied: {len(result['commands'])} command(s).", "info")
+        flash(
+            ngettext(
+                "Slurm now matches the portal: %(num)d change sent.",
+                "Slurm now matches the portal: %(num)d changes sent.",
+                len(result["commands"]),
+            ),
+            "info",
+        )
     except DomainError as exc:
         flash(exc.message, "error")
     return redirect(url_for(".index"))
@@ -139,8 +166,18 @@ def apply_sync() -> Response:
 def apply_policy() -> Response:
     try:
         result = policy.render_policy(session(), current_access(), apply=True)
-        what = ", ".join(result["changed"]) or "nothing (up to date)"
-        flash(f"Admission policy {result['digest']} installed: wrote {what}.", "info")
+        if result["changed"]:
+            message = gettext(
+                "The admission policy %(digest)s is installed: %(files)s written.",
+                digest=result["digest"],
+                files=", ".join(result["changed"]),
+            )
+        else:
+            message = gettext(
+                "The admission policy %(digest)s was installed already: nothing written.",
+                digest=result["digest"],
+            )
+        flash(message, "info")
     except DomainError as exc:
         show_error(None, exc)
     return redirect(url_for(".index"))

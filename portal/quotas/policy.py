@@ -26,8 +26,10 @@ from sqlalchemy.orm import Session
 from portal.audit.service import record
 from portal.authz import Access
 from portal.errors import Conflict, DomainError, ValidationFailed
+from portal.i18n import gettext
 from portal.identity.models import User as PortalUser
 from portal.quotas.service import plan
+from portal.quotas.summary import summarise
 from portal.tenancy.models import Domain, Project
 from slurm_plugins.admission.config import (
     LAB_POLICY,
@@ -113,7 +115,13 @@ def _base() -> PolicyConfig:
         return load_policy(Path(path))
     except PolicyError as exc:
         problems = "; ".join(exc.messages)
-        raise Conflict(f"the base admission policy {path} is invalid: {problems}") from None
+        raise Conflict(
+            gettext(
+                "The base admission policy %(path)s is invalid: %(problems)s",
+                path=str(path),
+                problems=problems,
+            )
+        ) from None
 
 
 def render_policy(session: Session, access: Access, *, apply: bool) -> dict[str, Any]:
@@ -130,7 +138,12 @@ def install_policy(
     """:func:`render_policy` without the caller's check (the command line is the operator)."""
     out = current_app.config["ADMISSION_DIR"]
     if not out:
-        raise Conflict("ADMISSION_DIR is not set: the portal does not know where slurmctld reads")
+        raise Conflict(
+            gettext(
+                "ADMISSION_DIR is not set: the portal does not know where slurmctld reads "
+                "its admission policy."
+            )
+        )
     try:
         cfg = portal_policy(session, _base())
     except PolicyError as exc:
@@ -145,7 +158,13 @@ def install_policy(
             directory.mkdir(parents=True, exist_ok=True)
             changed = write_files(files, directory)
         except OSError as exc:
-            raise Conflict(f"{directory}: {exc.strerror or exc}") from None
+            raise Conflict(
+                gettext(
+                    "The policy could not be written to %(directory)s: %(why)s",
+                    directory=str(directory),
+                    why=exc.strerror or str(exc),
+                )
+            ) from None
         record(
             session,
             actor,
@@ -165,6 +184,7 @@ def install_policy(
         "tenants": [t.name for t in cfg.tenants],
         "users": [u.name for u in cfg.users],
         "table": files[TABLE_FILE],
+        "summary": summarise(cfg),  # what the page shows above the table (not in the API)
     }
 
 

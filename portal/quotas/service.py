@@ -12,9 +12,11 @@ from sqlalchemy.orm import Session
 from portal.audit.service import record
 from portal.authz import Access, Perm, perms_of
 from portal.errors import DomainError, QuotaExceeded, SlurmUnavailable, ValidationFailed
+from portal.i18n import gettext
 from portal.identity.models import User
 from portal.quotas.models import TRES
 from portal.quotas.render import AccountRow, SlurmPlan, SubmitterRow, render
+from portal.quotas.words import column_heading
 from portal.roles.models import Role
 from portal.slurm import SlurmPort
 from portal.tenancy.models import Domain, GroupGrant, GroupMember, Membership, Project
@@ -24,7 +26,7 @@ from slurm_plugins.client.errors import SlurmError
 
 def _check_values(data: Mapping[str, Any]) -> dict[str, int | None]:
     errors = {
-        k: ["a whole number ≥ 0, or null for no limit"]
+        k: [gettext("A whole number, 0 or more; null for no limit.")]
         for k, v in data.items()
         if k in TRES and v is not None and (not isinstance(v, int) or v < 0)
     }
@@ -67,14 +69,25 @@ def set_domain_quota(
     values = _check_values(data)
     projects = session.scalars(select(Project).where(Project.domain_id == domain.id)).all()
     over = [
-        f"{p.name}.{k}={getattr(p, k)}"
+        gettext(
+            "%(project)s has %(amount)s %(what)s",
+            project=p.name,
+            amount=getattr(p, k),
+            what=column_heading(k),
+        )
         for k, v in values.items()
         if v is not None
         for p in projects
         if getattr(p, k) is not None and getattr(p, k) > v
     ]
     if over:
-        raise QuotaExceeded(f"projects hold more than the new limit: {', '.join(over)}")
+        raise QuotaExceeded(
+            gettext(
+                "Projects of the domain hold more than the new limit; lower theirs first: "
+                "%(over)s.",
+                over="; ".join(over),
+            )
+        )
     before = domain.quota()
     for k, v in values.items():
         setattr(domain, k, v)
@@ -105,13 +118,17 @@ def set_project_quota(
     project = get_project(session, access, project_id, Perm.QUOTA_MANAGE)
     values = _check_values(data)
     domain = project.domain
-    over = {
-        k: [f"more than the domain's limit of {getattr(domain, k)}"]
+    over = [
+        gettext(
+            "%(what)s: more than the domain's limit of %(limit)s.",
+            what=column_heading(k),
+            limit=getattr(domain, k),
+        )
         for k, v in values.items()
         if getattr(domain, k) is not None and (v is None or v > getattr(domain, k))
-    }
+    ]
     if over:
-        raise QuotaExceeded("; ".join(f"{k}: {m[0]}" for k, m in over.items()))
+        raise QuotaExceeded(" ".join(over))
     before = project.quota()
     for k, v in values.items():
         setattr(project, k, v)
@@ -245,7 +262,9 @@ def enforce(
     try:
         commands = port.apply(accounts, users)
     except SlurmError as exc:
-        raise SlurmUnavailable(f"Slurm did not take the quota: {exc}") from exc
+        raise SlurmUnavailable(
+            gettext("Slurm did not take the quota: %(why)s", why=str(exc))
+        ) from exc
     record(
         session,
         access.user,

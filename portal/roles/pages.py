@@ -15,7 +15,7 @@ from portal.authz import Access
 from portal.errors import DomainError, Forbidden, Stale
 from portal.i18n import gettext
 from portal.i18n import lazy_gettext as _l
-from portal.pages import show_error
+from portal.pages import refusal, show_error
 from portal.roles import service
 from portal.roles.models import Role
 from portal.roles.schemas import RoleSchema
@@ -101,7 +101,7 @@ def edit(role_id: int) -> str | Response | tuple[str, int]:
                 return redirect(url_for(".index"))
             except Stale as exc:  # the page again, showing the role as it is now
                 session().rollback()
-                flash(exc.message, "error")
+                flash(refusal(exc), "error")
                 return redirect(url_for(".edit", role_id=role_id))
             except DomainError as exc:
                 session().rollback()
@@ -144,5 +144,5 @@ def delete(role_id: int) -> Response:
         flash(gettext("The role %(name)s is deleted.", name=name), "info")
     except DomainError as exc:
         session().rollback()
-        flash(exc.message, "error")
+        flash(refusal(exc), "error")
     return redirect(url_for(".index"))

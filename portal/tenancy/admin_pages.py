@@ -12,8 +12,9 @@ from sqlalchemy import select
 from werkzeug.wrappers import Response
 
 from portal.authz import Perm
-from portal.errors import DomainError, ValidationFailed
+from portal.errors import DomainError
 from portal.i18n import gettext
+from portal.pages import refusal
 from portal.roles.models import Role
 from portal.tenancy import groups, members, service
 from portal.tenancy.models import Project
@@ -24,17 +25,6 @@ bp = Blueprint("tenancy_admin", __name__)
 
 def _form(*names: str) -> dict[str, Any]:
     return {n: request.form.get(n, "").strip() for n in names}
-
-
-def refusal(exc: DomainError) -> str:
-    """A service's refusal as a sentence for a flash (field errors without their keys)."""
-    if isinstance(exc, ValidationFailed):
-        return " ".join(str(m) for messages in exc.errors.values() for m in _as_list(messages))
-    return exc.message
-
-
-def _as_list(messages: Any) -> list[Any]:
-    return list(messages) if isinstance(messages, list | tuple) else [messages]
 
 
 def _run(done: Callable[[], str], call: Callable[..., Any], *args: Any) -> None:

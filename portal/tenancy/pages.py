@@ -14,7 +14,7 @@ from portal.authz import Perm
 from portal.errors import DomainError, Stale
 from portal.i18n import gettext
 from portal.i18n import lazy_gettext as _l
-from portal.pages import show_error
+from portal.pages import refusal, show_error
 from portal.quotas import service as quotas
 from portal.roles.models import Role
 from portal.roles.texts import role_name
@@ -98,7 +98,7 @@ def remove_member(project_id: int, user_id: int) -> Response:
         )
     except Stale as exc:
         session().rollback()
-        flash(exc.message, "error")
+        flash(refusal(exc), "error")
     else:
         members.remove_member(session(), access, project_id, user_id)
     return redirect(url_for(".project", project_id=project_id))
@@ -130,5 +130,5 @@ def change_role(project_id: int, user_id: int) -> Response:
         flash(gettext("The role of %(user)s is changed.", user=member.user.username), "info")
     except DomainError as exc:
         session().rollback()
-        flash(exc.message, "error")
+        flash(refusal(exc), "error")
     return redirect(url_for(".project", project_id=project_id))

@@ -138,13 +138,13 @@ def test_the_quota_page_refuses_a_save_from_a_page_shown_before_another_save(env
         form |= {"csrf_token": csrf_of(page), "version": _version(page, row)}
         return client.post(f"/quotas/projects/{nlp}", data=form, follow_redirects=True)
 
-    assert "Project quota saved" in save(admin, page_a, "4").get_data(as_text=True)
+    assert "The quota is saved" in save(admin, page_a, "4").get_data(as_text=True)
     refused = save(erin, page_b, "2").get_data(as_text=True)
     assert "Someone else changed the quota of nlp since this page was shown" in refused
     assert env.api("admin").get(f"{API}/projects/{nlp}/quota").json["gpus"] == 4
     assert audited(env, "quota.project") == 1
     # the page the refusal shows is current: saving from it works
-    assert "Project quota saved" in save(erin, refused, "2").get_data(as_text=True)
+    assert "The quota is saved" in save(erin, refused, "2").get_data(as_text=True)
     assert env.api("admin").get(f"{API}/projects/{nlp}/quota").json["gpus"] == 2
 
 

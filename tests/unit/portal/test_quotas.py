@@ -41,7 +41,7 @@ def test_project_quota_stays_within_the_domain(env: Env) -> None:
     # the domain cannot drop below what a project holds
     r = admin.put(f"/api/v1/domains/{research}/quota", json={"gpus": 2})
     assert r.status_code == 409
-    assert "nlp.gpus=4" in r.json["message"]
+    assert "nlp has 4 GPU cards" in r.json["message"]
     assert env.api("alice").get(f"/api/v1/projects/{nlp}/quota").json["gpus"] == 4
 
 
