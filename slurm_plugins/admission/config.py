@@ -68,6 +68,23 @@ class Cluster:
     gres: Mapping[str, Kind]
     #: GRES type -> the share of a card one device is (vNPUs), for per-job limits.
     fractions: Mapping[str, float]
+    #: Jobs wait for the policy daemon's placement while its heartbeat is fresh; None: never.
+    placement: Placement | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    """How the hook lets the policy daemon place jobs before Slurm may start them.
+
+    While the file ``heartbeat`` (beside the table; the daemon touches it) changed within
+    ``lapse_s``, a job for a GPU or NPU partition is given a begin time ``defer_s`` ahead:
+    the daemon pins it and starts it at once. Once the heartbeat lapses, jobs go to Slurm
+    unchanged, and those already waiting start when their begin time comes.
+    """
+
+    heartbeat: str
+    lapse_s: int = 10
+    defer_s: int = 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,6 +192,12 @@ class _Strict(Schema):
         unknown = RAISE
 
 
+class _PlacementSchema(_Strict):
+    heartbeat = _name(required=True)
+    lapse = fields.Integer(strict=True, load_default=10, validate=validate.Range(1, 3600))
+    defer = fields.Integer(strict=True, load_default=20, validate=validate.Range(1, 3600))
+
+
 class _ClusterSchema(_Strict):
     default_partition = _name(required=True)
     shards_per_gpu = fields.Integer(
@@ -192,6 +215,7 @@ class _ClusterSchema(_Strict):
         values=fields.Float(allow_nan=False, validate=validate.Range(0, 1, min_inclusive=False)),
         load_default=dict,
     )
+    placement = fields.Nested(_PlacementSchema, load_default=None, allow_none=True)
 
 
 class _PoolSchema(_Strict):
@@ -276,6 +300,7 @@ def _build(data: Mapping[str, Any]) -> PolicyConfig:
         shards_per_gpu=c["shards_per_gpu"],
         gres=dict(sorted(c["gres"].items())),
         fractions=dict(sorted(c["fractions"].items())),
+        placement=_placement(c["placement"]),
     )
     pools = tuple(
         Pool(name, p["kind"], tuple(p["partitions"]), p["shared"])
@@ -309,6 +334,12 @@ def _build(data: Mapping[str, Any]) -> PolicyConfig:
         for name, u in data["users"].items()
     )
     return PolicyConfig(cluster, pools, tuple(tenants), users)
+
+
+def _placement(raw: Mapping[str, Any] | None) -> Placement | None:
+    if raw is None:
+        return None
+    return Placement(raw["heartbeat"], raw["lapse"], raw["defer"])
 
 
 def check(cfg: PolicyConfig) -> list[str]:

@@ -47,12 +47,31 @@ def build_table(
         "tenants": {t.name: _tenant(cfg, t) for t in cfg.tenants},
         "users": {u.name: _user(u) for u in cfg.users},
     }
+    placement = _placement(cfg)
+    if placement:
+        body["placement"] = placement
     if profile is not None:
         if profile < 1:
             raise ValueError("profile: log every N >= 1 submissions")
         body["profile"] = profile
     body["digest"] = digest(body)
     return body
+
+
+def _placement(cfg: PolicyConfig) -> dict[str, Any]:
+    """What the hook needs to let the policy daemon place jobs first: its heartbeat file
+    (beside the table), how old it may be, how long a job waits, and which partitions' jobs
+    (those holding GPUs or NPUs: CPU work there strands cards too)."""
+    pl = cfg.cluster.placement
+    if pl is None:
+        return {}
+    parts = [part for p in cfg.pools if p.kind is not Kind.CPU for part in p.partitions]
+    return {
+        "heartbeat": pl.heartbeat,
+        "lapse": pl.lapse_s,
+        "defer": pl.defer_s,
+        "partitions": {part: True for part in parts},
+    }
 
 
 def digest(body: Mapping[str, Any]) -> str:

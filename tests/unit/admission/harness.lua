@@ -69,6 +69,10 @@ for _, step in ipairs(steps) do
     assert(os.rename(step.from, step.to))
   elseif step.op == "remove" then
     os.remove(step.path)
+  elseif step.op == "touch" then -- create if need be, then set its mtime
+    local f = assert(io.open(step.path, "a"))
+    f:close()
+    assert(require("posix.utime").utime(step.path, step.mtime, step.mtime))
   elseif step.op == "chmod" then
     assert(require("posix.sys.stat").chmod(step.path, step.mode))
   elseif step.call ~= nil then
