@@ -70,7 +70,7 @@ def _placement(cfg: PolicyConfig) -> dict[str, Any]:
         "heartbeat": pl.heartbeat,
         "lapse": pl.lapse_s,
         "defer": pl.defer_s,
-        "partitions": {part: True for part in parts},
+        "partitions": dict.fromkeys(parts, True),
     }
 
 
