@@ -10,6 +10,7 @@ stage "bootstrap done"
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
 .venv/bin/mypy
+.venv/bin/lint-imports --no-cache --no-logo  # the layering contracts of pyproject.toml
 stage "ruff and mypy done"
 started=0
 if ! .venv/bin/aipool lab status >/dev/null 2>&1; then
