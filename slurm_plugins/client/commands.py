@@ -30,6 +30,7 @@ from slurm_plugins.client.models import (
     Node,
     Partition,
     Qos,
+    SchedulerCounters,
 )
 from slurm_plugins.client.runner import Completed, Runner, SubprocessRunner
 from slurm_plugins.client.specs import AccountSpec, QosSpec, UserSpec
@@ -49,6 +50,8 @@ class JobUpdate:
     req_nodes: str | None = None
     exc_nodes: str | None = None
     qos: str | None = None
+    #: Start as soon as it may: clear a begin time in the future (``StartTime=now``).
+    start_now: bool = False
 
     def fields(self) -> dict[str, str]:
         out: dict[str, str] = {}
@@ -62,6 +65,8 @@ class JobUpdate:
             out["ReqNodeList"] = self.req_nodes
         if self.exc_nodes is not None:
             out["ExcNodeList"] = self.exc_nodes
+        if self.start_now:  # last: the job may start the moment this is applied
+            out["StartTime"] = "now"
         return out
 
     def minus(self, job: Job) -> JobUpdate:
@@ -73,6 +78,7 @@ class JobUpdate:
             req_nodes=None if self.req_nodes == job.required_nodes else self.req_nodes,
             exc_nodes=None if self.exc_nodes == job.excluded_nodes else self.exc_nodes,
             qos=None if self.qos == job.qos else self.qos,
+            start_now=self.start_now,
         )
 
 
@@ -182,6 +188,10 @@ class SlurmClient:
     def _has_scontrol_json(self) -> bool:
         # ``scontrol … --json`` exists from 23.02; 22.05's sinfo --json lists nodes instead
         return self.release_tuple() >= (23, 2)
+
+    def counters(self) -> SchedulerCounters:
+        """slurmctld's job counters (``sdiag``): cheap to ask often, unlike the queue."""
+        return parse.sdiag_counters(self._run(["sdiag", *self._m()], timeout=10).stdout)
 
     def jobs(self, *, active_only: bool = True) -> list[Job]:
         """Jobs in the controller; finished ones still in memory are dropped unless asked."""

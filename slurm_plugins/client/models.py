@@ -409,6 +409,18 @@ class Qos:
 
 
 @dataclass(frozen=True, slots=True)
+class SchedulerCounters:
+    """slurmctld's job counters since its statistics were last reset (``sdiag``): one cheap
+    call that tells a watcher that jobs were submitted or ended without listing the queue."""
+
+    submitted: int = 0
+    started: int = 0
+    completed: int = 0
+    canceled: int = 0
+    failed: int = 0
+
+
+@dataclass(frozen=True, slots=True)
 class Controller:
     """One ``SlurmctldHost`` as ``scontrol ping`` sees it (a backup in standby is UP too)."""
 

@@ -46,6 +46,7 @@ from slurm_plugins.client.parse.text import (
     controllers_text,
     partitions_text,
     qos_parsable,
+    sdiag_counters,
 )
 
 __all__ = [
@@ -76,6 +77,7 @@ __all__ = [
     "qos",
     "qos_one",
     "qos_parsable",
+    "sdiag_counters",
     "states",
     "text",
     "tres_list",

@@ -11,6 +11,7 @@ from slurm_plugins.client.models import (
     Controller,
     Partition,
     Qos,
+    SchedulerCounters,
     Tres,
 )
 from slurm_plugins.client.parse.shapes import (
@@ -138,3 +139,14 @@ def controllers_text(out: str) -> list[Controller]:
     ``Slurmctld(backup1) at ctl2 is UP``; the banner lines after a DOWN are skipped."""
     found = [m for line in out.splitlines() if (m := _PING.match(line.strip()))]
     return [Controller(i, m["role"], m["host"], m["state"] == "UP") for i, m in enumerate(found)]
+
+
+_COUNTER = re.compile(r"^Jobs (submitted|started|completed|canceled|failed):\s+(\d+)\s*$")
+
+
+def sdiag_counters(out: str) -> SchedulerCounters:
+    """``sdiag``'s job counters (``Jobs submitted: 2080`` …); a missing one is an error."""
+    found = {m[1]: int(m[2]) for line in out.splitlines() if (m := _COUNTER.match(line.strip()))}
+    if len(found) < 5:
+        raise ParseError(f"sdiag printed no job counters: {out[:200]!r}")
+    return SchedulerCounters(**found)

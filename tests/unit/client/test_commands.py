@@ -303,3 +303,25 @@ def test_every_write_logs_its_argv_quoted_and_dry_run_says_so(
     assert [rec.getMessage() for rec in caplog.records] == ["dry-run: scancel 7"]
     assert dry_runner.calls == []
     assert len(r.calls) == 4
+
+
+def test_start_now_clears_a_begin_time_after_the_pin() -> None:
+    c, r = client({("scontrol",): ok()})
+    assert c.update_jobs([JobUpdate(21, req_nodes="gpu2", start_now=True)]) == 1
+    assert r.calls[-1][1] == "update JobId=21 ReqNodeList=gpu2 StartTime=now\n"
+
+
+def test_counters_read_sdiag() -> None:
+    text = (DATA.parent / "22.05" / "sdiag.txt").read_text()
+    c, r = client({("sdiag",): ok(text)}, cluster="labb")
+    got = c.counters()
+    assert (got.submitted, got.started, got.completed, got.canceled, got.failed) == (
+        2088,
+        80,
+        39,
+        2047,
+        0,
+    )
+    assert r.calls[0][0] == ("sdiag", "-M", "labb")
+    with pytest.raises(parse.ParseError):
+        parse.sdiag_counters("sdiag: error: Unable to contact slurm controller\n")
