@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from decimal import Decimal
 from pathlib import Path
@@ -20,19 +20,23 @@ import yaml
 from marshmallow import RAISE, Schema, ValidationError, fields, validate
 from sqlalchemy import Connection, Engine, select, update
 
+from accounting.export import Brand
 from accounting.models import AlertEpisode
 from accounting.report import Dim, build, month_start, next_month
 from slurm_plugins.client.models import Node
 from slurm_plugins.common.mail import (
     Mail,
+    MailConfig,
     Mailer,
     MailError,
     MailSchema,
     MailTemplates,
     SmtpSettings,
+    by_language,
     mail_config,
 )
 from slurm_plugins.validation import flatten
+from translations import DEFAULT, LOCALES
 
 KINDS = ("tenant_budget", "user_quota", "pool_exhausted")
 TEMPLATES = MailTemplates("accounting")
@@ -89,10 +93,9 @@ class Budget:
 
 @dataclass(frozen=True, slots=True)
 class AlertConfig:
-    smtp: SmtpSettings = field(default_factory=SmtpSettings)
+    #: the SMTP server, the users' addresses, the languages and the site's name
+    mail: MailConfig = field(default_factory=MailConfig)
     platform_admins: tuple[str, ...] = ()
-    user_email: str = "{user}@localhost.localdomain"
-    emails: Mapping[str, str] = field(default_factory=dict)
     #: Slurm account (a domain or a project) -> its monthly card-hour budget
     tenants: Mapping[str, Budget] = field(default_factory=dict)
     user_card_hours: Mapping[str, Decimal] = field(default_factory=dict)
@@ -102,8 +105,18 @@ class AlertConfig:
     report_recipients: tuple[str, ...] = ()
     report_by: str = "project"
 
+    @property
+    def smtp(self) -> SmtpSettings:
+        return self.mail.smtp
+
     def address(self, user: str) -> str:
-        return self.emails.get(user) or self.user_email.format(user=user)
+        return self.mail.address(user)
+
+    def with_saved_languages(self, saved: Mapping[str, str]) -> AlertConfig:
+        """The users' own choices (the portal's, by user name and address) before the
+        configuration's ``languages``."""
+        languages = {**self.mail.languages, **{k: v for k, v in saved.items() if v in LOCALES}}
+        return replace(self, mail=replace(self.mail, languages=languages))
 
 
 def load_config(raw: Mapping[str, Any]) -> AlertConfig:
@@ -117,10 +130,8 @@ def load_config(raw: Mapping[str, Any]) -> AlertConfig:
     except MailError as exc:
         raise AlertConfigError(f"alert configuration: {exc}") from exc
     return AlertConfig(
-        smtp=mail.smtp,
+        mail=mail,
         platform_admins=tuple(c["platform_admins"]),
-        user_email=mail.user_email,
-        emails=mail.emails,
         tenants={
             k: Budget(v["card_hours"], v["warn_at"], tuple(v["recipients"]))
             for k, v in c["tenants"].items()
@@ -151,16 +162,24 @@ def load_config_file(path: Path) -> AlertConfig:
 # ---------------------------------------------------------------------- conditions
 @dataclass(frozen=True, slots=True)
 class Condition:
-    """An alert condition that holds now."""
+    """An alert condition that holds now; ``languages`` are the recipients' (in their
+    order), each language gets its own mail."""
 
     kind: str
     subject: str
     recipients: tuple[str, ...]
     context: Mapping[str, Any]
+    languages: tuple[str, ...] = ()
+
+    def by_language(self) -> dict[str, tuple[str, ...]]:
+        langs = dict(zip(self.recipients, self.languages, strict=False))
+        return by_language(self.recipients, lambda a: langs.get(a, DEFAULT))
 
 
-def _pct(used: Decimal, budget: Decimal) -> str:
-    return str((100 * used / budget).quantize(Decimal("0.1")))
+def _to(cfg: AlertConfig, kind: str, subject: str, to: Sequence[str], ctx: Any) -> Condition:
+    """A condition for addresses, each in its reader's language."""
+    langs = tuple(cfg.mail.language(a) for a in to)
+    return Condition(kind, subject, tuple(to), ctx, langs)
 
 
 def quota_conditions(conn: Connection, cfg: AlertConfig, now: datetime) -> list[Condition]:
@@ -182,11 +201,11 @@ def quota_conditions(conn: Connection, cfg: AlertConfig, now: datetime) -> list[
                     "level": "domain" if dim is Dim.DOMAIN else "project",
                     "used": hours,
                     "budget": b.card_hours,
-                    "percent": _pct(hours, b.card_hours),
-                    "threshold": _pct(b.warn_at, Decimal(1)),
-                    "month": month,
+                    "share": hours / b.card_hours,
+                    "threshold": b.warn_at,
+                    "month": start,
                 }
-                out.append(Condition("tenant_budget", f"{tenant}@{month}", b.recipients, ctx))
+                out.append(_to(cfg, "tenant_budget", f"{tenant}@{month}", b.recipients, ctx))
     if cfg.user_card_hours or cfg.default_user_card_hours is not None:
         for ln in build(conn, start, end, Dim.USER).lines:
             quota = cfg.user_card_hours.get(ln.key, cfg.default_user_card_hours)
@@ -196,10 +215,18 @@ def quota_conditions(conn: Connection, cfg: AlertConfig, now: datetime) -> list[
                 "user": ln.key,
                 "used": ln.card_hours,
                 "budget": quota,
-                "percent": _pct(ln.card_hours, quota),
-                "month": month,
+                "share": ln.card_hours / quota,
+                "month": start,
             }
-            out.append(Condition("user_quota", f"{ln.key}@{month}", (cfg.address(ln.key),), ctx))
+            out.append(
+                Condition(
+                    "user_quota",
+                    f"{ln.key}@{month}",
+                    (cfg.address(ln.key),),
+                    ctx,
+                    (cfg.mail.user_language(ln.key),),
+                )
+            )
     return out
 
 
@@ -236,7 +263,7 @@ def pool_conditions(
                 "total": total,
                 "pending": (pending or {}).get(pool, 0),
             }
-            out.append(Condition("pool_exhausted", f"{pool}/{kind}", cfg.platform_admins, ctx))
+            out.append(_to(cfg, "pool_exhausted", f"{pool}/{kind}", cfg.platform_admins, ctx))
     return out
 
 
@@ -247,9 +274,12 @@ def process(
     holding: Sequence[Condition],
     now: datetime,
     kinds: Iterable[str] = KINDS,
+    *,
+    site: str = "AIPool",
 ) -> list[Mail]:
-    """Open episodes (and mail) for new conditions, close those of ``kinds`` that stopped
-    holding. One transaction: a failed send leaves the episodes unopened, to try again."""
+    """Open episodes (and mail, one per language of the recipients) for new conditions,
+    close those of ``kinds`` that stopped holding. One transaction: a failed send leaves the
+    episodes unopened, to try again."""
     kinds = tuple(kinds)
     sent: list[Mail] = []
     with engine.begin() as conn:
@@ -268,8 +298,9 @@ def process(
         for c in holding:
             if (c.kind, c.subject) in open_:
                 continue
-            subject, body = TEMPLATES.render(c.kind, c.context)
-            sent.append(Mail(c.recipients, subject, body))
+            for lang, to in c.by_language().items():
+                context = {**c.context, "site": site}
+                sent.append(Mail(to, *TEMPLATES.render(c.kind, context, lang)))
             conn.execute(
                 AlertEpisode.__table__.insert().values(  # type: ignore[attr-defined]
                     kind=c.kind,
@@ -282,15 +313,24 @@ def process(
     return sent
 
 
-def monthly_report_mail(conn: Connection, cfg: AlertConfig, month: datetime) -> Mail | None:
-    """The month's report as a PDF attachment, for ``monthly_report.recipients``."""
-    from accounting.export import to_pdf
+def monthly_report_mails(
+    conn: Connection, cfg: AlertConfig, month: datetime, brand: Brand | None = None
+) -> list[Mail]:
+    """The month's report as a PDF attachment for ``monthly_report.recipients``: one mail
+    (and PDF) per language they read."""
+    from accounting.pdf import to_pdf
 
     if not cfg.report_recipients:
-        return None
+        return []
+    brand = brand or Brand(cfg.mail.site_name)
     start = month_start(month)
     rep = build(conn, start, next_month(start), Dim(cfg.report_by))
     name = start.strftime("%Y-%m")
-    subject, body = TEMPLATES.render("monthly_report", {"month": name, "total": rep.total})
-    pdf = (f"aipool-usage-{name}.pdf", to_pdf(rep), "application/pdf")
-    return Mail(cfg.report_recipients, subject, body, (pdf,))
+    context = {"month": start, "total": rep.total, "site": brand.name}
+    mails = []
+    readers = _to(cfg, "monthly_report", name, cfg.report_recipients, {})
+    for lang, to in readers.by_language().items():
+        subject, body = TEMPLATES.render("monthly_report", context, lang)
+        pdf = (f"aipool-usage-{name}-{lang}.pdf", to_pdf(rep, lang, brand), "application/pdf")
+        mails.append(Mail(to, subject, body, (pdf,)))
+    return mails

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import logging
-import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -20,13 +19,13 @@ import click
 
 from accounting.edge import db_option as _db
 from accounting.edge import lab_option as _lab
+from accounting.edge import locale_option as _locale
 from accounting.edge import open_engine as _engine
+from accounting.edge import site_logo_option as _site_logo
+from accounting.edge import site_name_option as _site_name
 from accounting.edge import slurm_client as _client
 
 if TYPE_CHECKING:
-    from sqlalchemy import Engine
-
-    from accounting.alerts import AlertConfig
     from accounting.meter import Topology
     from slurm_plugins.client import SlurmClient
 
@@ -171,6 +170,9 @@ def purge(db: str | None, keep_days: int, keep_hourly_days: int) -> None:
 @click.option("--format", "fmt", type=click.Choice(["csv", "xlsx", "pdf", "json"]), default="csv")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--capacity", help="cards per pool as JSON, e.g. '{\"gpu\": [8, 0]}'")
+@_locale
+@_site_name
+@_site_logo
 def report(
     *,
     db: str | None,
@@ -184,34 +186,39 @@ def report(
     fmt: str,
     output: Path | None,
     capacity: str | None,
+    locale: str,
+    site_name: str,
+    site_logo: Path | None,
 ) -> None:
     """Usage over a period by domain, project, user, GPU type or pool; CSV, XLSX, PDF, JSON.
 
-    Pool utilisation needs the cards per pool: from the lab (--lab) or --capacity.
+    Pool utilisation needs the cards per pool: from the lab (--lab) or --capacity. Headers,
+    sheets and the PDF are in --locale (zh_CN or en), headed by the site's name and logo.
     """
     from accounting import export
-    from accounting.report import Dim, ReportError, build, parse_month
-    from accounting.report import capacity as pool_capacity
+    from accounting.report import Dim, ReportError, build
 
+    t0, t1 = _period(month, start, end)
+    pools = _pools(capacity) if capacity else None
+    if lab and pools is None:
+        from accounting.report import capacity as pool_capacity
+
+        pools = pool_capacity(_client(True).nodes())
+    where = {d: v for d, v in ((Dim.DOMAIN, domain), (Dim.PROJECT, project)) if v}
     try:
-        if month and (start or end):
-            raise ReportError("give either --month or --from/--to")
-        if month:
-            t0, t1 = parse_month(month)
-        else:
-            a, b = _when(start, "--from"), _when(end, "--to")
-            if a is None or b is None:
-                raise ReportError("give --month, or both --from and --to")
-            t0, t1 = a, b
-        pools = _pools(capacity) if capacity else None
-        if lab and pools is None:
-            pools = pool_capacity(_client(True).nodes())
-        where = {d: v for d, v in ((Dim.DOMAIN, domain), (Dim.PROJECT, project)) if v}
         with _engine(db).connect() as conn:
             rep = build(conn, t0, t1, Dim(by), where=where, pools=pools)
     except ReportError as exc:
         raise click.UsageError(str(exc)) from exc
-    data = _json(rep) if fmt == "json" else export.render(rep, fmt)
+    if fmt == "json":
+        data = _json(rep)
+    elif fmt == "csv" and not output:
+        data = export.to_csv(rep, locale).encode()  # a terminal or a pipe: no byte order mark
+    else:
+        try:
+            data = export.render(rep, fmt, locale=locale, brand=export.Brand(site_name, site_logo))
+        except export.ExportError as exc:
+            raise click.ClickException(str(exc)) from exc
     if output:
         output.write_bytes(data)
         click.echo(f"wrote {output} ({len(data)} bytes)", err=True)
@@ -221,14 +228,28 @@ def report(
         raise click.UsageError(f"--format {fmt} needs --output FILE")
 
 
-def _pools(text: str) -> dict[str, tuple[int, int]]:
-    from accounting.report import ReportError
+def _period(month: str | None, start: str | None, end: str | None) -> tuple[datetime, datetime]:
+    from accounting.report import ReportError, parse_month
 
+    if month and (start or end):
+        raise click.UsageError("give either --month or --from/--to")
+    if month:
+        try:
+            return parse_month(month)
+        except ReportError as exc:
+            raise click.UsageError(str(exc)) from exc
+    a, b = _when(start, "--from"), _when(end, "--to")
+    if a is None or b is None:
+        raise click.UsageError("give --month, or both --from and --to")
+    return a, b
+
+
+def _pools(text: str) -> dict[str, tuple[int, int]]:
     try:
         raw = json.loads(text)
         return {str(k): (int(v[0]), int(v[1])) for k, v in raw.items()}
     except (ValueError, TypeError, KeyError, IndexError, AttributeError) as exc:
-        raise ReportError(f'--capacity must look like {{"gpu": [8, 0]}}: {exc}') from exc
+        raise click.UsageError(f'--capacity must look like {{"gpu": [8, 0]}}: {exc}') from exc
 
 
 def _json(rep: Any) -> bytes:
@@ -248,138 +269,16 @@ def _json(rep: Any) -> bytes:
     return (json.dumps(conv(asdict(rep)), indent=2) + "\n").encode()
 
 
-def _alert_config(path: Path) -> AlertConfig:
-    from accounting.alerts import AlertConfigError, load_config_file
-
-    try:
-        return load_config_file(path)
-    except AlertConfigError as exc:
-        raise click.UsageError(str(exc)) from exc
-
-
-def alert_cycle(
-    engine: Engine,
-    client: SlurmClient,
-    cfg: AlertConfig,
-    *,
-    dry_run: bool = False,
-    now: datetime | None = None,
-) -> list[str]:
-    """One alert check: quotas from the rollups, pools from Slurm's nodes and queue."""
-    from collections import Counter
-
-    from accounting.alerts import pool_conditions, process, quota_conditions
-    from slurm_plugins.common.mail import Mailer
-
-    now = now or datetime.now(UTC)
-    with engine.connect() as conn:
-        holding = quota_conditions(conn, cfg, now)
-    pending = Counter(j.partition for j in client.jobs() if j.is_pending)
-    holding += pool_conditions(client.nodes(), cfg, pending)
-    if dry_run:
-        return [f"{c.kind} {c.subject} -> {', '.join(c.recipients)}" for c in holding]
-    sent = process(engine, Mailer(cfg.smtp), holding, now)
-    return [f"sent: {m.subject} -> {', '.join(m.to)}" for m in sent]
-
-
-@accounting.command()
-@_db
-@_lab
-@click.option(
-    "--config",
-    "config_path",
-    required=True,
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help="alert configuration (YAML): smtp, recipients, budgets",
-)
-@click.option("--dry-run", is_flag=True, help="print what holds; send and record nothing")
-def alerts(db: str | None, lab: bool, config_path: Path, dry_run: bool) -> None:
-    """One quota and pool check; mails go out once per episode."""
-    from slurm_plugins.common.mail import MailError
-
-    try:
-        lines = alert_cycle(_engine(db), _client(lab), _alert_config(config_path), dry_run=dry_run)
-    except MailError as exc:
-        raise click.ClickException(str(exc)) from exc
-    for line in lines:
-        click.echo(line)
-
-
-@accounting.command()
-@_db
-@_lab
-@click.option("--every-minutes", default=15, show_default=True, type=click.IntRange(1, 1440))
-@click.option("--keep-days", default=180, show_default=True, type=click.IntRange(1, 36500))
-@click.option(
-    "--alerts",
-    "alerts_path",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help="also check alerts after each import, and mail the monthly report on the 1st",
-)
-def run(
-    db: str | None, lab: bool, every_minutes: int, keep_days: int, alerts_path: Path | None
-) -> None:
-    """The accounting scheduler: import every N minutes, purge daily (APScheduler)."""
-    from apscheduler.schedulers.blocking import BlockingScheduler
-
-    from accounting.ingest import import_from_slurm
-    from accounting.retention import Retention
-    from accounting.retention import purge as run_purge
-
-    engine, client = _engine(db), _client(lab)
-    retention = Retention(keep_days, max(keep_days, 400))
-    cfg = _alert_config(alerts_path) if alerts_path else None
-
-    def cycle() -> None:
-        import_from_slurm(engine, client, retention=retention)
-        if cfg is not None:
-            for line in alert_cycle(engine, client, cfg):
-                log.info("%s", line)
-
-    sched = BlockingScheduler(timezone="UTC")
-    sched.add_job(
-        cycle,
-        "interval",
-        minutes=every_minutes,
-        next_run_time=datetime.now(UTC),
-        max_instances=1,
-        coalesce=True,
-        id="ingest",
-    )
-    sched.add_job(
-        lambda: run_purge(engine, datetime.now(UTC), retention),
-        "cron",
-        hour=3,
-        id="purge",
-    )
-    if cfg is not None and cfg.report_recipients:
-        sched.add_job(lambda: mail_monthly_report(engine, cfg), "cron", day=1, hour=5, id="report")
-    click.echo(f"importing every {every_minutes} min; Ctrl-C stops", err=True)
-    try:
-        sched.start()
-    except (KeyboardInterrupt, SystemExit):
-        sys.exit(0)
-
-
-def mail_monthly_report(engine: Engine, cfg: AlertConfig, now: datetime | None = None) -> None:
-    """Mail last month's report as PDF to ``monthly_report.recipients``."""
-    from datetime import timedelta
-
-    from accounting.alerts import monthly_report_mail
-    from accounting.report import month_start
-    from slurm_plugins.common.mail import Mailer
-
-    last = month_start(month_start(now or datetime.now(UTC)) - timedelta(days=1))
-    with engine.connect() as conn:
-        mail = monthly_report_mail(conn, cfg, last)
-    if mail is not None:
-        Mailer(cfg.smtp).send([mail])
-
-
-# the price plan, billing account and migration commands live beside this module
+# the alert, scheduler, price plan, billing account and migration commands live beside this
+# module
+from accounting.alert_cli import alert_cycle, alerts, run  # noqa: E402
 from accounting.db_cli import db  # noqa: E402
 from accounting.plan_cli import account, plan  # noqa: E402
 
+accounting.add_command(alerts)
+accounting.add_command(run)
 accounting.add_command(plan)
 accounting.add_command(account)
 accounting.add_command(db)
+
+__all__ = ["accounting", "alert_cycle"]

@@ -8,25 +8,39 @@ Everything comes in at the edge, parsed once:
   which the ``aipool`` command puts into click's context under :data:`LAB_SLURM_ENV`
   (accounting knows nothing of the lab);
 - a ready :class:`~slurm_plugins.client.SlurmClient` as click's context object, where a
-  program embedding these commands (or a test) has one.
+  program embedding these commands (or a test) has one;
+- the site's language, name and logo for reports and mail, from the options or the portal's
+  own settings in the environment (``AIPOOL_DEFAULT_LOCALE``, ``AIPOOL_SITE_NAME``,
+  ``AIPOOL_SITE_LOGO``), so that both speak as one site;
+- the users' saved languages (the portal's), through a callable the ``aipool`` command puts
+  into click's context under :data:`SAVED_LANGUAGES` (accounting knows nothing of the portal).
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
+
+from translations import DEFAULT, LOCALES
 
 if TYPE_CHECKING:
     from sqlalchemy import Engine
 
     from slurm_plugins.client import SlurmClient
 
+log = logging.getLogger("aipool.accounting")
+
 #: click's ``ctx.meta`` key of a callable returning the lab cluster's Slurm environment
 LAB_SLURM_ENV = "aipool.accounting.lab_slurm_env"
+#: click's ``ctx.meta`` key of a callable ``(engine) -> {user: locale}``: the languages the
+#: users chose in the portal that shares the database (none where it does not)
+SAVED_LANGUAGES = "aipool.accounting.saved_languages"
 
 db_option = click.option(
     "--db",
@@ -36,6 +50,52 @@ db_option = click.option(
 lab_option = click.option(
     "--lab", is_flag=True, help="read Slurm of the lab cluster (aipool lab up)"
 )
+
+locale_option = click.option(
+    "--locale",
+    envvar="AIPOOL_DEFAULT_LOCALE",
+    type=click.Choice(sorted(LOCALES)),
+    default=DEFAULT,
+    show_default=True,
+    help="the language of reports and of mail to readers who chose none",
+)
+site_name_option = click.option(
+    "--site-name",
+    envvar="AIPOOL_SITE_NAME",
+    default="AIPool",
+    show_default=True,
+    help="the site's name, at the head of reports",
+)
+site_logo_option = click.option(
+    "--site-logo",
+    envvar="AIPOOL_SITE_LOGO",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="the site's logo (PNG or JPEG), at the head of PDF reports",
+)
+
+
+def saved_languages_reader() -> Callable[[Engine], Mapping[str, str]] | None:
+    """What reads the users' own languages (``{user or address: locale}``) from a database,
+    where the ``aipool`` command knows how (the portal's users); ``None`` elsewhere. A reading
+    that fails is logged and counts as no choices: mail then goes in the site's language."""
+    ctx = click.get_current_context(silent=True)
+    provide: Callable[[Engine], Mapping[str, str]] | None = (
+        ctx.meta.get(SAVED_LANGUAGES) if ctx is not None else None
+    )
+    if provide is None:
+        return None
+    reader = provide
+
+    def read(engine: Engine) -> Mapping[str, str]:
+        from sqlalchemy.exc import SQLAlchemyError
+
+        try:
+            return dict(reader(engine))
+        except SQLAlchemyError as exc:
+            log.warning("the users' languages could not be read: %s", exc)
+            return {}
+
+    return read
 
 
 def connect(url: str | None) -> Engine:

@@ -1,134 +1,137 @@
-"""A report as CSV, XLSX (openpyxl) or PDF with charts (matplotlib)."""
+"""A report as CSV, XLSX (openpyxl) or PDF with charts (:mod:`accounting.pdf`), in the
+reader's language.
+
+Headers, sheet names and titles are words in the reader's language (``卡时``, "GPU
+card-hours"), never the attribute names; amounts stay exact decimals, so a spreadsheet reads
+them as numbers. A CSV file starts with a UTF-8 byte order mark, which Excel needs to read
+Chinese names; a site's name (and, in the PDF, its logo) heads the report.
+"""
 
 from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Iterator
+from dataclasses import dataclass
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
-from accounting.report import Line, Report
+from accounting import labels
+from accounting.report import Dim, Line, Report
+from translations import N_, Message, gettext
 
-COLUMNS = (
-    "jobs",
-    "gpu_card_hours",
-    "npu_card_hours",
-    "cpu_hours",
-    "mem_gib_hours",
-    "avg_wait_min",
-)
+COLUMNS = tuple(labels.COLUMNS)
 FORMATS = ("csv", "xlsx", "pdf")
+TITLE = N_("Usage by %(by)s, %(start)s to %(end)s (UTC)")
 
 
-def _cells(line: Line) -> list[Any]:
-    return [line.key, *(getattr(line, c) for c in COLUMNS)]
+@dataclass(frozen=True, slots=True)
+class Brand:
+    """The site a report is from: its name (``SITE_NAME``) and logo file (``SITE_LOGO``; the
+    PDF shows PNG and JPEG logos, other kinds by name only)."""
+
+    name: str = "AIPool"
+    logo: Path | None = None
 
 
-def _title(report: Report) -> str:
-    fmt = "%Y-%m-%d %H:%M"
-    return (
-        f"Usage by {report.by.value}, {report.start.strftime(fmt)} to "
-        f"{report.end.strftime(fmt)} UTC"
+class ExportError(ValueError):
+    """A report that cannot be written in this form; ``message`` says why in any language."""
+
+    def __init__(self, message: Message) -> None:
+        super().__init__(str(message))
+        self.message = message
+
+
+def title(report: Report, locale: str | None) -> str:
+    return gettext(
+        locale,
+        TITLE,
+        by=labels.dim(locale, report.by),
+        start=labels.when(report.start, locale),
+        end=labels.when(report.end, locale),
     )
 
 
-def to_csv(report: Report) -> str:
-    """One line per group and a ``total`` line; amounts as exact decimals."""
+def header(report: Report, locale: str | None) -> list[str]:
+    """The first row: what the report groups by, then each amount, in words."""
+    amounts = (labels.label(locale, t) for t in labels.COLUMNS.values())
+    return [labels.dim(locale, report.by), *amounts]
+
+
+def cells(line: Line, locale: str | None, *, total: bool = False) -> list[Any]:
+    key = labels.label(locale, labels.TOTAL) if total else line.key
+    return [key, *(getattr(line, c) for c in COLUMNS)]
+
+
+def to_csv(report: Report, locale: str | None = None) -> str:
+    """One line per group and a total line; amounts as exact decimals."""
     out = io.StringIO()
     w = csv.writer(out, lineterminator="\n")
-    w.writerow([report.by.value, *COLUMNS])
-    for line in (*report.lines, report.total):
-        w.writerow(_cells(line))
+    w.writerow(header(report, locale))
+    for line in report.lines:
+        w.writerow(cells(line, locale))
+    w.writerow(cells(report.total, locale, total=True))
     return out.getvalue()
 
 
-def to_xlsx(report: Report) -> bytes:
-    """Sheets ``usage``, ``utilisation`` and ``top users``."""
+SHEETS = {
+    "usage": N_("Usage"),
+    "utilisation": N_("Pool utilisation"),
+    "top_users": N_("Top users"),
+}
+
+
+def sheet_names(locale: str | None) -> dict[str, str]:
+    return {k: gettext(locale, v) for k, v in SHEETS.items()}
+
+
+def to_xlsx(report: Report, locale: str | None = None, brand: Brand | None = None) -> bytes:
+    """Sheets of usage, pool utilisation and top users, named and headed in words."""
     from openpyxl import Workbook
     from openpyxl.styles import Font
 
+    brand = brand or Brand()
+    names = sheet_names(locale)
     wb = Workbook()
     ws = wb.worksheets[0]  # a new workbook has one sheet
-    ws.title = "usage"
-    ws.append([_title(report)])
-    ws.append([report.by.value, *COLUMNS])
+    ws.title = names["usage"]
+    ws.append([brand.name])
+    ws.append([title(report, locale)])
+    ws.append(header(report, locale))
     for line in report.lines:
-        ws.append(_cells(line))
-    ws.append(_cells(report.total))
-    for cell in (*ws[1], *ws[2], *ws[ws.max_row]):
+        ws.append(cells(line, locale))
+    ws.append(cells(report.total, locale, total=True))
+    for cell in (*ws[1], *ws[3], *ws[ws.max_row]):
         cell.font = Font(bold=True)
-    util = wb.create_sheet("utilisation")
-    util.append(["pool", "gpu_cards", "npu_cards", "gpu_card_hours", "npu_card_hours", "ratio"])
+    util = wb.create_sheet(names["utilisation"])
+    util.append([labels.label(locale, t) for t in labels.UTILISATION.values()])
     for u in report.utilisation:
         util.append([u.pool, u.gpu_cards, u.npu_cards, u.gpu_card_hours, u.npu_card_hours, u.ratio])
-    top = wb.create_sheet("top users")
-    top.append(["user", *COLUMNS])
+        util.cell(util.max_row, 6).number_format = "0.00%"
+    top = wb.create_sheet(names["top_users"])
+    top.append([labels.dim(locale, Dim.USER), *header(report, locale)[1:]])
     for line in report.top_users:
-        top.append(_cells(line))
+        top.append(cells(line, locale))
+    for sheet in (util, top):
+        for cell in sheet[1]:
+            cell.font = Font(bold=True)
     buf = io.BytesIO()
     wb.save(buf)
     return buf.getvalue()
 
 
-def _pages(report: Report) -> Iterator[Any]:
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(8.27, 11.69))
-    fig.suptitle(_title(report), fontsize=12)
-    ax = fig.add_subplot(2, 1, 1)
-    ax.axis("off")
-    rows = [[str(c) for c in _cells(ln)] for ln in (*report.lines[:25], report.total)]
-    table = ax.table(cellText=rows, colLabels=[report.by.value, *COLUMNS], loc="upper center")
-    table.auto_set_font_size(False)
-    table.set_fontsize(7)
-    chart = fig.add_subplot(2, 1, 2)
-    lines = report.lines[:15]
-    keys = [ln.key or "(none)" for ln in lines]
-    chart.barh(keys, [float(ln.gpu_card_hours) for ln in lines], label="GPU card-hours")
-    chart.barh(
-        keys,
-        [float(ln.npu_card_hours) for ln in lines],
-        left=[float(ln.gpu_card_hours) for ln in lines],
-        label="NPU card-hours",
-    )
-    chart.invert_yaxis()
-    chart.set_xlabel("card-hours")
-    chart.legend()
-    yield fig
-
-    fig = Figure(figsize=(8.27, 11.69))
-    ax = fig.add_subplot(2, 1, 1)
-    pools = report.utilisation
-    ax.bar([u.pool for u in pools], [float(u.ratio) * 100 for u in pools], color="tab:green")
-    ax.set_ylabel("allocated ÷ available card-hours (%)")
-    ax.set_title("Pool utilisation")
-    ax2 = fig.add_subplot(2, 1, 2)
-    users = report.top_users
-    ax2.barh([u.key for u in users], [float(u.card_hours) for u in users], color="tab:purple")
-    ax2.invert_yaxis()
-    ax2.set_title("Top users (card-hours)")
-    yield fig
-
-
-def to_pdf(report: Report) -> bytes:
-    """Page 1: the table and a card-hour chart; page 2: pool utilisation and top users."""
-    from matplotlib.backends.backend_pdf import PdfPages
-
-    buf = io.BytesIO()
-    with PdfPages(buf, metadata={"Title": _title(report), "Creator": "AIPool"}) as pdf:
-        for fig in _pages(report):
-            pdf.savefig(fig)
-    return buf.getvalue()
-
-
-def render(report: Report, fmt: str) -> bytes:
+def render(
+    report: Report, fmt: str, *, locale: str | None = None, brand: Brand | None = None
+) -> bytes:
+    """The report as a file: CSV (UTF-8 with a byte order mark), XLSX or PDF."""
     if fmt == "csv":
-        return to_csv(report).encode()
+        return to_csv(report, locale).encode("utf-8-sig")
     if fmt == "xlsx":
-        return to_xlsx(report)
+        return to_xlsx(report, locale, brand)
     if fmt == "pdf":
-        return to_pdf(report)
+        from accounting.pdf import to_pdf
+
+        return to_pdf(report, locale, brand)
     raise ValueError(f"format {fmt!r} is not one of {', '.join(FORMATS)}")
 
 

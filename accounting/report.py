@@ -18,6 +18,7 @@ from sqlalchemy import ColumnElement, Connection, and_, func, or_, select
 
 from accounting.models import UCS_PER_CARD_HOUR, Rollup
 from slurm_plugins.client.models import Node
+from translations import N_, Message
 
 PLACES = Decimal("0.0001")
 
@@ -46,7 +47,15 @@ _COLUMN = {
 
 
 class ReportError(ValueError):
-    """A report request that cannot be answered, with what is wrong."""
+    """A report request that cannot be answered; ``message`` says what is wrong, in any
+    language (``str()`` is the English)."""
+
+    def __init__(self, message: Message) -> None:
+        super().__init__(str(message))
+        self.message = message
+
+
+_RANGE = N_("%(when)s is out of range (years 1970 to 9000).")
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,22 +113,30 @@ def parse_month(text: str) -> tuple[datetime, datetime]:
     try:
         start = datetime.strptime(text, "%Y-%m").replace(tzinfo=UTC)
     except ValueError as exc:
-        raise ReportError(f"month {text!r} is not YYYY-MM") from exc
+        raise ReportError(
+            Message.of(N_("The month %(month)s is not written YYYY-MM."), month=text)
+        ) from exc
     if not 1970 <= start.year <= 9000:
-        raise ReportError(f"month {text!r} is out of range (years 1970 to 9000)")
+        raise ReportError(Message.of(_RANGE, when=text))
     return start, next_month(start)
 
 
 def check_period(start: datetime, end: datetime) -> None:
     if start.tzinfo is None or end.tzinfo is None:
-        raise ReportError("start and end need a time zone")
+        raise ReportError(Message.of(N_("The start and the end need a time zone.")))
     if end <= start:
-        raise ReportError(f"end {end.isoformat()} is not after start {start.isoformat()}")
+        raise ReportError(
+            Message.of(
+                N_("The end %(end)s is not after the start %(start)s."),
+                end=end.isoformat(),
+                start=start.isoformat(),
+            )
+        )
     for t in (start, end):
         if t.minute or t.second or t.microsecond:
-            raise ReportError(f"{t.isoformat()} is not a whole hour")
+            raise ReportError(Message.of(N_("%(when)s is not a whole hour."), when=t.isoformat()))
         if not 1970 <= t.year <= 9000:
-            raise ReportError(f"{t.isoformat()} is out of range (years 1970 to 9000)")
+            raise ReportError(Message.of(_RANGE, when=t.isoformat()))
 
 
 def cover(start: datetime, end: datetime) -> list[tuple[str, datetime, datetime]]:

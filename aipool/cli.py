@@ -9,9 +9,14 @@ from typing import TYPE_CHECKING
 
 import click
 
+from accounting.edge import SAVED_LANGUAGES
 from aipool.lab.daemons import LabError
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from sqlalchemy import Engine
+
     from aipool.lab.cluster import Lab
 
 
@@ -25,6 +30,13 @@ def main(ctx: click.Context, verbose: int) -> None:
     level = logging.WARNING - 10 * min(verbose, 2)
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
     install(ctx.meta)  # the lab's settings, for the packages' --lab options
+    ctx.meta[SAVED_LANGUAGES] = _saved_languages  # the portal's users' languages, for mail
+
+
+def _saved_languages(engine: Engine) -> Mapping[str, str]:
+    from portal.usage.languages import saved_languages
+
+    return saved_languages(engine)
 
 
 @main.group()

@@ -12,6 +12,7 @@ compiles and checks the catalogue (docs/i18n.md).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -49,6 +50,37 @@ def ngettext(locale: str | None, singular: str, plural: str, n: int, **params: A
     """The singular or plural form for ``n`` in ``locale``; ``num`` is ``n`` in ``params``."""
     text = catalogue(locale).ngettext(singular, plural, n)
     return text % {"num": n, **params}
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """A sentence whose reader is not known where it is made: its msgid (marked with
+    :func:`N_`) and its values, carried to where it is shown. ``str()`` is the English; an
+    error or a notice that carries one is translated by whoever knows the reader.
+
+    The values are kept as text pairs, so the message travels as JSON (the daemons' state and
+    notification files) and compares by value."""
+
+    msgid: str
+    params: tuple[tuple[str, str], ...] = ()
+
+    @classmethod
+    def of(cls, msgid: str, **params: Any) -> Message:
+        return cls(msgid, tuple((k, str(v)) for k, v in params.items()))
+
+    def render(self, locale: str | None) -> str:
+        """The message in ``locale`` (English for ``en`` or an unknown locale)."""
+        return gettext(locale, self.msgid, **dict(self.params))
+
+    def __str__(self) -> str:
+        return self.render(DEFAULT)
+
+
+def translate(locale: str | None, text: object) -> str:
+    """A :class:`Message` or a marked string (a msgid) in ``locale``; other text as it is."""
+    if isinstance(text, Message):
+        return text.render(locale)
+    return catalogue(locale).gettext(str(text))
 
 
 def normalise(locale: str | None) -> str:

@@ -17,7 +17,15 @@ from pathlib import Path
 from typing import Protocol
 
 from slurm_plugins.common import codec
-from slurm_plugins.common.mail import Mail, Mailer, MailError, MailTemplates, load_mail_config
+from slurm_plugins.common.mail import (
+    Mail,
+    Mailer,
+    MailError,
+    MailTemplates,
+    by_language,
+    load_mail_config,
+)
+from translations import DEFAULT, Message
 
 log = logging.getLogger("aipool.notify")
 
@@ -27,13 +35,23 @@ _TEMPLATES = MailTemplates("slurm_plugins.common")
 @dataclass(frozen=True, slots=True)
 class Notification:
     """A message for a job's owner and the admins (idle warnings, reclaims, migrations,
-    node alerts); ``job_id`` 0 when it is about no job."""
+    node alerts); ``job_id`` 0 when it is about no job.
+
+    ``subject`` and ``text`` are the English of logs and files; ``title`` and ``body``, where
+    the daemon gives them, are the same in any language, for readers it mails."""
 
     kind: str
     job_id: int
     users: tuple[str, ...]
     subject: str
     text: str
+    title: Message | None = None
+    body: Message | None = None
+
+    def in_language(self, locale: str) -> tuple[str, str]:
+        """``(subject, text)`` in ``locale`` (the English where no translation was given)."""
+        subject = self.title.render(locale) if self.title else self.subject
+        return subject, self.body.render(locale) if self.body else self.text
 
 
 class Notifier(Protocol):
@@ -70,6 +88,7 @@ class EmailSink:
     kind: the idle reaper may report the same stop on several cycles.
 
     ``address`` maps a user name to an e-mail address; users it maps to ``None`` get no mail.
+    ``language`` maps a user name to the language they read: each language gets its own mail.
     Sending is :class:`~slurm_plugins.common.mail.Mailer`'s (aiosmtplib, template ``idle_stop``).
     """
 
@@ -78,10 +97,14 @@ class EmailSink:
         mailer: Mailer,
         address: Callable[[str], str | None],
         *,
+        language: Callable[[str], str] = lambda _user: DEFAULT,
+        site_name: str = "AIPool",
         remember: int = 10_000,
     ) -> None:
         self.mailer = mailer
         self.address = address
+        self.language = language
+        self.site_name = site_name
         self.remember = remember
         self._sent: dict[tuple[int, str], None] = {}
 
@@ -90,15 +113,21 @@ class EmailSink:
         key = (note.job_id, note.kind)
         if note.job_id and key in self._sent:
             return
-        to = tuple(dict.fromkeys(a for u in note.users if (a := self.address(u))))
-        if not to:
+        readers = {a: u for u in note.users if (a := self.address(u))}
+        if not readers:
             return
-        subject, body = _TEMPLATES.render(
-            "idle_stop",
-            {"subject": note.subject, "text": note.text, "job_id": note.job_id, "kind": note.kind},
-        )
+        mails = []
+        for lang, to in by_language(list(readers), lambda a: self.language(readers[a])).items():
+            subject, text = note.in_language(lang)
+            context = {
+                "subject": subject,
+                "text": text,
+                "job_id": note.job_id,
+                "site": self.site_name,
+            }
+            mails.append(Mail(to, *_TEMPLATES.render("idle_stop", context, lang)))
         try:
-            self.mailer.send([Mail(to, subject, body)])
+            self.mailer.send(mails)
         except MailError as exc:
             raise OSError(str(exc)) from exc  # MultiSink logs sink failures and goes on
         if note.job_id:
@@ -115,7 +144,12 @@ def email_sink(config_path: Path) -> EmailSink:
         cfg = load_mail_config(config_path)
     except MailError as exc:
         raise ValueError(f"notify.email: {exc}") from exc
-    return EmailSink(Mailer(cfg.smtp), lambda u: None if u == "root" else cfg.address(u))
+    return EmailSink(
+        Mailer(cfg.smtp),
+        lambda u: None if u == "root" else cfg.address(u),
+        language=cfg.user_language,
+        site_name=cfg.site_name,
+    )
 
 
 class MultiSink:

@@ -39,6 +39,7 @@ from slurm_plugins.policy.plan import (
 from slurm_plugins.policy.resources import hostlist
 from slurm_plugins.policy.snapshot import DaemonState, JobInfo, Mark, Snapshot
 from slurm_plugins.policy.statekeeping import next_state
+from translations import N_, Message
 
 
 @dataclass(frozen=True, slots=True)
@@ -342,6 +343,14 @@ def _score_reason(
     return f"score {score:.3f} ({shown}) -> SiteFactor {site_factor}"
 
 
+_TITLES = {
+    Action.WARN: N_("Job %(job)s (%(name)s): a warning"),
+    Action.REQUEUE: N_("Job %(job)s (%(name)s) was requeued"),
+    Action.REQUEUE_HOLD: N_("Job %(job)s (%(name)s) was requeued and held"),
+    Action.CANCEL: N_("Job %(job)s (%(name)s) was cancelled"),
+}
+
+
 def _notifications(
     ctx: Context, config: EngineConfig, actions: Sequence[JobAction]
 ) -> list[Notification]:
@@ -364,6 +373,8 @@ def _notifications(
                 users,
                 f"job {a.job_id} ({job.name}) {verb}",
                 a.reason,
+                title=Message.of(_TITLES[a.action], job=a.job_id, name=job.name),
+                body=a.note,
             )
         )
     return out

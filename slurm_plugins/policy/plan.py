@@ -15,6 +15,7 @@ from enum import StrEnum
 from slurm_plugins.common import codec
 from slurm_plugins.common.notify import Notification
 from slurm_plugins.policy.snapshot import DaemonState
+from translations import Message
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +49,8 @@ class JobAction:
     policy: str = ""
     #: Node a moved job should run on next (defragmentation), pinned when it is released.
     target: str | None = None
+    #: the reason in words for the job's owner, in any language (mailed to them)
+    note: Message | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,6 +19,31 @@ from slurm_plugins.common.fields import Duration
 from slurm_plugins.policy.base import Context, Cycle, Policy, register
 from slurm_plugins.policy.plan import Action, JobAction
 from slurm_plugins.policy.snapshot import JobInfo
+from translations import N_, Message
+
+# what the job's owner reads (mailed in their language); durations in minutes
+_WARN = {
+    Action.CANCEL: N_(
+        "Your job's accelerators were used under %(threshold)s%% for %(period)s minutes "
+        "(at most %(peak)s%%). It will be cancelled in %(grace)s minutes unless it uses them."
+    ),
+    Action.REQUEUE: N_(
+        "Your job's accelerators were used under %(threshold)s%% for %(period)s minutes "
+        "(at most %(peak)s%%). It will be requeued in %(grace)s minutes unless it uses them."
+    ),
+}
+_STOP = {
+    Action.CANCEL: N_(
+        "Your job's accelerators were used under %(threshold)s%% for %(period)s minutes "
+        "(at most %(peak)s%%) and were still idle %(grace)s minutes after the warning, so the "
+        "job was cancelled to free them."
+    ),
+    Action.REQUEUE: N_(
+        "Your job's accelerators were used under %(threshold)s%% for %(period)s minutes "
+        "(at most %(peak)s%%) and were still idle %(grace)s minutes after the warning, so the "
+        "job was requeued to free them."
+    ),
+}
 
 
 class IdleArgs(Schema):
@@ -106,6 +131,12 @@ class Idle(Policy):
             if s.ts >= warned.since
         )
         verb = "cancelled" if self.action is Action.CANCEL else "requeued"
+        values = {
+            "threshold": f"{threshold:g}",
+            "period": f"{period / 60:g}",
+            "peak": f"{peak:g}",
+            "grace": f"{self.grace / 60:g}",
+        }
         if warned is None or busy_since:
             cycle.wake.append(ctx.now + self.grace)
             return JobAction(
@@ -113,6 +144,7 @@ class Idle(Policy):
                 Action.WARN,
                 f"idle: {idle}; will be {verb} in {_human(self.grace)} unless it is used",
                 policy=self.name,
+                note=Message.of(_WARN[self.action], **values),
             )
         if ctx.now - warned.since >= self.grace:
             return JobAction(
@@ -120,6 +152,7 @@ class Idle(Policy):
                 self.action,
                 f"idle: {idle}, still idle {_human(self.grace)} after the warning; {verb}",
                 policy=self.name,
+                note=Message.of(_STOP[self.action], **values),
             )
         cycle.wake.append(warned.since + self.grace)
         return None

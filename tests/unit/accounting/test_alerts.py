@@ -5,6 +5,7 @@ report goes out as a PDF."""
 from __future__ import annotations
 
 import email
+import email.policy
 import socket
 from collections.abc import Iterator
 from dataclasses import replace
@@ -23,7 +24,7 @@ from accounting.alerts import (
     AlertConfigError,
     Budget,
     load_config,
-    monthly_report_mail,
+    monthly_report_mails,
     pool_conditions,
     process,
     quota_conditions,
@@ -51,7 +52,9 @@ class Inbox:
         self.mails: list[tuple[list[str], Message]] = []
 
     async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
-        self.mails.append((list(envelope.rcpt_tos), email.message_from_bytes(envelope.content)))
+        # the default policy decodes headers (a Chinese subject comes RFC 2047-encoded)
+        msg = email.message_from_bytes(envelope.content, policy=email.policy.default)
+        self.mails.append((list(envelope.rcpt_tos), msg))
         return "250 OK"
 
     def take(self) -> list[tuple[list[str], Message]]:
@@ -113,14 +116,15 @@ def test_quota_alerts_go_out_once_per_episode(used: Engine, smtp: tuple[Inbox, M
     cycle()
     mails = {m["Subject"]: (to, m) for to, m in inbox.take()}
     assert set(mails) == {
-        "AIPool: research has used 90.0 % of its 5 card-hours in 2026-11",
-        "AIPool: you have used 4.0000 of your 3 card-hours in 2026-11",
+        "AIPool: research has used 90.0% of its 5.00 card-hours in Nov 2026",
+        "AIPool: you have used 4.00 of your 3.00 card-hours in Nov 2026",
     }
-    to, msg = mails["AIPool: research has used 90.0 % of its 5 card-hours in 2026-11"]
+    to, msg = mails["AIPool: research has used 90.0% of its 5.00 card-hours in Nov 2026"]
     assert to == ["erin@example.org"]
     assert msg["From"] == "aipool@example.org"
-    assert "the domain research has used 4.5000 of its 5 card-hours" in msg.get_payload()
-    to, _ = mails["AIPool: you have used 4.0000 of your 3 card-hours in 2026-11"]
+    assert "The domain research has used 4.50 of its 5.00 card-hours" in _text(msg)
+    assert "the warning threshold is 80%" in _text(msg)
+    to, _ = mails["AIPool: you have used 4.00 of your 3.00 card-hours in Nov 2026"]
     assert to == ["alice@example.org"]
 
     cycle()
@@ -135,7 +139,7 @@ def test_quota_alerts_go_out_once_per_episode(used: Engine, smtp: tuple[Inbox, M
     assert inbox.take() == []
     cycle()  # over again: a new episode, a new mail
     assert [m["Subject"] for _, m in inbox.take()] == [
-        "AIPool: research has used 90.0 % of its 5 card-hours in 2026-11"
+        "AIPool: research has used 90.0% of its 5.00 card-hours in Nov 2026"
     ]
     with used.connect() as conn:
         episodes = conn.execute(
@@ -173,14 +177,15 @@ def test_an_exhausted_pool_alerts_the_platform_admins(
     assert rest == []
     assert to == ["ops@example.org"]
     assert msg["Subject"] == "AIPool: no free GPU cards left in pool gpu"
-    assert "(8 of 8)" in msg.get_payload()
-    assert "7 jobs wait" in msg.get_payload()
+    assert "(8 of 8)" in _text(msg)
+    assert "7 jobs wait in the queue." in _text(msg)
 
 
 def test_a_job_stopped_for_idleness_mails_its_owner_once(smtp: tuple[Inbox, Mailer]) -> None:
     inbox, mailer = smtp
     cfg = load_config(CONFIG)
     sink = MultiSink([EmailSink(mailer, lambda u: None if u == "root" else cfg.address(u))])
+    # a notice without a translation (another daemon's) goes out in its English
     note = Notification(
         kind="idle_cancel",
         job_id=4242,
@@ -194,23 +199,32 @@ def test_a_job_stopped_for_idleness_mails_its_owner_once(smtp: tuple[Inbox, Mail
     assert rest == []
     assert to == ["carol.c@example.org"]
     assert msg["Subject"] == "AIPool: job 4242 stopped: its GPUs were idle for 60 min"
-    assert "was cancelled" in msg.get_payload()
+    assert "was cancelled" in _text(msg)
 
 
 def test_monthly_report_is_mailed_as_pdf(used: Engine, smtp: tuple[Inbox, Mailer]) -> None:
     inbox, mailer = smtp
     cfg = load_config({**CONFIG, "monthly_report": {"recipients": ["board@example.org"]}})
     with used.connect() as conn:
-        mail = monthly_report_mail(conn, cfg, NOW)
-    assert mail is not None
-    mailer.send([mail])
-    (to, msg), *_ = inbox.take()
+        mails = monthly_report_mails(conn, cfg, NOW)
+    mailer.send(mails)
+    (to, msg), *rest = inbox.take()
+    assert rest == []
     assert to == ["board@example.org"]
-    assert msg["Subject"] == "AIPool usage report for 2026-11"
+    assert msg["Subject"] == "AIPool usage report for Nov 2026"
+    assert "5.50 GPU card-hours and 0.00 NPU card-hours in 3 jobs" in _text(msg)
     parts = [p for p in msg.walk() if p.get_content_type() == "application/pdf"]
     assert len(parts) == 1
-    assert parts[0].get_filename() == "aipool-usage-2026-11.pdf"
+    assert parts[0].get_filename() == "aipool-usage-2026-11-en.pdf"
     assert parts[0].get_payload(decode=True).startswith(b"%PDF")
+
+
+def _text(msg: Message) -> str:
+    """The plain-text part of a mail, decoded (Chinese comes base64- or QP-encoded)."""
+    part = next(p for p in msg.walk() if p.get_content_type() == "text/plain")
+    payload = part.get_payload(decode=True)
+    assert isinstance(payload, bytes)
+    return payload.decode(part.get_content_charset() or "utf-8")
 
 
 def test_a_failed_send_opens_no_episode(used: Engine) -> None:
@@ -282,3 +296,110 @@ def test_a_bad_alert_configuration_stops_the_daemon_with_its_path(tmp_path: Path
     cfg = _daemon_config(tmp_path, alerts)
     with pytest.raises(ConfigError, match=r"alerts\.yaml"):
         notifier_for(cfg)
+
+
+# ---------------------------------------------------------------------- languages
+def test_each_reader_gets_the_alert_in_their_language(
+    used: Engine, smtp: tuple[Inbox, Mailer]
+) -> None:
+    """A Chinese site (``locale``): erin and tina's addresses read Chinese, alice chose English
+    (``languages``); a language saved in the portal wins over the file."""
+    inbox, mailer = smtp
+    two = {
+        "research": {
+            "card_hours": 5,
+            "warn_at": 0.8,
+            "recipients": ["erin@example.org", "ops@example.org"],
+        }
+    }
+    cfg = load_config(
+        {**CONFIG, "tenants": two, "locale": "zh_CN", "languages": {"alice": "en"}}
+    ).with_saved_languages({"ops@example.org": "en"})
+    with used.connect() as conn:
+        process(used, mailer, quota_conditions(conn, cfg, NOW), NOW)
+    mails = {tuple(to): m for to, m in inbox.take()}
+    assert set(mails) == {("erin@example.org",), ("ops@example.org",), ("alice@example.org",)}
+    zh = mails[("erin@example.org",)]
+    assert zh["Subject"] == "AIPool：research 已用 5.00 卡时预算的 90.0%（2026年11月）"
+    body = _text(zh)
+    assert "域 research 在 2026年11月 已使用 4.50 卡时，预算为 5.00 卡时" in body
+    assert "告警阈值为 80%" in body
+    assert "Hello" not in body
+    assert mails[("ops@example.org",)]["Subject"].startswith("AIPool: research has used 90.0%")
+    assert mails[("alice@example.org",)]["Subject"] == (
+        "AIPool: you have used 4.00 of your 3.00 card-hours in Nov 2026"
+    )
+
+
+def test_a_chinese_pool_alert(engine: Engine, smtp: tuple[Inbox, Mailer]) -> None:
+    inbox, mailer = smtp
+    cfg = load_config({**CONFIG, "locale": "zh_CN"})
+    full = [_gpu_node("gpu1", 4, 0)]
+    process(engine, mailer, pool_conditions(full, cfg, {"gpu": 1}), NOW)
+    ((to, msg),) = inbox.take()
+    assert to == ["ops@example.org"]
+    assert msg["Subject"] == "AIPool：资源池 gpu 已无空闲 GPU 卡"
+    assert "资源池 gpu 的 GPU 卡已全部分配（4 / 4）" in _text(msg)
+    assert "队列中有 1 个作业在等待。" in _text(msg)
+
+
+def test_the_idle_reapers_notice_is_mailed_in_the_owners_language(
+    smtp: tuple[Inbox, Mailer],
+) -> None:
+    """The reaper's own notice (title and body in words) reaches carol in Chinese and bob in
+    English, each once; the English of logs and files stays as it was."""
+    from slurm_plugins.policy.engine import _TITLES
+    from slurm_plugins.policy.plan import Action
+    from slurm_plugins.policy.policies.idle import _STOP
+    from translations import Message
+
+    inbox, mailer = smtp
+    cfg = load_config({**CONFIG, "languages": {"carol": "zh_CN"}})
+    sink = EmailSink(mailer, cfg.address, language=cfg.mail.user_language, site_name="北大算力")
+    values = {"threshold": "10", "period": "30", "peak": "2", "grace": "10"}
+    note = Notification(
+        "idle",
+        4242,
+        ("carol", "bob"),
+        "job 4242 (train) cancelled",
+        "idle: accelerator use under 10% for 30 min (peak 2%) …",
+        title=Message.of(_TITLES[Action.CANCEL], job=4242, name="train"),
+        body=Message.of(_STOP[Action.CANCEL], **values),
+    )
+    sink.send(note)
+    sink.send(note)
+    mails = {tuple(to): m for to, m in inbox.take()}
+    assert set(mails) == {("carol.c@example.org",), ("bob@example.org",)}
+    zh = mails[("carol.c@example.org",)]
+    assert zh["Subject"] == "北大算力：作业 4242（train）已被取消"
+    assert "加速卡利用率低于 10%" in _text(zh)
+    assert "作业 4242。" in _text(zh)
+    en = mails[("bob@example.org",)]
+    assert en["Subject"] == "北大算力: Job 4242 (train) was cancelled"
+    assert "so the job was cancelled to free them" in _text(en)
+
+
+def test_the_monthly_report_goes_to_each_language_with_its_own_pdf(
+    used: Engine, smtp: tuple[Inbox, Mailer]
+) -> None:
+    inbox, mailer = smtp
+    report = {"recipients": ["board@example.org", "cfo@example.org"]}
+    cfg = load_config(
+        {**CONFIG, "monthly_report": report, "languages": {"board@example.org": "zh_CN"}}
+    )
+    with used.connect() as conn:
+        mailer.send(monthly_report_mails(conn, cfg, NOW))
+    mails = {tuple(to): m for to, m in inbox.take()}
+    zh = mails[("board@example.org",)]
+    assert zh["Subject"] == "AIPool 用量报表：2026年11月"
+    assert "GPU 5.50 卡时" in _text(zh)
+    (pdf,) = [p for p in zh.walk() if p.get_content_type() == "application/pdf"]
+    assert pdf.get_filename() == "aipool-usage-2026-11-zh_CN.pdf"
+    assert mails[("cfo@example.org",)]["Subject"] == "AIPool usage report for Nov 2026"
+
+
+def test_a_bad_language_is_refused() -> None:
+    with pytest.raises(AlertConfigError, match="languages"):
+        load_config({**CONFIG, "languages": {"alice": "fr"}})
+    with pytest.raises(AlertConfigError, match="locale"):
+        load_config({**CONFIG, "locale": "de"})

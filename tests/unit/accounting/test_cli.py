@@ -55,8 +55,8 @@ def test_report_files_and_filters(filled: Engine, tmp_path: Path) -> None:  # no
         ],
     )
     assert res.exit_code == 0, res.output
-    rows = list(load_workbook(out)["usage"].iter_rows(min_row=3, values_only=True))
-    assert [r[0] for r in rows] == ["alice", "bob", "total"]
+    rows = list(load_workbook(out)["Usage"].iter_rows(min_row=4, values_only=True))
+    assert [r[0] for r in rows] == ["alice", "bob", "Total"]
 
 
 @pytest.mark.parametrize(

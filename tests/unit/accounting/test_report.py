@@ -102,14 +102,25 @@ def test_xlsx_holds_the_same_numbers(filled: Engine) -> None:
     with filled.connect() as c:
         report = build(c, *NOV, Dim.DOMAIN, pools=POOLS)
     wb = load_workbook(io.BytesIO(export.to_xlsx(report)))
-    rows = list(wb["usage"].iter_rows(values_only=True))
-    assert rows[1] == ("domain", *export.COLUMNS)
+    rows = list(wb["Usage"].iter_rows(values_only=True))
+    assert rows[0][0] == "AIPool"
+    assert rows[2] == (
+        "Domain",
+        "Jobs",
+        "GPU card-hours",
+        "NPU card-hours",
+        "CPU core-hours",
+        "Memory GiB-hours",
+        "Average wait (minutes)",
+    )
     research = next(r for r in rows if r[0] == "research")
     assert Decimal(str(research[2])) == Decimal("4.5")
-    assert [r[0] for r in wb["utilisation"].iter_rows(min_row=2, values_only=True)] == [
+    assert rows[-1][0] == "Total"
+    assert [r[0] for r in wb["Pool utilisation"].iter_rows(min_row=2, values_only=True)] == [
         "gpu",
         "npu",
     ]
+    assert wb.sheetnames == ["Usage", "Pool utilisation", "Top users"]
 
 
 def test_pdf_opens_and_its_charts_render(filled: Engine, tmp_path: Path) -> None:
@@ -118,7 +129,7 @@ def test_pdf_opens_and_its_charts_render(filled: Engine, tmp_path: Path) -> None
     with filled.connect() as c:
         report = build(c, *NOV, Dim.PROJECT, pools=POOLS)
     pdf = tmp_path / "report.pdf"
-    pdf.write_bytes(export.to_pdf(report))
+    pdf.write_bytes(export.render(report, "pdf"))
     subprocess.run(
         [pdftoppm, "-png", "-r", "40", str(pdf), str(tmp_path / "page")], check=True, timeout=60
     )

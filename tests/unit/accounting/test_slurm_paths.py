@@ -67,6 +67,6 @@ def test_alert_dry_run_lists_what_holds_and_sends_nothing(engine: Engine) -> Non
     )
     lines = alert_cycle(engine, client, cfg, dry_run=True, now=now)
     # the recorded nodes have whole GPUs and NPUs free: no pool alert
-    assert lines == ["tenant_budget root@2026-11 -> acct@example.org"]
+    assert lines == ["tenant_budget root@2026-11 -> acct@example.org (en)"]
     with engine.connect() as conn:
         assert conn.execute(select(AlertEpisode)).all() == []

@@ -1,0 +1,198 @@
+"""``aipool accounting alerts`` and ``aipool accounting run``: quota and pool alerts by mail,
+and the scheduler (imports, alerts, retention, the monthly report).
+
+Each mail is in its reader's language: the one they chose in the portal (where the portal
+shares the database and the ``aipool`` command can read its users, :mod:`accounting.edge`),
+else the configuration's ``languages``, else its ``locale``, the site's default.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from accounting.edge import db_option as _db
+from accounting.edge import lab_option as _lab
+from accounting.edge import open_engine as _engine
+from accounting.edge import saved_languages_reader
+from accounting.edge import site_logo_option as _site_logo
+from accounting.edge import slurm_client as _client
+
+if TYPE_CHECKING:
+    from sqlalchemy import Engine
+
+    from accounting.alerts import AlertConfig
+    from slurm_plugins.client import SlurmClient
+
+log = logging.getLogger("aipool.accounting")
+
+Languages = Callable[["Engine"], Mapping[str, str]]
+
+
+def _alert_config(path: Path) -> AlertConfig:
+    from accounting.alerts import AlertConfigError, load_config_file
+
+    try:
+        return load_config_file(path)
+    except AlertConfigError as exc:
+        raise click.UsageError(str(exc)) from exc
+
+
+def alert_cycle(
+    engine: Engine,
+    client: SlurmClient,
+    cfg: AlertConfig,
+    *,
+    dry_run: bool = False,
+    now: datetime | None = None,
+    languages: Languages | None = None,
+) -> list[str]:
+    """One alert check: quotas from the rollups, pools from Slurm's nodes and queue; the
+    users' saved languages read afresh each time (they may have changed)."""
+    from collections import Counter
+
+    from accounting.alerts import pool_conditions, process, quota_conditions
+    from slurm_plugins.common.mail import Mailer
+
+    now = now or datetime.now(UTC)
+    if languages is not None:
+        cfg = cfg.with_saved_languages(languages(engine))
+    with engine.connect() as conn:
+        holding = quota_conditions(conn, cfg, now)
+    pending = Counter(j.partition for j in client.jobs() if j.is_pending)
+    holding += pool_conditions(client.nodes(), cfg, pending)
+    if dry_run:
+        return [
+            f"{c.kind} {c.subject} -> {', '.join(c.recipients)} ({', '.join(c.by_language())})"
+            for c in holding
+        ]
+    sent = process(engine, Mailer(cfg.smtp), holding, now, site=cfg.mail.site_name)
+    return [f"sent: {m.subject} -> {', '.join(m.to)}" for m in sent]
+
+
+@click.command()
+@_db
+@_lab
+@click.option(
+    "--config",
+    "config_path",
+    required=True,
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="alert configuration (YAML): smtp, recipients, budgets, languages",
+)
+@click.option("--dry-run", is_flag=True, help="print what holds; send and record nothing")
+def alerts(db: str | None, lab: bool, config_path: Path, dry_run: bool) -> None:
+    """One quota and pool check; mails go out once per episode."""
+    from slurm_plugins.common.mail import MailError
+
+    try:
+        lines = alert_cycle(
+            _engine(db),
+            _client(lab),
+            _alert_config(config_path),
+            dry_run=dry_run,
+            languages=saved_languages_reader(),
+        )
+    except MailError as exc:
+        raise click.ClickException(str(exc)) from exc
+    for line in lines:
+        click.echo(line)
+
+
+@click.command()
+@_db
+@_lab
+@click.option("--every-minutes", default=15, show_default=True, type=click.IntRange(1, 1440))
+@click.option("--keep-days", default=180, show_default=True, type=click.IntRange(1, 36500))
+@click.option(
+    "--alerts",
+    "alerts_path",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="also check alerts after each import, and mail the monthly report on the 1st",
+)
+@_site_logo
+def run(  # noqa: PLR0917 (one parameter per option)
+    db: str | None,
+    lab: bool,
+    every_minutes: int,
+    keep_days: int,
+    alerts_path: Path | None,
+    site_logo: Path | None,
+) -> None:
+    """The accounting scheduler: import every N minutes, purge daily (APScheduler)."""
+    from apscheduler.schedulers.blocking import BlockingScheduler
+
+    from accounting.ingest import import_from_slurm
+    from accounting.retention import Retention
+    from accounting.retention import purge as run_purge
+
+    engine, client = _engine(db), _client(lab)
+    retention = Retention(keep_days, max(keep_days, 400))
+    cfg = _alert_config(alerts_path) if alerts_path else None
+    # read here, in click's context: the scheduler's jobs run in threads without it
+    languages = saved_languages_reader()
+
+    def cycle() -> None:
+        import_from_slurm(engine, client, retention=retention)
+        if cfg is not None:
+            for line in alert_cycle(engine, client, cfg, languages=languages):
+                log.info("%s", line)
+
+    sched = BlockingScheduler(timezone="UTC")
+    sched.add_job(
+        cycle,
+        "interval",
+        minutes=every_minutes,
+        next_run_time=datetime.now(UTC),
+        max_instances=1,
+        coalesce=True,
+        id="ingest",
+    )
+    sched.add_job(
+        lambda: run_purge(engine, datetime.now(UTC), retention),
+        "cron",
+        hour=3,
+        id="purge",
+    )
+    if cfg is not None and cfg.report_recipients:
+        sched.add_job(
+            lambda: mail_monthly_report(engine, cfg, languages=languages, logo=site_logo),
+            "cron",
+            day=1,
+            hour=5,
+            id="report",
+        )
+    click.echo(f"importing every {every_minutes} min; Ctrl-C stops", err=True)
+    try:
+        sched.start()
+    except (KeyboardInterrupt, SystemExit):
+        sys.exit(0)
+
+
+def mail_monthly_report(
+    engine: Engine,
+    cfg: AlertConfig,
+    now: datetime | None = None,
+    *,
+    languages: Languages | None = None,
+    logo: Path | None = None,
+) -> None:
+    """Mail last month's report as PDF to ``monthly_report.recipients``, each in their
+    language."""
+    from accounting.alerts import monthly_report_mails
+    from accounting.export import Brand
+    from accounting.report import month_start
+    from slurm_plugins.common.mail import Mailer
+
+    if languages is not None:
+        cfg = cfg.with_saved_languages(languages(engine))
+    last = month_start(month_start(now or datetime.now(UTC)) - timedelta(days=1))
+    with engine.connect() as conn:
+        mails = monthly_report_mails(conn, cfg, last, Brand(cfg.mail.site_name, logo))
+    Mailer(cfg.smtp).send(mails)
