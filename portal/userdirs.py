@@ -81,6 +81,21 @@ def _check(path: Path, username: str) -> None:
         raise Conflict(f"the directory of {username}'s jobs is open to other users")
 
 
+def user_root() -> Path:
+    """Where users' job directories lie: ``USER_DIRS``, else the instance's ``users``."""
+    configured = current_app.config["USER_DIRS"]
+    return Path(configured) if configured else Path(current_app.instance_path) / "users"
+
+
+def work_root() -> Path:
+    """Where the model registry's run directories lie: ``MODEL_WORK``, else the instance's
+    ``model-work`` (made on first use)."""
+    configured = current_app.config["MODEL_WORK"]
+    path = Path(configured) if configured else Path(current_app.instance_path) / "model-work"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
 def user_dir(root: Path, username: str, group: str) -> Path:
     """``<root>/<username>``, made the user's on first use."""
     if os.geteuid() == 0:

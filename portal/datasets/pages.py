@@ -15,6 +15,7 @@ from wtforms.validators import DataRequired, Length
 
 from portal.authz import Perm
 from portal.datasets import service, sources
+from portal.datasets.access import can
 from portal.datasets.models import Visibility
 from portal.datasets.preview import preview
 from portal.datasets.schemas import DatasetUpdateSchema
@@ -102,7 +103,7 @@ def detail(dataset_id: int) -> str | Response | tuple[str, int]:
         files = list(iter_files(service.manifest_of(Settings.current(), shown)))[:PAGE_FILES]
     page = render_template(
         "datasets/detail.html", ds=ds, versions=versions, shown=shown, files=files, form=form,
-        may_write=service.can(access, ds)[1],
+        may_write=can(access, ds)[1],
     )  # fmt: skip
     return page, status
 

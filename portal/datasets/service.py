@@ -14,7 +14,6 @@ A dataset the caller cannot read is reported as not found.
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -29,6 +28,7 @@ from sqlalchemy.orm import Session
 from portal.audit.service import record
 from portal.authz import Access, Perm
 from portal.datasets import s3, sources, unix
+from portal.datasets.access import can
 from portal.datasets.models import Dataset, DatasetVersion, Source, Visibility
 from portal.datasets.sources import Fill
 from portal.datasets.storage import (
@@ -54,9 +54,8 @@ class Settings:
 
     @classmethod
     def of(cls, config: Mapping[str, Any], instance_path: str) -> Settings:
-        root = config["DATASET_STORAGE"] or os.path.join(instance_path, "datasets")
         return cls(
-            store=Store(Path(root)),
+            store=Store.of(config, instance_path),
             quota_bytes=int(config["DATASET_QUOTA_BYTES"]),
             max_file_bytes=int(config["DATASET_MAX_FILE_BYTES"]),
             max_files=int(config["DATASET_MAX_FILES"]),
@@ -71,20 +70,6 @@ class Settings:
 
 
 # ---------------------------------------------------------------------------- permissions
-def can(access: Access, ds: Dataset) -> tuple[bool, bool]:
-    """(read, write) of the caller on ``ds``."""
-    if access.platform_admin or ds.owner_id == access.user_id:
-        return True, True
-    on_project = access.on_project(ds.project)
-    write = ds.visibility != Visibility.PRIVATE and Perm.PROJECT_MANAGE in on_project
-    read = (
-        write
-        or ds.visibility == Visibility.PUBLIC
-        or (ds.visibility == Visibility.PROJECT and bool(on_project))
-    )
-    return read, write
-
-
 def visible(access: Access) -> ColumnElement[bool]:
     """SQL condition on the datasets the caller can read."""
     if access.platform_admin:

@@ -19,7 +19,7 @@ import tarfile
 import uuid
 import zipfile
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import IO, Any
@@ -291,6 +291,12 @@ class Store:
 
     def __init__(self, root: Path) -> None:
         self.root = root
+
+    @classmethod
+    def of(cls, config: Mapping[str, Any], instance_path: str) -> Store:
+        """The store the app's configuration names: ``DATASET_STORAGE``, else the instance's
+        ``datasets``."""
+        return cls(Path(config["DATASET_STORAGE"] or os.path.join(instance_path, "datasets")))
 
     def staging(self) -> Path:
         self._private_root()

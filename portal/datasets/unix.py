@@ -28,7 +28,9 @@ from flask import Flask, current_app, has_app_context
 from sqlalchemy import event, select
 from sqlalchemy.orm import Session
 
+from portal.datasets.access import can
 from portal.datasets.models import Dataset, DatasetVersion, Visibility
+from portal.datasets.storage import Store
 from portal.tenancy.models import DomainAdmin, GroupGrant, GroupMember, Membership, Project
 
 log = logging.getLogger("aipool.portal.datasets")
@@ -39,7 +41,6 @@ PENDING = "aipool.dataset_acls"  # session.info: project ids touched, then direc
 def readers(session: Session, ds: Dataset) -> frozenset[str] | None:
     """Unix names of those who may read ``ds`` in the portal (``None``: everybody)."""
     from portal.authz import load_access
-    from portal.datasets.service import can
     from portal.identity.models import User
 
     if ds.visibility == Visibility.PUBLIC:
@@ -124,9 +125,7 @@ def _setfacl(path: Path, args: list[str]) -> bool:
 
 
 def store_root() -> Path:
-    from portal.datasets.service import Settings
-
-    return Settings.of(current_app.config, current_app.instance_path).store.root
+    return Store.of(current_app.config, current_app.instance_path).root
 
 
 def refresh(session: Session, datasets: Iterable[Dataset]) -> None:

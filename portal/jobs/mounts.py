@@ -21,6 +21,7 @@ from sqlalchemy.orm import Session
 
 from jobspec import ClusterConfig, load_spec
 from jobspec.render import resolve_mounts
+from portal import userdirs
 from portal.authz import Access
 from portal.errors import Forbidden, NotFound, ValidationFailed
 
@@ -38,11 +39,10 @@ def check(session: Session, access: Access, spec: Mapping[str, Any], cfg: Cluste
     """Refuse (422, naming the mount) what ``access`` may not read or write. ``spec`` is one
     that ``spec_job`` has already accepted."""
     from portal.datasets.unix import store_root
-    from portal.jobs.service import user_root
-    from portal.registry import runs, storage
+    from portal.registry import storage
 
     store = store_root()
-    own_roots = [user_root(), runs.work_root()]
+    own_roots = [userdirs.user_root(), userdirs.work_root()]
     closed = [storage.root(), Path(current_app.instance_path)]
     for mount in resolve_mounts(load_spec(spec).mounts, cfg):
         path = Path(os.path.normpath(mount.path))

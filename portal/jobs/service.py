@@ -102,12 +102,8 @@ def job_workdir(user: str) -> str:
     configured = current_app.config["JOB_WORKDIR"]
     if configured:
         return str(configured).replace("{user}", user)
-    return str(userdirs.user_dir(user_root(), user, current_app.config["SERVICE_GROUP"]))
-
-
-def user_root() -> Path:
-    configured = current_app.config["USER_DIRS"]
-    return Path(configured) if configured else Path(current_app.instance_path) / "users"
+    root = userdirs.user_root()
+    return str(userdirs.user_dir(root, user, current_app.config["SERVICE_GROUP"]))
 
 
 def form_request(project: Project, user: str, data: Mapping[str, Any]) -> JobRequest:

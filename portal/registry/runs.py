@@ -42,17 +42,10 @@ from portal.slurm import SlurmPort
 from portal.userfiles import read_tail
 
 
-def work_root() -> Path:
-    configured = current_app.config["MODEL_WORK"]
-    path = Path(configured) if configured else Path(current_app.instance_path) / "model-work"
-    path.mkdir(parents=True, exist_ok=True)
-    return path
-
-
 def new_workdir(username: str) -> Path:
     """A fresh directory for one job of ``username``'s, theirs and the portal's group's only
     (``<MODEL_WORK>/<user>/<random>``, portal/userdirs.py): the job writes its results there."""
-    return userdirs.run_dir(work_root(), username, current_app.config["SERVICE_GROUP"])
+    return userdirs.run_dir(userdirs.work_root(), username, current_app.config["SERVICE_GROUP"])
 
 
 def stage_model(version: ModelVersion, dest: Path) -> Path:
@@ -275,5 +268,5 @@ def confusion_png(session: Session, access: Access, evaluation_id: int) -> Path:
 
 
 def remove_workdir(path: str) -> None:
-    if path and Path(path).is_relative_to(work_root()):
+    if path and Path(path).is_relative_to(userdirs.work_root()):
         userdirs.remove_run(path)
