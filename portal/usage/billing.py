@@ -55,7 +55,8 @@ def accounts(session: Session, access: Access) -> list[BillingAccount]:
 def view(session: Session, access: Access, tenant: str) -> dict[str, Any]:
     acct = require_account(session, access, tenant)
     plan = session.get(PricePlan, acct.plan_id)
-    assert plan is not None
+    if plan is None:
+        raise NotFound("price plan not found")
     package = session.get(Package, acct.package_id) if acct.package_id else None
     bills = session.scalars(
         select(Bill).where(Bill.account_id == acct.id).order_by(Bill.month.desc())
