@@ -7,7 +7,9 @@ from flask_smorest import Api
 
 
 def register(app: Flask, api: Api) -> None:
-    """The jobs API, the jobs' pages and the Jupyter proxy."""
+    """The jobs API, the jobs' pages and the Jupyter proxy; the words the pages show of a
+    job (state, reason, resources) as template globals."""
+    from portal.jobs import words
     from portal.jobs.pages import bp as pages
     from portal.jobs.proxy import bp as jupyter_proxy
     from portal.jobs.views import blp
@@ -15,3 +17,4 @@ def register(app: Flask, api: Api) -> None:
     api.register_blueprint(blp)
     app.register_blueprint(pages)
     app.register_blueprint(jupyter_proxy)
+    words.install(app)

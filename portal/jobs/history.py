@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 from sqlalchemy import ColumnElement, Integer, or_, select
@@ -12,11 +15,13 @@ from sqlalchemy.sql.operators import custom_op
 
 from portal.authz import Access, Perm
 from portal.errors import Forbidden, NotFound
+from portal.i18n import gettext
 from portal.jobs import service
 from portal.jobs.models import SPEC, JobRecord
 from portal.pagination import PageParams, count_of, page_of_query
 from portal.slurm import SlurmPort
 from portal.tenancy.models import Project
+from slurm_plugins.client.models import Job
 
 
 def _no_index(column: InstrumentedAttribute[int]) -> ColumnElement[int]:
@@ -76,7 +81,12 @@ def record_of(session: Session, access: Access, job_id: int) -> JobRecord:
         select(JobRecord).where(JobRecord.job_id == job_id).order_by(JobRecord.id.desc()).limit(1)
     ).first()
     if rec is None or not _may_read(session, access, rec):
-        raise NotFound(f"job {job_id} was not submitted through the portal")
+        raise NotFound(
+            gettext(
+                "Job %(id)d was not submitted through the portal, or is not yours to see.",
+                id=job_id,
+            )
+        )
     return rec
 
 
@@ -92,10 +102,41 @@ def rerun(session: Session, access: Access, port: SlurmPort, job_id: int) -> int
     still hold ``jobs.submit`` on its project (checked again by the submission)."""
     rec = record_of(session, access, job_id)
     if rec.user_id != access.user_id:
-        raise Forbidden("only the user who submitted a job re-runs it")
+        raise Forbidden(gettext("Only the user who submitted a job runs it again."))
     if rec.kind == SPEC:
         return service.submit_spec(
             session, access, port, rec.project_id, rec.request, rerun_of=job_id
         )
     data = {**rec.request, "project_id": rec.project_id}
     return service.submit(session, access, port, data, rerun_of=job_id)
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    """A submission and its job as Slurm knows it now (queue or accounting); ``job`` is
+    ``None`` when Slurm does not answer or has forgotten it."""
+
+    record: JobRecord
+    job: Job | None
+
+
+#: A job whose submit time is this much before the record's is another job of the same id
+#: (a rebuilt cluster numbers its jobs again); clocks of portal and controller may differ.
+SAME_JOB_SLACK = timedelta(minutes=10)
+
+
+def rows_with_jobs(records: Sequence[JobRecord], jobs: Sequence[Job]) -> list[Row]:
+    """Each record with the latest job of its id submitted no earlier than it was."""
+    by_id: dict[int, list[Job]] = defaultdict(list)
+    for job in jobs:
+        by_id[job.job_id].append(job)
+    out = []
+    for rec in records:
+        fits = [
+            j
+            for j in by_id.get(rec.job_id, ())
+            if j.submit_time is None or j.submit_time >= rec.submitted_at - SAME_JOB_SLACK
+        ]
+        best = max(fits, key=lambda j: j.submit_time or rec.submitted_at, default=None)
+        out.append(Row(rec, best))
+    return out

@@ -18,6 +18,7 @@ from sqlalchemy.orm import Session
 from jobspec.status import JupyterConnection, connection_path, parse_connection, parse_progress
 from portal.authz import Access
 from portal.errors import Conflict, Forbidden
+from portal.i18n import gettext
 from portal.jobs.service import JobView, get_job
 from portal.slurm import SlurmPort
 from portal.userfiles import read_tail
@@ -65,9 +66,9 @@ def jupyter(
     has started it. Others who may see the job are refused: the token is the owner's key."""
     view = get_job(session, access, port, job_id)
     if view.job.user != access.username:
-        raise Forbidden("only the job's owner sees its Jupyter token")
+        raise Forbidden(gettext("Only the job's owner sees its Jupyter token."))
     if not is_jupyter(view):
-        raise Conflict(f"job {job_id} is not a Jupyter job")
+        raise Conflict(gettext("Job %(id)d is not a Jupyter job.", id=job_id))
     return connection(view)
 
 

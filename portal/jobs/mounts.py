@@ -24,6 +24,7 @@ from jobspec.render import resolve_mounts
 from portal import userdirs
 from portal.authz import Access
 from portal.errors import Forbidden, NotFound, ValidationFailed
+from portal.i18n import gettext
 
 _VERSION = re.compile(r"v([1-9][0-9]{0,8})")
 
@@ -48,9 +49,17 @@ def check(session: Session, access: Access, spec: Mapping[str, Any], cfg: Cluste
         path = Path(os.path.normpath(mount.path))
         name = mount.name
         refusal = ValidationFailed(
-            {"spec": [f"mounts: {name}: {path} is not yours to mount (the portal's or another "
-                      "user's), or does not exist"]}
-        )  # fmt: skip
+            {
+                "spec": [
+                    gettext(
+                        "mounts: %(name)s: %(path)s is not yours to mount (the portal's or "
+                        "another user's), or does not exist.",
+                        name=name,
+                        path=str(path),
+                    )
+                ]
+            }
+        )
         if (parts := _under(path, store)) is not None:
             try:
                 _dataset_mount(session, access, parts, mount.mode.value)

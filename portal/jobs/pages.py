@@ -1,72 +1,36 @@
-"""Pages: the queue, job submission, job detail and cancel."""
+"""Pages: the queue, job submission, a job's page (state and reason in words, log tail,
+progress, resources, true times), cancel with a confirmation, and the history."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 from flask import Blueprint, flash, redirect, render_template, request, url_for
 from flask_login import login_required
-from flask_wtf import FlaskForm
 from sqlalchemy import select
 from werkzeug.wrappers import Response
-from wtforms import IntegerField, SelectField, StringField, TextAreaField
-from wtforms.validators import DataRequired, Length, NumberRange, Optional
 
-from gres.naming import DEFAULT_SHARDS_PER_GPU
+from gres.hostlist import first_host
 from portal.authz import Perm
-from portal.errors import DomainError, NotFound, ValidationFailed
-from portal.jobs import history, monitor, service
+from portal.errors import DomainError, Forbidden, NotFound, ValidationFailed
+from portal.i18n import gettext
+from portal.jobs import history, monitor, service, words
 from portal.jobs.chart import line_chart
+from portal.jobs.forms import JobForm, jupyter_spec
 from portal.pages import show_error
 from portal.slurm import slurm
 from portal.tenancy.models import Project
 from portal.tenancy.service import projects_query
 from portal.web import current_access, session
+from slurm_plugins.client.errors import SlurmError
 
 bp = Blueprint("jobs_pages", __name__)
 PAGE = 50
-SCRIPT = "#!/bin/bash\nset -euo pipefail\nnvidia-smi || true\nsleep 60\n"
-
-
-class JobForm(FlaskForm):
-    kind = SelectField("Kind", default="batch")
-    project_id = SelectField("Project", coerce=int)
-    name = StringField("Name", validators=[DataRequired(), Length(max=64)])
-    partition = StringField("Partition", validators=[Optional(), Length(max=32)])
-    qos = StringField("QOS", validators=[Optional(), Length(max=32)])
-    gpus = IntegerField("GPUs", validators=[Optional(), NumberRange(min=1, max=64)])
-    shards = IntegerField("GPU shards (1/32 card)", validators=[Optional(), NumberRange(1, 2048)])
-    npus = IntegerField("NPUs", validators=[Optional(), NumberRange(min=1, max=64)])
-    gres_type = StringField("Device type (e.g. a100)", validators=[Optional(), Length(max=32)])
-    cpus = IntegerField("CPUs per task", validators=[Optional(), NumberRange(min=1, max=4096)])
-    time_limit = IntegerField(
-        "Time limit (minutes)",
-        default=60,
-        validators=[DataRequired(), NumberRange(min=1, max=43200)],
-    )
-    script = TextAreaField("Batch script", default=SCRIPT, validators=[Optional()])
-
-
-def jupyter_spec(data: dict[str, Any]) -> dict[str, Any]:
-    """The form's fields as a Jupyter job spec (:mod:`jobspec`): JupyterLab from the job
-    runtime, with the resources asked for; no conda environment needed."""
-    resources: dict[str, Any] = {"time": int(data["time_limit"])}
-    if data.get("gpus"):
-        resources["gpus"] = int(data["gpus"])
-    elif data.get("shards"):
-        resources["gpus"] = f"{int(data['shards'])}/{DEFAULT_SHARDS_PER_GPU}"
-    if data.get("npus"):
-        resources["npus"] = int(data["npus"])
-    if data.get("gres_type"):
-        resources["npu_type" if data.get("npus") else "gpu_type"] = data["gres_type"]
-    if data.get("cpus"):
-        resources["cpus"] = int(data["cpus"])
-    spec: dict[str, Any] = {"name": data["name"], "jupyter": {"app": "lab"}, "resources": resources}
-    if data.get("partition"):
-        spec["partition"] = data["partition"]
-    return spec
+#: the windows of the utilisation chart, in seconds
+WINDOWS = (900, 3600, 21600, 86400)
 
 
 @bp.route("/jobs")
@@ -94,7 +58,10 @@ def index() -> str:
 def submit() -> str | Response | tuple[str, int]:
     access = current_access()
     form = JobForm()
-    form.kind.choices = [("batch", "Batch script"), ("jupyter", "Jupyter (JupyterLab)")]
+    form.kind.choices = [
+        ("batch", gettext("Batch script")),
+        ("jupyter", gettext("Jupyter (JupyterLab)")),
+    ]
     form.project_id.choices = [
         (p.id, p.name)
         for p in session().scalars(projects_query(access))
@@ -111,9 +78,9 @@ def submit() -> str | Response | tuple[str, int]:
                 job_id = service.submit_spec(session(), access, slurm(), data["project_id"], spec)
             else:
                 if not data["script"].strip():
-                    raise ValidationFailed({"script": ["a batch job needs a script"]})
+                    raise ValidationFailed({"script": [gettext("A batch job needs a script.")]})
                 job_id = service.submit(session(), access, slurm(), data)
-            flash(f"Submitted job {job_id}.", "info")
+            flash(gettext("Job %(id)d submitted.", id=job_id), "info")
             return redirect(url_for(".detail", job_id=job_id))
         except DomainError as exc:
             session().rollback()
@@ -136,12 +103,37 @@ class _Page:
 @login_required
 def history_index() -> str:
     page = _Page(max(1, min(request.args.get("page", 1, type=int) or 1, 2**31 // PAGE)))
-    rows = history.history_page(session(), current_access(), {}, page)
+    records = history.history_page(session(), current_access(), {}, page)
     pages = max(1, -(-(page.item_count or 0) // PAGE))
-    shown = {r.project_id for r in rows}
+    shown = {r.project_id for r in records}
     named = select(Project.id, Project.name).where(Project.id.in_(shown))
     names = dict(session().execute(named).all())
-    return render_template("jobs/history.html", rows=rows, names=names, page=page.page, pages=pages)
+    error = None
+    try:
+        found = slurm().jobs_by_id([r.job_id for r in records]) if records else []
+    except SlurmError:
+        found, error = [], gettext("Slurm did not answer: states and times are not shown.")
+    return render_template(
+        "jobs/history.html",
+        rows=history.rows_with_jobs(records, found),
+        names=names,
+        page=page.page,
+        pages=pages,
+        error=error,
+    )
+
+
+def _per_card(view: service.JobView) -> int:
+    """Shards per card of the job's node (its shards are counted against it)."""
+    if not view.job.tres_req.shards and not view.job.tres_alloc.shards:
+        return words.per_card_of([])
+    try:
+        nodes = slurm().nodes()
+    except SlurmError:
+        nodes = []
+    first = first_host(view.job.nodes) if view.job.nodes else ""
+    mine = [n for n in nodes if n.name == first] or nodes
+    return words.per_card_of(mine)
 
 
 @bp.route("/jobs/<id:job_id>")
@@ -153,10 +145,10 @@ def detail(job_id: int) -> str:
     metrics = monitor.job_metrics(
         session(), access, slurm(), job_id, window_s=window, clock=time.time
     )
-    job = metrics.view.job
+    view, job = metrics.view, metrics.view.job
     jupyter: dict[str, Any] | None = None
-    if job.user == access.username and monitor.is_jupyter(metrics.view):
-        conn = monitor.connection(metrics.view)
+    if job.user == access.username and monitor.is_jupyter(view):
+        conn = monitor.connection(view)
         # through the portal's proxy: users need no route to the compute node, nor the token
         url = url_for("jupyter_proxy.forward", job_id=job_id, path="lab") if conn else None
         jupyter = {"ready": conn is not None, "url": url}
@@ -166,13 +158,19 @@ def detail(job_id: int) -> str:
         record = None
     return render_template(
         "jobs/detail.html",
-        view=metrics.view,
+        view=view,
         job=job,
+        times=words.times(job, datetime.now(UTC)),
+        per_card=_per_card(view),
+        policy=words.policy_reasons(job_id),
         chart=line_chart([(s.ts, s.util) for s in metrics.samples], y_max=100.0),
         window=window,
+        windows=WINDOWS,
         jupyter=jupyter,
-        output=monitor.output(metrics.view, access),
+        output=monitor.output(view, access),
+        can_cancel=job.state.is_active and service.may_cancel(session(), access, view),
         can_rerun=record is not None and record.user_id == access.user_id,
+        record=record,
     )
 
 
@@ -187,16 +185,33 @@ def rerun(job_id: int) -> Response:
         session().rollback()
         flash(exc.message, "error")
         return redirect(url_for(".detail", job_id=job_id))
-    flash(f"Job {job_id} submitted again as job {new_id}.", "info")
+    flash(gettext("Job %(old)d submitted again as job %(new)d.", old=job_id, new=new_id), "info")
     return redirect(url_for(".detail", job_id=new_id))
 
 
-@bp.route("/jobs/<id:job_id>/cancel", methods=["POST"])
+@bp.route("/jobs/<id:job_id>/cancel", methods=["GET", "POST"])
 @login_required
-def cancel(job_id: int) -> Response:
+def cancel(job_id: int) -> str | Response:
+    """GET asks to confirm (no JavaScript needed); POST, with the form's CSRF token, cancels."""
+    access = current_access()
+    if request.method == "GET":
+        view = service.get_job(session(), access, slurm(), job_id)
+        if not view.job.state.is_active:
+            flash(gettext("Job %(id)d has already ended.", id=job_id), "info")
+            return redirect(url_for(".detail", job_id=job_id))
+        if not service.may_cancel(session(), access, view):
+            raise Forbidden(
+                gettext("Cancelling others' jobs needs the jobs.cancel_all permission.")
+            )
+        return render_template(
+            "jobs/cancel.html",
+            job=view.job,
+            per_card=_per_card(view),
+            times=words.times(view.job, datetime.now(UTC)),
+        )
     try:
-        service.cancel(session(), current_access(), slurm(), job_id)
-        flash(f"Job {job_id} cancelled.", "info")
+        service.cancel(session(), access, slurm(), job_id)
+        flash(gettext("Job %(id)d cancelled.", id=job_id), "info")
     except DomainError as exc:
         if exc.status == 404:
             raise

@@ -28,6 +28,7 @@ from werkzeug.wrappers import Response
 
 from jobspec.status import JupyterConnection
 from portal.errors import BadGateway, Forbidden, Unavailable
+from portal.i18n import gettext
 from portal.jobs import monitor
 from portal.slurm import slurm
 from portal.web import current_access, session
@@ -67,7 +68,9 @@ def connection(job_id: int) -> JupyterConnection:
         return hit[1]
     conn = monitor.jupyter(session(), access, slurm(), job_id)  # owner only, else Forbidden
     if conn is None:
-        raise Unavailable(f"the Jupyter server of job {job_id} is not running (yet)")
+        raise Unavailable(
+            gettext("The Jupyter server of job %(id)d is not running (yet).", id=job_id)
+        )
     with _lock:
         for stale in [k for k, (until, _) in _cache.items() if until <= now]:
             del _cache[stale]  # ended sessions do not pile up
@@ -96,11 +99,11 @@ def _check_xsrf() -> None:
     if (origin := request.headers.get("Origin")) and not same_origin(
         origin, request.scheme, request.host
     ):
-        raise Forbidden("cross-origin request to a Jupyter server refused")
+        raise Forbidden(gettext("A cross-origin request to a Jupyter server is refused."))
     cookie = request.cookies.get("_xsrf", "")
     header = request.headers.get("X-XSRFToken", "")
     if not cookie or not hmac.compare_digest(cookie, header):
-        raise Forbidden("a request that changes a Jupyter server needs its XSRF token")
+        raise Forbidden(gettext("A request that changes a Jupyter server needs its XSRF token."))
 
 
 def jupyter_cookies() -> str:
@@ -139,9 +142,13 @@ def forward(job_id: int, path: str) -> Response:
             # the job published its address a moment before the server listens: wait here
             page = STARTING.format(job_id=job_id)
             return Response(page, 503, {"Retry-After": "2"}, mimetype="text/html")
-        raise BadGateway(f"the Jupyter server of job {job_id} does not answer") from None
+        raise BadGateway(
+            gettext("The Jupyter server of job %(id)d does not answer.", id=job_id)
+        ) from None
     except httpx.HTTPError:
-        raise BadGateway(f"the Jupyter server of job {job_id} does not answer") from None
+        raise BadGateway(
+            gettext("The Jupyter server of job %(id)d does not answer.", id=job_id)
+        ) from None
     out = [(k, v) for k, v in answer.headers.multi_items() if k.lower() not in DROP_RESPONSE]
     out = [(k, v.removeprefix(upstream) if k.lower() == "location" else v) for k, v in out]
 

@@ -7,8 +7,12 @@ from marshmallow import Schema, fields, validate
 from portal.jobs.service import JobView
 from portal.schemas import ident, text
 from slurm_plugins.client.models import JobState
+from translations import N_
 
-_IDENT = validate.Regexp(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", error="letters, digits, _ . -")
+# translated where the portal answers (portal.i18n.translate_messages)
+_IDENT = validate.Regexp(
+    r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", error=N_("Letters, digits, _ . and - only.")
+)
 
 
 class JobSubmitSchema(Schema):
@@ -143,3 +147,17 @@ class JupyterSchema(Schema):
     port = fields.Integer(allow_none=True)
     token = fields.String(allow_none=True)
     app = fields.String(allow_none=True)
+
+
+class OutputSchema(Schema):
+    job_id = fields.Integer()
+    state = fields.String(metadata={"description": "Slurm's state (PENDING, RUNNING …)"})
+    label = fields.String(metadata={"description": "the state in the reader's language"})
+    active = fields.Boolean(metadata={"description": "still queued or running"})
+    tail = fields.String(
+        allow_none=True,
+        metadata={"description": "the last lines of its output; null for others than its owner"},
+    )
+    progress = fields.Float(
+        allow_none=True, metadata={"description": "the last progress it printed, percent"}
+    )

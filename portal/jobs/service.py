@@ -26,6 +26,7 @@ from portal.errors import (
     SlurmUnavailable,
     ValidationFailed,
 )
+from portal.i18n import gettext
 from portal.jobs import mounts, queue
 from portal.jobs.models import FORM, SPEC, JobRecord
 from portal.jobs.specs import cluster_config, spec_job
@@ -53,10 +54,12 @@ class JobView:
 
 def _slurm_call(what: str, exc: SlurmError) -> Exception:
     if isinstance(exc, SubmitRejected):
-        return Conflict(f"Slurm refused the job: {exc}")
+        return Conflict(gettext("Slurm refused the job: %(why)s", why=str(exc)))
     if isinstance(exc, AuthenticationError):
-        return SlurmUnavailable(f"slurmrestd refused the portal's token: {exc}")
-    return SlurmUnavailable(f"{what}: {exc}")
+        return SlurmUnavailable(
+            gettext("slurmrestd refused the portal's token: %(why)s", why=str(exc))
+        )
+    return SlurmUnavailable(gettext("Slurm did not answer (%(what)s): %(why)s", what=what, why=exc))
 
 
 def _refusal(user: str, request: JobRequest, exc: SubmitRejected) -> str:
@@ -70,16 +73,22 @@ def _check_request(project: Project, data: Mapping[str, Any]) -> None:
     asked = [k for k in GRES_KINDS if data.get(k)]
     if len(asked) > 1:
         raise ValidationFailed(
-            {k: ["ask for one kind of device: gpus, shards or npus"] for k in asked}
+            {k: [gettext("Ask for one kind of device: whole GPUs, shards or NPUs.")] for k in asked}
         )
     script = data["script"]
     limit = current_app.config["JOB_SCRIPT_MAX_BYTES"]
     if not script.startswith("#!"):
-        raise ValidationFailed({"script": ["a batch script starts with #! (e.g. #!/bin/bash)"]})
+        raise ValidationFailed(
+            {"script": [gettext("A batch script starts with #! (e.g. #!/bin/bash).")]}
+        )
     if "\x00" in script or len(script.encode()) > limit:
-        raise ValidationFailed({"script": [f"text without NUL, at most {limit} bytes"]})
+        raise ValidationFailed(
+            {"script": [gettext("Text without NUL characters, at most %(n)d bytes.", n=limit)]}
+        )
     if data.get("qos") and data["qos"] not in project.qos_list():
-        raise ValidationFailed({"qos": [f"one of {', '.join(project.qos_list())}"]})
+        raise ValidationFailed(
+            {"qos": [gettext("One of: %(choices)s.", choices=", ".join(project.qos_list()))]}
+        )
 
 
 def _check_quota(project: Project, wanted: Mapping[str, int]) -> None:
@@ -88,7 +97,15 @@ def _check_quota(project: Project, wanted: Mapping[str, int]) -> None:
         for owner in (project, project.domain):
             limit_ = getattr(owner, kind)
             if limit_ is not None and want > limit_:
-                raise QuotaExceeded(f"{kind}: {want} asked, the quota of {owner.name} is {limit_}")
+                raise QuotaExceeded(
+                    gettext(
+                        "%(kind)s: %(want)d asked, the quota of %(owner)s is %(limit)d.",
+                        kind=kind,
+                        want=want,
+                        owner=owner.name,
+                        limit=limit_,
+                    )
+                )
 
 
 def _gres_wanted(request: JobRequest) -> dict[str, int]:
@@ -177,13 +194,23 @@ def submit_spec(
     mounts.check(session, access, spec, cluster_config())
     for part in request.components:
         if part.account not in (None, project.name):
-            raise ValidationFailed({"spec": [f"project: the job is charged to {project.name}"]})
+            raise ValidationFailed(
+                {
+                    "spec": [
+                        gettext("project: the job is charged to %(project)s.", project=project.name)
+                    ]
+                }
+            )
         if part.qos and part.qos not in project.qos_list():
             raise ValidationFailed(
                 {
                     "spec": [
-                        f"priority: QOS {part.qos} is not open to "
-                        f"{project.name} ({', '.join(project.qos_list())})"
+                        gettext(
+                            "priority: QOS %(qos)s is not open to %(project)s (%(choices)s).",
+                            qos=part.qos,
+                            project=project.name,
+                            choices=", ".join(project.qos_list()),
+                        )
                     ]
                 }
             )
@@ -219,7 +246,7 @@ def _submit(
         job_id = port.submit_as(access.username, script, request)
     except SubmitRejected as exc:
         why = _refusal(access.username, request, exc)
-        raise Conflict(f"Slurm refused the job: {why}") from exc
+        raise Conflict(gettext("Slurm refused the job: %(why)s", why=why)) from exc
     except JobRequestError as exc:  # a field this slurmrestd cannot carry
         raise ValidationFailed({exc.field: [str(exc)]}) from exc
     except SlurmError as exc:
@@ -331,8 +358,16 @@ def get_job(session: Session, access: Access, port: SlurmPort, job_id: int) -> J
         raise _slurm_call("job", exc) from exc
     project = _project_of(session, job.account) if job else None
     if job is None or not _visible(access, job, project):
-        raise NotFound("job not found")
+        raise NotFound(gettext("No job %(id)d, or not one you may see.", id=job_id))
     return JobView(job, project.id if project else None)
+
+
+def may_cancel(session: Session, access: Access, view: JobView) -> bool:
+    """Own jobs, and others' with ``jobs.cancel_all`` on their project (platform admins: all)."""
+    if view.job.user == access.username or access.platform_admin:
+        return True
+    project = session.get(Project, view.project_id) if view.project_id else None
+    return project is not None and Perm.JOBS_CANCEL_ALL in access.on_project(project)
 
 
 def cancel(session: Session, access: Access, port: SlurmPort, job_id: int) -> JobView:
@@ -341,15 +376,13 @@ def cancel(session: Session, access: Access, port: SlurmPort, job_id: int) -> Jo
     view = get_job(session, access, port, job_id)
     job = view.job
     if not job.state.is_active:
-        raise Conflict(f"job {job_id} is {job.state.value}")
+        raise Conflict(
+            gettext("Job %(id)d has ended (%(state)s).", id=job_id, state=job.state.value)
+        )
+    if not may_cancel(session, access, view):
+        raise Forbidden(gettext("Cancelling others' jobs needs the jobs.cancel_all permission."))
     project = session.get(Project, view.project_id) if view.project_id else None
     own = job.user == access.username
-    if (
-        not own
-        and not access.platform_admin
-        and (project is None or Perm.JOBS_CANCEL_ALL not in access.on_project(project))
-    ):
-        raise Forbidden("jobs.cancel_all needed to cancel others' jobs")
     try:
         port.cancel_as(access.username, job_id) if own else port.cancel(job_id)
     except SlurmError as exc:

@@ -6,7 +6,8 @@ import time
 from dataclasses import asdict
 from typing import Any
 
-from portal.jobs import history, monitor, service
+from portal.i18n import current
+from portal.jobs import explain, history, monitor, service
 from portal.jobs.models import JobRecord
 from portal.jobs.schemas import (
     HistoryQuerySchema,
@@ -18,6 +19,7 @@ from portal.jobs.schemas import (
     JupyterSchema,
     MetricsQuerySchema,
     MetricsSchema,
+    OutputSchema,
     SpecSubmitSchema,
     job_data,
 )
@@ -105,6 +107,25 @@ class Metrics(AuthedView):
             "job_id": job_id,
             "window": m.window_s,
             "samples": [{"ts": s.ts, "util": s.util} for s in m.samples],
+        }
+
+
+@blp.route("/<id:job_id>/output")
+class JobOutput(AuthedView):
+    @blp.response(200, OutputSchema)
+    def get(self, job_id: int) -> dict[str, Any]:
+        """The job's state and, for its owner (and platform admins), the last lines of its
+        output and the last progress it printed: what the job's page refreshes in place."""
+        access = current_access()
+        view = service.get_job(session(), access, slurm(), job_id)
+        out = monitor.output(view, access)
+        return {
+            "job_id": job_id,
+            "state": view.job.state.value,
+            "label": explain.state_words(view.job.state, current())[0],
+            "active": view.job.state.is_active,
+            "tail": out.tail if out else None,
+            "progress": out.progress if out else None,
         }
 
 

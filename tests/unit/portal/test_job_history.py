@@ -125,7 +125,7 @@ def test_metrics_come_from_the_agents_samples_for_those_who_see_the_job(
     assert env.api("alice").get(f"/api/v1/jobs/{job}/metrics?window=5").status_code == 422
     page = login(env, "alice").get(f"/jobs/{job}").get_data(as_text=True)
     assert "<polyline" in page
-    assert "3 samples; last 90.0 %, mean 50.0 %" in page
+    assert "3 samples; last 90.0%, mean 50.0%." in page
 
 
 def test_no_samples_directory_means_an_empty_chart(env: Env) -> None:

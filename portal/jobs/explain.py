@@ -1,0 +1,181 @@
+"""Slurm's job states and reasons, and the policy daemon's decisions, in the reader's words.
+
+Slurm's identifiers (``PENDING``, ``AssocGrpGRES``) are never shown alone: each page shows the
+words in the reader's language and Slurm's code small beside them, for those who search for it.
+Pure: the caller passes the locale (the portal passes the request's).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from portal.jobs.reasons import FAMILIES, REASONS, UNKNOWN
+from slurm_plugins.client.models import JobState
+from translations import N_, gettext
+
+#: state -> (short label, what it means)
+STATES: Mapping[JobState, tuple[str, str]] = {
+    JobState.PENDING: (N_("Pending"), N_("It waits in the queue to start.")),
+    JobState.RUNNING: (N_("Running"), N_("It runs on its nodes.")),
+    JobState.SUSPENDED: (N_("Suspended"), N_("It is paused for now and resumes later.")),
+    JobState.COMPLETING: (N_("Completing"), N_("It has ended; Slurm is cleaning up its nodes.")),
+    JobState.CONFIGURING: (N_("Starting"), N_("Its nodes are being prepared for it.")),
+    JobState.COMPLETED: (N_("Completed"), N_("It finished with exit code 0.")),
+    JobState.CANCELLED: (N_("Cancelled"), N_("Its user or an administrator cancelled it.")),
+    JobState.FAILED: (
+        N_("Failed"),
+        N_("It ended with a non-zero exit code or could not be launched."),
+    ),
+    JobState.TIMEOUT: (N_("Timed out"), N_("It was stopped when it reached its time limit.")),
+    JobState.NODE_FAIL: (N_("Node failure"), N_("It ended because one of its nodes failed.")),
+    JobState.PREEMPTED: (
+        N_("Preempted"),
+        N_("It was stopped to make room for work of a higher priority."),
+    ),
+    JobState.BOOT_FAIL: (N_("Boot failure"), N_("Its nodes failed to start.")),
+    JobState.DEADLINE: (N_("Deadline passed"), N_("It ended because its deadline passed.")),
+    JobState.OUT_OF_MEMORY: (
+        N_("Out of memory"),
+        N_("It was stopped because it used more memory than it asked for."),
+    ),
+    JobState.REQUEUED: (N_("Requeued"), N_("It was put back in the queue and starts again.")),
+    JobState.RESIZING: (N_("Resizing"), N_("Slurm is changing the nodes it holds.")),
+    JobState.REVOKED: (
+        N_("Revoked"),
+        N_("Another cluster of the federation runs it, so it was withdrawn here."),
+    ),
+    JobState.SPECIAL_EXIT: (
+        N_("Held after exit"),
+        N_("It ended with an exit code that holds it for an administrator."),
+    ),
+    JobState.UNKNOWN: (N_("Unknown"), N_("Slurm reports a state that is not known here.")),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Explained:
+    """A reason in words: what it means and what the job's user can do, with Slurm's code
+    (shown small beside the words) and what Slurm added to it (nodes, a job id)."""
+
+    code: str
+    meaning: str
+    advice: str
+    detail: str = ""
+    known: bool = True
+
+
+def state_words(state: JobState, locale: str | None) -> tuple[str, str]:
+    """``(label, meaning)`` of a job state in ``locale``."""
+    label, meaning = STATES.get(state, STATES[JobState.UNKNOWN])
+    return gettext(locale, label), gettext(locale, meaning)
+
+
+def split_reason(text: str | None) -> tuple[str, str] | None:
+    """Slurm's reason as ``(code, detail)``: ``ReqNodeNotAvail, UnavailableNodes:gpu1`` ->
+    (``ReqNodeNotAvail``, ``UnavailableNodes:gpu1``); none for no reason (``None``, empty)."""
+    text = (text or "").strip().removeprefix("(").removesuffix(")").strip()
+    if not text or text == "None":
+        return None
+    if text in REASONS:
+        return text, ""
+    m = re.match(r"([A-Za-z_]+)[\s,:]*(.*)", text, re.DOTALL)
+    if m is None:
+        return text, ""
+    return m.group(1), m.group(2).strip()
+
+
+def entry(code: str) -> tuple[str, str] | None:
+    """The ``(meaning, advice)`` msgids of a code: its own, else its family's; ``None`` for a
+    code nothing here explains."""
+    if code in REASONS:
+        return REASONS[code]
+    for prefix, said in FAMILIES:
+        if code.startswith(prefix) and len(code) > len(prefix):
+            return said
+    return None
+
+
+def explain_reason(text: str | None, locale: str | None) -> Explained | None:
+    """Slurm's reason in ``locale``; ``None`` when there is none."""
+    parts = split_reason(text)
+    if parts is None:
+        return None
+    code, detail = parts
+    said = entry(code)
+    known = said is not None
+    meaning, advice = said or UNKNOWN
+    return Explained(code, gettext(locale, meaning), gettext(locale, advice), detail, known)
+
+
+# ------------------------------------------------------------------ the policy daemon's reasons
+#: what the policy daemon's decisions say (slurm_plugins.policy.policies), as patterns over
+#: its English text -> the sentence to show; the values are kept.
+POLICY: tuple[tuple[re.Pattern[str], str], ...] = (
+    (
+        re.compile(r"gang (?P<name>\S+): only (?P<running>\d+) of (?P<size>\d+) started; .*"),
+        N_(
+            "Gang group %(name)s: only %(running)s of its %(size)s members started, so the "
+            "group is restarted together."
+        ),
+    ),
+    (
+        re.compile(r"gang (?P<name>\S+): (?P<queued>\d+) of (?P<size>\d+) members queued"),
+        N_("Gang group %(name)s: held until all %(size)s members are queued (%(queued)s so far)."),
+    ),
+    (
+        re.compile(
+            r"gang (?P<name>\S+): member (?P<member>\d+) is not eligible yet \((?P<why>.*)\)"
+        ),
+        N_("Gang group %(name)s: held because member job %(member)s cannot start yet: %(why)s"),
+    ),
+    (
+        re.compile(r"gang (?P<name>\S+): the (?P<size>\d+) members cannot all start now"),
+        N_(
+            "Gang group %(name)s: held until all %(size)s members can start at once; they "
+            "start together."
+        ),
+    ),
+    (
+        re.compile(r"gang (?P<name>\S+): all (?P<size>\d+) members fit, released together"),
+        N_("Gang group %(name)s: all %(size)s members fit and were released together."),
+    ),
+    (
+        re.compile(r"anti-affinity (?P<group>\S+): waiting for member (?P<member>\d+) .*"),
+        N_("Anti-affinity group %(group)s: held until job %(member)s has started."),
+    ),
+    (
+        re.compile(r"anti-affinity (?P<group>\S+): kept off (?P<nodes>\S+).*"),
+        N_("Anti-affinity group %(group)s: kept off %(nodes)s, where other members run."),
+    ),
+    (
+        re.compile(r"capacity: (?P<why>.*)"),
+        N_("Capacity guarantee: %(why)s"),
+    ),
+    (
+        re.compile(r"placement: (?P<node>\S+) \((?P<why>.*)\)"),
+        N_("Placement: it is to run on node %(node)s (%(why)s)."),
+    ),
+    (
+        re.compile(r"reschedule: moved to (?P<node>\S+) to defragment"),
+        N_("Rescheduling: moved to node %(node)s to reduce fragmentation."),
+    ),
+    (
+        re.compile(r"(?P<policy>fifo|fair|priority) (?P<score>[0-9.]+) \((?P<why>.*)\)"),
+        N_("Queue order (%(policy)s): score %(score)s, %(why)s."),
+    ),
+)
+POLICY_OTHER = N_("Scheduling policy: %(text)s")
+
+
+def policy_words(text: str, locale: str | None) -> str:
+    """One decision of the policy daemon in ``locale`` (its own values kept)."""
+    for pattern, msgid in POLICY:
+        m = pattern.fullmatch(text.strip())
+        if m:
+            values = m.groupdict()
+            if "why" in values and (said := explain_reason(values["why"], locale)) and said.known:
+                values["why"] = said.meaning
+            return gettext(locale, msgid, **values)
+    return gettext(locale, POLICY_OTHER, text=text)

@@ -1,0 +1,62 @@
+"""The job submission form (labels in the reader's language) and what a Jupyter job asks."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask_wtf import FlaskForm
+from wtforms import IntegerField, SelectField, StringField, TextAreaField
+from wtforms.validators import DataRequired, Length, NumberRange, Optional
+
+from gres.naming import DEFAULT_SHARDS_PER_GPU
+from portal.i18n import lazy_gettext
+
+SCRIPT = "#!/bin/bash\nset -euo pipefail\nnvidia-smi || true\nsleep 60\n"
+
+
+class JobForm(FlaskForm):
+    kind = SelectField(lazy_gettext("Job type"), default="batch")
+    project_id = SelectField(lazy_gettext("Project"), coerce=int)
+    name = StringField(lazy_gettext("Name"), validators=[DataRequired(), Length(max=64)])
+    partition = StringField(lazy_gettext("Partition"), validators=[Optional(), Length(max=32)])
+    qos = StringField(lazy_gettext("QOS (priority)"), validators=[Optional(), Length(max=32)])
+    gpus = IntegerField(
+        lazy_gettext("Whole GPUs"), validators=[Optional(), NumberRange(min=1, max=64)]
+    )
+    shards = IntegerField(
+        lazy_gettext("GPU shards (each 1/32 of a card)"),
+        validators=[Optional(), NumberRange(1, 2048)],
+    )
+    npus = IntegerField(lazy_gettext("NPUs"), validators=[Optional(), NumberRange(min=1, max=64)])
+    gres_type = StringField(
+        lazy_gettext("Device type (e.g. a100 or 910b)"), validators=[Optional(), Length(max=32)]
+    )
+    cpus = IntegerField(
+        lazy_gettext("CPUs per task"), validators=[Optional(), NumberRange(min=1, max=4096)]
+    )
+    time_limit = IntegerField(
+        lazy_gettext("Time limit (minutes)"),
+        default=60,
+        validators=[DataRequired(), NumberRange(min=1, max=43200)],
+    )
+    script = TextAreaField(lazy_gettext("Batch script"), default=SCRIPT, validators=[Optional()])
+
+
+def jupyter_spec(data: dict[str, Any]) -> dict[str, Any]:
+    """The form's fields as a Jupyter job spec (:mod:`jobspec`): JupyterLab from the job
+    runtime, with the resources asked for; no conda environment needed."""
+    resources: dict[str, Any] = {"time": int(data["time_limit"])}
+    if data.get("gpus"):
+        resources["gpus"] = int(data["gpus"])
+    elif data.get("shards"):
+        resources["gpus"] = f"{int(data['shards'])}/{DEFAULT_SHARDS_PER_GPU}"
+    if data.get("npus"):
+        resources["npus"] = int(data["npus"])
+    if data.get("gres_type"):
+        resources["npu_type" if data.get("npus") else "gpu_type"] = data["gres_type"]
+    if data.get("cpus"):
+        resources["cpus"] = int(data["cpus"])
+    spec: dict[str, Any] = {"name": data["name"], "jupyter": {"app": "lab"}, "resources": resources}
+    if data.get("partition"):
+        spec["partition"] = data["partition"]
+    return spec
