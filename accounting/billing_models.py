@@ -6,10 +6,21 @@ database (:class:`Money`), so it is exact on SQLite and PostgreSQL alike.
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import date, datetime
 from decimal import Decimal
 
-from sqlalchemy import BigInteger, ForeignKey, Integer, String, TypeDecorator, UniqueConstraint
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    Date,
+    ForeignKey,
+    Integer,
+    String,
+    TypeDecorator,
+    UniqueConstraint,
+    false,
+    text,
+)
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import Mapped, mapped_column
 
@@ -47,6 +58,10 @@ class PricePlan(Base):
     currency: Mapped[str] = mapped_column(String(3), default="CNY")
     #: per GiB of storage per month
     storage_price: Mapped[Decimal] = mapped_column(Money(), default=Decimal(0))
+    #: the first and last day the plan bills (either open: no limit); a month outside them is
+    #: not billed on it
+    effective_from: Mapped[date | None] = mapped_column(Date(), nullable=True, default=None)
+    effective_until: Mapped[date | None] = mapped_column(Date(), nullable=True, default=None)
 
 
 class Price(Base):
@@ -105,11 +120,19 @@ class Bill(Base):
 
 
 class BillLine(Base):
+    """One line of a bill. ``item``, ``model`` and ``in_package`` say what it is, so that it
+    is named in each reader's language; ``description`` is its English (and all that lines
+    of bills posted before them have: ``item`` ``""``)."""
+
     __tablename__ = "acct_bill_lines"
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     bill_id: Mapped[int] = mapped_column(ForeignKey("acct_bills.id", ondelete="CASCADE"))
     description: Mapped[str] = mapped_column(String(128))
+    #: ``package``, ``gpu``, ``npu``, ``cpu``, ``mem`` or ``storage``
+    item: Mapped[str] = mapped_column(String(16), default="", server_default=text("''"))
+    model: Mapped[str] = mapped_column(String(32), default="", server_default=text("''"))
+    in_package: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     quantity: Mapped[Decimal] = mapped_column(Money())
     unit_price: Mapped[Decimal] = mapped_column(Money())
     amount: Mapped[Decimal] = mapped_column(Money())

@@ -43,18 +43,25 @@ def test_a_fresh_database_gets_every_table_as_the_models_say(fresh: Engine) -> N
 
 
 def test_tables_the_portals_history_made_are_taken_over(engine: Engine) -> None:
-    with Session(engine) as s:
-        s.add(PricePlan(name="standard", currency="CNY", storage_price=Decimal("0.10")))
-        s.commit()
-    # as the portal's history left a database: the tables, no version table of accounting's
+    # as the portal's history left a database: the first revision's tables, with a plan, and
+    # no version table of accounting's
+    migrate.downgrade(engine, migrate.FIRST)
     with engine.begin() as conn:
+        conn.execute(
+            text(
+                "INSERT INTO acct_price_plans (name, currency, storage_price) "
+                "VALUES ('standard', 'CNY', 100000)"
+            )
+        )
         conn.execute(text(f"DROP TABLE {migrate.VERSION_TABLE}"))
     assert migrate.state(engine).current is None
     migrate.upgrade(engine)
     assert migrate.state(engine).up_to_date
     assert migrate.drift(engine) == []
-    with Session(engine) as s:
-        assert s.query(PricePlan.name).all() == [("standard",)]  # nothing made again or lost
+    with Session(engine) as s:  # nothing made again or lost
+        assert s.query(PricePlan.name, PricePlan.storage_price).all() == [
+            ("standard", Decimal("0.10"))
+        ]
     migrate.upgrade(engine)  # and again: nothing to do
     assert migrate.state(engine).up_to_date
 
@@ -82,11 +89,12 @@ def test_a_revision_from_unchanged_models_changes_nothing(
     shutil.copytree(migrate.MIGRATIONS, copy, ignore=shutil.ignore_patterns("__pycache__"))
     monkeypatch.setattr(migrate, "MIGRATIONS", copy)
     before = migrate.head()
+    after = f"acct{int(before.removeprefix('acct')) + 1:04d}"
     path = migrate.revision(engine, "nothing changed")
     body = path.read_text()
-    assert path == copy / "versions" / "acct0002_nothing_changed.py"
+    assert path == copy / "versions" / f"{after}_nothing_changed.py"
     assert f"down_revision = {before!r}" in body
-    assert migrate.head() == "acct0002"
+    assert migrate.head() == after
     upgrade = body[body.index("def upgrade") : body.index("def downgrade")]
     assert "op." not in upgrade
 
