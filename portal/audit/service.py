@@ -12,6 +12,7 @@ from sqlalchemy.orm import Session
 from portal.audit.models import AuditEvent
 from portal.authz import Access
 from portal.errors import Forbidden
+from portal.i18n import gettext
 from portal.identity.models import User
 
 
@@ -53,12 +54,14 @@ def search_query(access: Access, filters: Mapping[str, Any]) -> Select[AuditEven
     stmt = select(AuditEvent).order_by(AuditEvent.id.desc())
     if not access.platform_admin:
         if not access.admin_of:
-            raise Forbidden("the audit log is for admins")
+            raise Forbidden(gettext("The audit log is for platform admins and domain admins."))
         stmt = stmt.where(AuditEvent.domain_id.in_(access.admin_of))
     for name in ("actor", "action", "target_type", "target_id", "domain_id"):
         value = filters.get(name)
         if value is not None and value != "":
             stmt = stmt.where(getattr(AuditEvent, name) == value)
+    if filters.get("target_ids") is not None:  # the objects a name filter found (maybe none)
+        stmt = stmt.where(AuditEvent.target_id.in_(sorted(filters["target_ids"])))
     if filters.get("action_prefix"):
         stmt = stmt.where(AuditEvent.action.startswith(filters["action_prefix"]))
     if filters.get("since") is not None:

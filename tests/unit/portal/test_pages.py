@@ -94,7 +94,7 @@ def test_quota_and_sync_pages_for_the_admin(env: Env) -> None:
         data={"csrf_token": csrf_of(page), "gpus": "8", "shards": "", "npus": "", "cpus": ""},
     )
     assert r.status_code == 302
-    assert "gpus" in client.get("/audit").get_data(as_text=True)
+    assert "GPU cards</span>: — → 8" in client.get("/audit").get_data(as_text=True)
 
 
 def test_manager_adds_and_removes_members_on_the_project_page(env: Env) -> None:
