@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+from typing import Any
+
 from flask import Blueprint, redirect, render_template, request, url_for
 from flask_login import login_required
 from flask_wtf import FlaskForm
@@ -15,26 +18,36 @@ from portal.datasets import service as datasets
 from portal.datasets.models import Dataset, DatasetVersion
 from portal.datasets.service import Settings
 from portal.errors import DomainError
-from portal.labelling import service
-from portal.labelling.models import ItemStatus
+from portal.i18n import gettext, ngettext
+from portal.i18n import lazy_gettext as _l
+from portal.labelling import service, words
+from portal.labelling.models import ItemStatus, Kind
 from portal.pages import show_error
 from portal.tenancy.models import Project
 from portal.web import current_access, session
 
 bp = Blueprint("labelling_pages", __name__)
+COMMAS = re.compile("[,，、]")  # what a Chinese keyboard types between labels, too
+
+
+@bp.context_processor
+def _words() -> dict[str, Any]:
+    return {"words": words}
 
 
 class LabelSetForm(FlaskForm):
-    project_id = SelectField("Project", coerce=int)
-    name = StringField("Name", validators=[DataRequired(), Length(max=64)])
-    labels = StringField("Labels (comma-separated)", validators=[DataRequired(), Length(max=2000)])
+    project_id = SelectField(_l("Project"), coerce=int)
+    name = StringField(_l("Name"), validators=[DataRequired(), Length(max=64)])
+    labels = StringField(
+        _l("Labels (separated by commas)"), validators=[DataRequired(), Length(max=2000)]
+    )
 
 
 class TaskForm(FlaskForm):
-    project_id = SelectField("Project", coerce=int)
-    name = StringField("Name", validators=[DataRequired(), Length(max=64)])
-    dataset_version_id = SelectField("Images", coerce=int)
-    label_set_id = SelectField("Label set", coerce=int)
+    project_id = SelectField(_l("Project"), coerce=int)
+    name = StringField(_l("Name"), validators=[DataRequired(), Length(max=64)])
+    dataset_version_id = SelectField(_l("Images"), coerce=int)
+    label_set_id = SelectField(_l("Label set"), coerce=int)
 
 
 @bp.route("/labelling", methods=["GET", "POST"])
@@ -54,7 +67,16 @@ def index() -> str | Response | tuple[str, int]:
         for ls in session().scalars(service.label_sets_query(access))
     ]
     task_form.dataset_version_id.choices = [
-        (v.id, f"{v.dataset.name} v{v.version} ({v.file_count} files)")
+        (
+            v.id,
+            ngettext(
+                "%(dataset)s v%(version)d (%(num)d file)",
+                "%(dataset)s v%(version)d (%(num)d files)",
+                v.file_count,
+                dataset=v.dataset.name,
+                version=v.version,
+            ),
+        )
         for v in session().scalars(
             select(DatasetVersion)
             .join(Dataset, Dataset.id == DatasetVersion.dataset_id)
@@ -65,7 +87,7 @@ def index() -> str | Response | tuple[str, int]:
     status = 200
     try:
         if request.form.get("set-name") is not None and sets_form.validate_on_submit():
-            labels = [x.strip() for x in (sets_form.labels.data or "").split(",") if x.strip()]
+            labels = [x.strip() for x in COMMAS.split(sets_form.labels.data or "") if x.strip()]
             data = {"project_id": sets_form.project_id.data, "name": sets_form.name.data}
             service.create_label_set(session(), access, {**data, "labels": labels})
             return redirect(url_for(".index"))
@@ -74,7 +96,7 @@ def index() -> str | Response | tuple[str, int]:
             return redirect(url_for(".task", task_id=made.id))
     except DomainError as exc:
         session().rollback()
-        show_error(None, exc)
+        show_error(task_form if request.form.get("task-name") is not None else sets_form, exc)
         status = exc.status
     tasks = list(session().scalars(service.tasks_query(access)))
     rows = [(t, service.progress(session(), t)) for t in tasks]
@@ -102,6 +124,8 @@ def task(task_id: int) -> str:
         status=status,
         progress=service.progress(session(), t),
         may_review=Perm.PROJECT_MANAGE in project_perms,
+        statuses=[s.value for s in ItemStatus],
+        formats={f.value: name for f, name in words.FORMATS.items()},
     )
 
 
@@ -118,4 +142,23 @@ def annotate(task_id: int, item_id: int) -> str:
         api=url_for("labelling.ItemById", task_id=t.id, item_id=item.id),
         may_annotate=Perm.JOBS_SUBMIT in project_perms,
         may_review=Perm.PROJECT_MANAGE in project_perms,
+        texts=canvas_texts(),
     )
+
+
+def canvas_texts() -> dict[str, Any]:
+    """Everything the canvas script (static/labelling.js) shows, in the reader's language:
+    it reads this from the page and has no text of its own. ``%(num)d`` is filled in by it."""
+    return {
+        "saved_one": gettext("Saved %(num)d annotation."),
+        "saved_many": gettext("Saved %(num)d annotations."),
+        "delete": gettext("Delete this shape"),
+        "reject_why": gettext("Why is it rejected?"),
+        "reviewed": {
+            ItemStatus.ACCEPTED.value: gettext("Item accepted."),
+            ItemStatus.REJECTED.value: gettext("Item rejected."),
+        },
+        "failed": gettext("The portal did not answer. Try again."),
+        "shapes": {k.value: words.shape(k.value) for k in Kind},
+        "statuses": {s.value: words.status(s.value) for s in ItemStatus},
+    }

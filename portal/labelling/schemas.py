@@ -5,10 +5,14 @@ from marshmallow import Schema, fields, validate
 from portal.labelling.formats import Format
 from portal.labelling.models import ItemStatus, Kind
 from portal.schemas import ChangeSchema, ident, name, text
+from translations import N_
 
+# letters of any script (猫, 狗), as Chinese label sets need; they name files of the exports
 _LABEL = validate.Regexp(
-    r"^[A-Za-z0-9][A-Za-z0-9 _.-]{0,63}$",
-    error="a letter or digit, then letters, digits, spaces, '_', '.' or '-' (at most 64)",
+    r"^[^\W_][\w .-]{0,63}\Z",
+    error=N_(
+        "A letter or digit, then letters, digits, spaces, '_', '.' or '-' (at most 64 characters)."
+    ),
 )
 _COORD = fields.Float(allow_nan=False, validate=validate.Range(min=0, max=1e6))
 

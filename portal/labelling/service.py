@@ -30,7 +30,9 @@ from portal.datasets.models import DatasetVersion, Source
 from portal.datasets.preview import INLINE_IMAGES, media_type
 from portal.datasets.storage import Budget, copy_tree, files_under, write_archive
 from portal.errors import Conflict, NotFound, ValidationFailed
+from portal.i18n import gettext
 from portal.identity.models import User
+from portal.labelling import words
 from portal.labelling.formats import Format, Item, Shape, export
 from portal.labelling.models import Annotation, ItemStatus, Kind, LabelItem, LabelSet, LabelTask
 from portal.models import utcnow
@@ -54,20 +56,20 @@ def label_sets_query(access: Access, project_id: int | None = None) -> Select[An
 def get_label_set(session: Session, access: Access, set_id: int) -> LabelSet:
     row = session.get(LabelSet, set_id)
     if row is None or not access.on_project(project_of(session, row.project_id)):
-        raise NotFound("label set not found")
+        raise NotFound(gettext("Label set not found."))
     return row
 
 
 def project_of(session: Session, project_id: int) -> Project:
     project = session.get(Project, project_id)
     if project is None:  # pragma: no cover - rows cascade with their project
-        raise NotFound("project not found")
+        raise NotFound(gettext("Project not found."))
     return project
 
 
 def _labels(names: Sequence[str]) -> list[str]:
     if len(set(names)) != len(names):
-        raise ValidationFailed({"labels": ["labels must be unique"]})
+        raise ValidationFailed({"labels": [gettext("Each label may appear only once.")]})
     return list(names)
 
 
@@ -76,7 +78,13 @@ def create_label_set(session: Session, access: Access, data: Mapping[str, Any]) 
     if session.scalar(
         select(LabelSet.id).where(LabelSet.project_id == project.id, LabelSet.name == data["name"])
     ):
-        raise Conflict(f"label set {data['name']!r} exists in {project.name}")
+        raise Conflict(
+            gettext(
+                "Project %(project)s already has a label set named %(name)s.",
+                project=project.name,
+                name=data["name"],
+            )
+        )
     row = LabelSet(project_id=project.id, name=data["name"], labels=_labels(data["labels"]))
     session.add(row)
     session.flush()
@@ -107,7 +115,9 @@ def update_label_set(
         )
         gone = sorted(used - set(new))
         if gone:
-            raise Conflict(f"labels in use cannot be removed: {', '.join(gone)}")
+            raise Conflict(
+                gettext("Labels in use cannot be removed: %(labels)s.", labels=", ".join(gone))
+            )
         row.labels = new
     record(
         session, access.user, "labelset.update", "label_set", row.id,
@@ -128,7 +138,7 @@ def get_task(session: Session, access: Access, task_id: int, perm: Perm | None =
     """A task of a project the caller holds any permission on (``perm`` when given)."""
     task = session.get(LabelTask, task_id)
     if task is None or not access.on_project(project_of(session, task.project_id)):
-        raise NotFound("labelling task not found")
+        raise NotFound(gettext("Labelling task not found."))
     if perm is not None:
         _project(session, access, task.project_id, perm)
     return task
@@ -141,7 +151,9 @@ def create_task(
     project = _project(session, access, data["project_id"], Perm.PROJECT_MANAGE)
     label_set = get_label_set(session, access, data["label_set_id"])
     if label_set.project_id != project.id:
-        raise ValidationFailed({"label_set_id": ["the label set belongs to another project"]})
+        raise ValidationFailed(
+            {"label_set_id": [gettext("The label set belongs to another project.")]}
+        )
     version = datasets.version_by_id(session, access, data["dataset_version_id"])
     images = [
         e
@@ -149,9 +161,13 @@ def create_task(
         if media_type(e.path) in INLINE_IMAGES
     ]
     if not images:
-        raise ValidationFailed({"dataset_version_id": ["the version holds no images"]})
+        raise ValidationFailed(
+            {"dataset_version_id": [gettext("The dataset version holds no images.")]}
+        )
     if len(images) > MAX_ITEMS:
-        raise ValidationFailed({"dataset_version_id": [f"more than {MAX_ITEMS} images"]})
+        raise ValidationFailed(
+            {"dataset_version_id": [gettext("A task holds at most %(n)d images.", n=MAX_ITEMS)]}
+        )
     task = LabelTask(
         project_id=project.id,
         name=data["name"],
@@ -218,7 +234,7 @@ def get_item(
     task = get_task(session, access, task_id, perm)
     item = session.get(LabelItem, item_id)
     if item is None or item.task_id != task.id:
-        raise NotFound("item not found")
+        raise NotFound(gettext("Item not found."))
     return task, item
 
 
@@ -257,7 +273,7 @@ def next_item(session: Session, access: Access, task_id: int) -> LabelItem | Non
         if claimed.rowcount == 1:  # type: ignore[attr-defined]
             session.refresh(item)
             return item
-    raise Conflict("other annotators took the next items; try again")
+    raise Conflict(gettext("Other annotators took the next items. Try again."))
 
 
 # ---------------------------------------------------------------------------- annotating
@@ -267,18 +283,31 @@ def _check_shape(i: int, a: Mapping[str, Any], labels: Sequence[str], item: Labe
     low, high = wanted[Kind(kind)]
     where = f"annotations.{i}"
     if a["label"] not in labels:
-        raise ValidationFailed({where: [f"label {a['label']!r} is not in the label set"]})
+        message = gettext("The label %(label)s is not in the label set.", label=a["label"])
+        raise ValidationFailed({where: [message]})
     if not low <= len(points) <= high:
-        raise ValidationFailed({where: [f"a {kind} has {low} to {high} points, not {len(points)}"]})
+        message = gettext(
+            "%(kind)s needs %(low)d to %(high)d points, not %(n)d.",
+            kind=words.shape(kind),
+            low=low,
+            high=high,
+            n=len(points),
+        )
+        raise ValidationFailed({where: [message]})
     for x, y in points:
         if not (0 <= x <= item.width and 0 <= y <= item.height):
-            raise ValidationFailed(
-                {where: [f"point ({x}, {y}) outside the {item.width}x{item.height} image"]}
+            message = gettext(
+                "The point (%(x)s, %(y)s) is outside the image (%(width)d by %(height)d pixels).",
+                x=x,
+                y=y,
+                width=item.width,
+                height=item.height,
             )
+            raise ValidationFailed({where: [message]})
     if kind == Kind.BBOX and (points[0][0] == points[1][0] or points[0][1] == points[1][1]):
-        raise ValidationFailed({where: ["a box needs a width and a height"]})
+        raise ValidationFailed({where: [gettext("A box needs a width and a height.")]})
     if kind == Kind.POLYGON and _area(points) == 0:
-        raise ValidationFailed({where: ["a polygon needs an area"]})
+        raise ValidationFailed({where: [gettext("A polygon needs an area.")]})
 
 
 def _area(points: Sequence[Sequence[float]]) -> float:
@@ -297,7 +326,7 @@ def save_annotations(
     """Replace an item's annotations (all of them, in one transaction)."""
     task, item = get_item(session, access, task_id, item_id, Perm.JOBS_SUBMIT)
     if item.status == ItemStatus.ACCEPTED:
-        raise Conflict("the item was accepted in review; a reviewer must reject it first")
+        raise Conflict(gettext("The item was accepted in review: a reviewer must reject it first."))
     labels = task.label_set.labels
     for i, a in enumerate(shapes):
         _check_shape(i, a, labels, item)
@@ -330,7 +359,7 @@ def review(
 ) -> LabelItem:
     task, item = get_item(session, access, task_id, item_id, Perm.PROJECT_MANAGE)
     if item.status == ItemStatus.NEW:
-        raise Conflict("the item has no annotations to review yet")
+        raise Conflict(gettext("The item has no annotations to review yet."))
     item.status = (
         ItemStatus.ACCEPTED.value if data["decision"] == "accept" else ItemStatus.REJECTED.value
     )
@@ -361,8 +390,12 @@ def _export_items(session: Session, task: LabelTask, only_accepted: bool) -> lis
         )
         items.append(Item(row.path, row.width, row.height, shapes))
     if not items:
-        which = "accepted" if only_accepted else "annotated"
-        raise ValidationFailed({"only_accepted": [f"no {which} item to export"]})
+        message = (
+            gettext("No accepted item to export.")
+            if only_accepted
+            else gettext("No annotated item to export.")
+        )
+        raise ValidationFailed({"only_accepted": [message]})
     return items
 
 
@@ -408,5 +441,6 @@ def export_version(
 
     return datasets.new_version(
         session, access, settings, target, fill=fill, source=Source.LABELS,
-        note=data.get("note") or f"{fmt.value} export of {task.name}",
+        note=data.get("note")
+        or gettext("%(format)s export of %(task)s", format=words.FORMATS[fmt], task=task.name),
     )  # fmt: skip

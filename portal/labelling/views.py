@@ -12,6 +12,7 @@ from portal.datasets.preview import media_type
 from portal.datasets.schemas import VersionSchema
 from portal.datasets.service import Settings
 from portal.errors import NotFound
+from portal.i18n import gettext
 from portal.labelling import service
 from portal.labelling.formats import Format
 from portal.labelling.models import LabelItem, LabelSet, LabelTask
@@ -113,7 +114,7 @@ class NextItem(AuthedView):
         """The first item still to annotate (new or rejected)."""
         item = service.next_item(session(), current_access(), task_id)
         if item is None:
-            raise NotFound("nothing left to annotate")
+            raise NotFound(gettext("Nothing is left to annotate in this task."))
         return item
 
 

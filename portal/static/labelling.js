@@ -1,5 +1,6 @@
 // The annotation canvas of the labelling page: boxes, polygons, points and image classes,
 // drawn over the image, kept in image pixels and saved through the portal's JSON API.
+// Every text it shows comes from the page (#labelling-i18n), in the reader's language.
 (function () {
   "use strict";
   const root = document.getElementById("labeller");
@@ -9,6 +10,7 @@
   const list = document.getElementById("shapes");
   const message = document.getElementById("message");
   const labels = JSON.parse(root.dataset.labels);
+  const T = JSON.parse(document.getElementById("labelling-i18n").textContent);
   const readonly = root.dataset.readonly === "1";
   const COLORS = ["#e53935", "#1e88e5", "#43a047", "#fb8c00", "#8e24aa", "#00acc1", "#6d4c41", "#d81b60", "#7cb342"];
   const MAX_W = 900, MAX_H = 640;
@@ -22,6 +24,29 @@
   let scale = 1;
   const image = new Image();
 
+  // "%(num)d" and "%(name)s" placeholders, as the portal's catalogue writes them
+  function fill(text, params) {
+    return text.replace(/%\((\w+)\)[sd]/g, function (all, name) {
+      return params[name] === undefined ? all : String(params[name]);
+    });
+  }
+
+  function word(table, value) { return table[value] === undefined ? value : table[value]; }
+
+  function showStatus(value) { document.getElementById("status").textContent = word(T.statuses, value); }
+
+  // a refusal's message (already in the reader's language) and its fields' messages
+  function problem(data, fallback) {
+    const fields = data.errors ? (data.errors.json || data.errors) : {};
+    const details = [];
+    (function walk(value) {
+      if (typeof value === "string") details.push(value);
+      else if (Array.isArray(value)) value.forEach(walk);
+      else if (value && typeof value === "object") Object.keys(value).forEach(function (k) { walk(value[k]); });
+    }(fields));
+    return [data.message || fallback].concat(details).join(" ");
+  }
+
   function say(text, isError) {
     message.textContent = text;
     message.className = isError ? "error" : "";
@@ -33,12 +58,11 @@
       credentials: "same-origin",
       headers: { "Content-Type": "application/json", "X-CSRFToken": root.dataset.csrf },
       body: body === undefined ? undefined : JSON.stringify(body),
+    }).catch(function () {
+      throw new Error(T.failed);  // the browser's own words for a lost connection are English
     }).then(function (r) {
       return r.json().catch(function () { return {}; }).then(function (data) {
-        if (!r.ok) {
-          const detail = data.errors ? JSON.stringify(data.errors.json || data.errors) : "";
-          throw new Error((data.message || r.statusText) + (detail ? " " + detail : ""));
-        }
+        if (!r.ok) throw new Error(problem(data, T.failed));
         return data;
       });
     });
@@ -107,12 +131,13 @@
       const li = document.createElement("li");
       li.dataset.kind = s.kind;
       const pts = s.points.map(function (p) { return "(" + p[0] + "," + p[1] + ")"; }).join(" ");
-      li.textContent = s.kind + " " + s.label + " " + pts + " ";
+      li.textContent = word(T.shapes, s.kind) + " " + s.label + " " + pts + " ";
       if (!readonly) {
         const del = document.createElement("button");
         del.type = "button";
         del.textContent = "×";
-        del.title = "delete";
+        del.title = T.delete;
+        del.setAttribute("aria-label", T.delete);
         del.addEventListener("click", function () { shapes.splice(i, 1); draw(); });
         li.appendChild(del);
       }
@@ -206,8 +231,8 @@
       return { kind: s.kind, label: s.label, points: s.points };
     }) };
     return api("PUT", root.dataset.api, body).then(function (item) {
-      document.getElementById("status").textContent = item.status;
-      say("Saved " + shapes.length + " annotations.", false);
+      showStatus(item.status);
+      say(fill(shapes.length === 1 ? T.saved_one : T.saved_many, { num: shapes.length }), false);
       return item;
     });
   }
@@ -222,11 +247,11 @@
 
   function review(decision) {
     if (!root.dataset.review) return;
-    const note = decision === "reject" ? (window.prompt("Why is it rejected?") || "") : "";
+    const note = decision === "reject" ? (window.prompt(T.reject_why) || "") : "";
     api("POST", root.dataset.review, { decision: decision, note: note })
       .then(function (item) {
-        document.getElementById("status").textContent = item.status;
-        say("Item " + item.status + ".", false);
+        showStatus(item.status);
+        say(word(T.reviewed, item.status), false);
       })
       .catch(function (err) { say(err.message, true); });
   }

@@ -375,13 +375,13 @@ def test_export_becomes_a_dataset_version(env: Env, task: Task) -> None:
     review(env, "erin", task, "img/a.png", "reject")
     r = env.api("alice").post(f"{API}/tasks/{task.id}/export", json=fresh)
     assert r.status_code == 422
-    assert "no accepted item" in json.dumps(r.json)
+    assert "No accepted item" in json.dumps(r.json)
     assert env.api("alice").get(f"/api/v1/datasets/{empty}/versions").json == []
 
 
 def test_export_of_an_unlabelled_task_is_a_clear_error(env: Env, task: Task) -> None:
     status, body = export(env, "alice", task, "coco")
     assert status == 422
-    assert "no annotated item" in json.dumps(body)
+    assert "No annotated item" in json.dumps(body)
     status, body = export(env, "alice", task, "csv")
     assert status == 422
