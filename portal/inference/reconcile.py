@@ -33,6 +33,7 @@ from sqlalchemy.orm import Session
 from portal.authz import Access, load_access
 from portal.control.book import JobBook
 from portal.errors import Conflict, DomainError, NotFound, SlurmUnavailable
+from portal.i18n import gettext
 from portal.identity.models import User
 from portal.inference.models import Device, InferenceService, Replica, ServiceState
 from portal.inference.plan import (
@@ -128,7 +129,7 @@ def _row(svc: InferenceService, index: int | None) -> Replica | None:
 def _owner(session: Session, svc: InferenceService) -> Access:
     owner = session.get(User, svc.owner_id)
     if owner is None or not owner.active:
-        raise Conflict("the service's owner is no longer active")
+        raise Conflict(gettext("The service's owner is no longer active."))
     return load_access(session, owner)
 
 
@@ -218,7 +219,8 @@ def _submit(
         row = _row(svc, step.index) or row
         row.failures += 1
         row.retry_at = now + backoff(row.failures)
-        row.last_error = f"could not start: {exc.message}"[:1000]
+        # outside a request: in the site's language (docs/i18n.md)
+        row.last_error = gettext("Could not start: %(reason)s", reason=exc.message)[:1000]
         return
     row = _row(svc, step.index) or row
     row.job_id, row.url = job_id, None

@@ -35,13 +35,16 @@ from portal.errors import (
     ValidationFailed,
     envelope,
 )
+from portal.i18n import gettext
 from portal.inference.models import Device, InferenceService, Replica, ServiceState
 from portal.registry import runs
+from portal.registry import words as registry_words
 from portal.registry.access import Level, now
 from portal.registry.models import VersionStatus
 from portal.registry.service import version_by_id
 from portal.tenancy.models import Project
 from portal.tenancy.service import get_project
+from translations import N_
 
 MAX_REPLICAS = 8
 
@@ -80,9 +83,10 @@ def check_ips(values: list[str]) -> list[str]:
         try:
             nets.append(str(ipaddress.ip_network(value, strict=False)))
         except ValueError:
-            raise ValidationFailed(
-                {"allow_ips": [f"{value!r} is not an address or CIDR"]}
-            ) from None
+            message = gettext(
+                "%(value)s is neither an IP address nor a network (CIDR).", value=value
+            )
+            raise ValidationFailed({"allow_ips": [message]}) from None
     return nets
 
 
@@ -112,13 +116,15 @@ def get_service(
     svc = session.get(InferenceService, service_id)
     project = session.get(Project, svc.project_id) if svc else None
     if svc is None or project is None or svc.state == ServiceState.DELETING:
-        raise NotFound("inference service not found")
+        raise NotFound(gettext("Inference service not found."))
     perms = access.on_project(project)
     owner = svc.owner_id == access.user_id
     if not owner and Perm.PROJECT_READ not in perms and not access.platform_admin:
-        raise NotFound("inference service not found")
+        raise NotFound(gettext("Inference service not found."))
     if manage and not (owner or Perm.PROJECT_MANAGE in perms or access.platform_admin):
-        raise Forbidden("only the service's owner or the project's managers change it")
+        raise Forbidden(
+            gettext("Only the service's owner or the project's managers may change it.")
+        )
     return svc
 
 
@@ -130,7 +136,13 @@ def create(
     model's files are staged for its replicas here; the reconciler submits them."""
     version = version_by_id(session, access, data["version_id"], Level.READ)
     if version.status in (VersionStatus.TRAINING, VersionStatus.FAILED) or not version.storage:
-        raise Conflict(f"version {version.number} is {version.status}: nothing to serve")
+        raise Conflict(
+            gettext(
+                "Version %(number)d is %(status)s: there is nothing to serve yet.",
+                number=version.number,
+                status=registry_words.status(version.status),
+            )
+        )
     runs.preset_of(version.model)
     project = get_project(
         session, access, data.get("project_id") or version.model.project_id, Perm.JOBS_SUBMIT
@@ -142,9 +154,20 @@ def create(
         )
     )
     if taken == ServiceState.DELETING:
-        raise Conflict(f"A service named {name} is still being deleted. Try again in a moment.")
+        raise Conflict(
+            gettext(
+                "A service named %(name)s is still being deleted. Try again in a moment.",
+                name=name,
+            )
+        )
     if taken:
-        raise Conflict(f"project {project.name} already has a service named {name}")
+        raise Conflict(
+            gettext(
+                "Project %(project)s already has a service named %(name)s.",
+                project=project.name,
+                name=name,
+            )
+        )
     device, gpus, shards = _device(data)
     token = "svc_" + secrets.token_urlsafe(24)
     workdir = runs.new_workdir(access.username)
@@ -166,7 +189,7 @@ def create(
             workdir=str(workdir),
         )
         if expired_now(svc):
-            raise ValidationFailed({"expires_at": ["in the future"]})
+            raise ValidationFailed({"expires_at": [gettext("The expiry must be in the future.")]})
         session.add(svc)
         session.flush()
         _audit(session, access, "inference.create", svc, after=svc.audit_view())
@@ -185,7 +208,10 @@ def _device(data: Mapping[str, Any]) -> tuple[str, int, int]:
     if device == Device.FRACTION:
         shards = int(data.get("shards") or 8)
         if not 1 <= shards <= 31:
-            raise ValidationFailed({"shards": ["1-31 (k/32 of a card); 32 is a whole card: gpu"]})
+            message = gettext(
+                "From 1 to 31 shards (k/32 of a card); 32 shards are a whole card: choose GPU."
+            )
+            raise ValidationFailed({"shards": [message]})
         return device, 0, shards
     return Device.CPU.value, 0, 0
 
@@ -203,7 +229,8 @@ def edit(
         svc.allow_ips = check_ips(data["allow_ips"])
     if "expires_at" in data:
         if data["expires_at"] is not None and data["expires_at"] <= now():
-            raise ValidationFailed({"expires_at": ["in the future (or null: no expiry)"]})
+            message = gettext("The expiry must be in the future (or empty: no expiry).")
+            raise ValidationFailed({"expires_at": [message]})
         svc.expires_at = data["expires_at"]
         if svc.state == ServiceState.EXPIRED:
             svc.state = ServiceState.STOPPED.value
@@ -221,7 +248,7 @@ def set_state(
     cancelled and a decrypted model copy dropped)."""
     svc = get_service(session, access, service_id, manage=True)
     if state == ServiceState.RUNNING and expired_now(svc):
-        raise Conflict("the service has expired: set a later expiry first")
+        raise Conflict(gettext("The service has expired: set a later expiry first."))
     before = svc.state
     svc.state = state.value
     _audit(
@@ -279,7 +306,7 @@ def _allowed(svc: InferenceService, remote: str | None) -> bool:
     return any(addr in ipaddress.ip_network(net) for net in svc.allow_ips)
 
 
-STARTING = "The service is starting: no replica is ready yet. Try again in a moment."
+STARTING = N_("The service is starting: no replica is ready yet. Try again in a moment.")
 
 
 def call(
@@ -300,16 +327,30 @@ def call(
         or not token
         or not hmac.compare_digest(svc.token_hash, _hash(token))
     ):
-        raise NotFound("inference service not found (or wrong token)")
+        raise NotFound(gettext("Inference service not found (or a wrong token)."))
     if not _allowed(svc, remote):
-        raise Forbidden(f"{remote} is not on the service's IP allow-list")
+        raise Forbidden(
+            gettext("%(address)s is not on the service's IP allow-list.", address=remote)
+        )
+    return forward(session, svc, path, body)
+
+
+def try_call(session: Session, access: Access, service_id: int, body: Any) -> tuple[int, Any]:
+    """A prediction asked for on the service's page by someone who may read the service: the
+    portal's session lets them in, not the token, so the IP allow-list (which guards the
+    token's calls from programs) does not apply; it is counted like any call."""
+    return forward(session, get_service(session, access, service_id), "predict", body)
+
+
+def forward(session: Session, svc: InferenceService, path: str, body: Any) -> tuple[int, Any]:
+    """A call to a ready replica of ``svc``, counted; the caller has been let in."""
     if svc.state == ServiceState.EXPIRED or expired_now(svc):
-        raise Gone("the service has expired")
+        raise Gone(gettext("The service has expired."))
     if svc.state != ServiceState.RUNNING:
-        raise Unavailable("the service is stopped")
+        raise Unavailable(gettext("The service is stopped."))
     ready = [r for r in svc.replica_rows if r.url and r.index < svc.replicas]
     if not ready:
-        raise Unavailable(STARTING)
+        raise Unavailable(gettext(STARTING))
     replica = ready[svc.calls % len(ready)]
     url, ok = replica.url, True
     try:
@@ -322,7 +363,9 @@ def call(
         status, payload = resp.status_code, resp.json()
         ok = status < 500
     except (httpx.HTTPError, ValueError) as exc:
-        message = f"replica {replica.index} did not answer: {exc}"
+        message = gettext(
+            "Replica %(index)d did not answer: %(reason)s", index=replica.index, reason=exc
+        )
         status, payload, ok = 502, envelope(502, "bad_gateway", message), False
         # the reconciler reads its address again (unless it has moved on meanwhile)
         session.execute(

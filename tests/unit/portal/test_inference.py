@@ -304,7 +304,7 @@ def test_pages_import_deploy_scale_stop_delete(reg: Env) -> None:  # noqa: F811
     assert r.status_code == 302
     svc_url = r.headers["Location"]
     detail = client.get(svc_url).get_data(as_text=True)
-    assert "The service token (shown once): svc_" in detail
+    assert "The service token, shown only this once: svc_" in detail
     service_id = int(svc_url.rsplit("/", 1)[1])
     r = client.post(f"/inference/{service_id}/scale", data={"replicas": 2, "csrf_token": token})
     assert r.status_code == 302

@@ -162,7 +162,7 @@ def test_a_refused_replica_says_why_and_backs_off(reg: Env) -> None:  # noqa: F8
     svc = deploy(reg)
     [replica] = svc["replica_jobs"]
     assert (replica["job_id"], replica["failures"]) == (None, 1)
-    assert replica["last_error"].startswith("could not start: Slurm refused the job")
+    assert replica["last_error"].startswith("Could not start: Slurm refused the job")
     assert svc["health"] == "failing"
     reg.slurm.reject = None
     assert reconcile(reg) == []  # backing off
