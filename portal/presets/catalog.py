@@ -42,6 +42,10 @@ class Preset:
         return json.loads(path.read_text()) if path.is_file() else None
 
     def card(self) -> str:
+        """The model card a preset's first version starts with, in the reader's language (the
+        importer's: the card is then the model's own, to edit)."""
+        from portal.i18n import gettext
+
         meta: dict[str, Any] = {
             "license": self.license,
             "pipeline_tag": self.task,
@@ -51,32 +55,46 @@ class Preset:
         if self.mirror:
             meta["base_model"] = self.mirror
         weights = (
-            f"Weights come from the offline mirror (`{self.mirror}` under the mirror directory); "
-            "nothing is downloaded when a job runs."
+            gettext(
+                "Weights come from the offline mirror (`%(mirror)s` under the mirror "
+                "directory); nothing is downloaded when a job runs.",
+                mirror=self.mirror,
+            )
             if self.mirror
-            else "Trained from data installed with scikit-learn; no weights to download."
+            else gettext("Trained from data installed with scikit-learn; no weights to download.")
         )
-        body = [f"# {self.title}", "", self.summary, "", "## Weights", "", weights, ""]
+        body = [f"# {gettext(self.title)}", "", gettext(self.summary), ""]
+        body += [f"## {gettext('Weights')}", "", weights, ""]
         results = self.results()
         if results:
             m = results["metrics"]
+            head = (
+                gettext("Accuracy"),
+                gettext("F1 score (macro)"),
+                gettext("Precision"),
+                gettext("Recall"),
+                gettext("Samples"),
+            )
+            command = f"`python -m portal.presets.runtime selftest --preset {self.name}`"
             body += [
-                "## Evaluation (published)",
+                f"## {gettext('Evaluation (published)')}",
                 "",
-                "| accuracy | F1 (macro) | precision | recall | samples |",
+                "| " + " | ".join(head) + " |",
                 "| --- | --- | --- | --- | --- |",
                 f"| {m['accuracy']:.4f} | {m['f1']:.4f} | {m['precision']:.4f} "
                 f"| {m['recall']:.4f} | {m['samples']} |",
                 "",
-                f"Measured by `python -m portal.presets.runtime selftest --preset {self.name}`.",
+                gettext("Measured by %(command)s.", command=command),
                 "",
             ]
         body += [
-            "## Use",
+            f"## {gettext('Use')}",
             "",
-            "Import the preset into a project, then fine-tune, evaluate and deploy it from the "
-            "registry; the served API takes and returns the JSON described by the input and "
-            "output schemas.",
+            gettext(
+                "Import the preset into a project, then fine-tune, evaluate and deploy it from "
+                "the registry; the served API takes and returns the JSON described by the input "
+                "and output schemas."
+            ),
         ]
         return compose(meta, "\n".join(body))
 

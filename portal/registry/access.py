@@ -19,6 +19,7 @@ from sqlalchemy.orm import Session
 
 from portal.authz import Access, Perm
 from portal.errors import Forbidden, NotFound
+from portal.i18n import gettext
 from portal.models import utcnow
 from portal.registry.models import (
     GranteeKind,
@@ -28,6 +29,7 @@ from portal.registry.models import (
     Visibility,
 )
 from portal.tenancy.models import Project
+from translations import N_
 
 
 class Level(IntEnum):
@@ -86,13 +88,26 @@ def require(session: Session, access: Access, model: RegisteredModel | None, nee
     """The caller's level on ``model``; invisible models are not found, visible ones that the
     caller may not change are forbidden."""
     if model is None:
-        raise NotFound("model not found")
+        raise NotFound(gettext("Model not found."))
     have = level(session, access, model)
     if have == Level.NONE:
-        raise NotFound("model not found")
+        raise NotFound(gettext("Model not found."))
     if have < need:
-        raise Forbidden(f"{need.name.lower()} access to model {model.name} needed")
+        raise Forbidden(
+            gettext(
+                "This needs %(level)s access to model %(name)s.",
+                level=gettext(NEEDED[need]),
+                name=model.name,
+            )
+        )
     return have
+
+
+NEEDED = {
+    Level.READ: N_("read"),
+    Level.WRITE: N_("write"),
+    Level.ADMIN: N_("admin"),
+}
 
 
 def visible_filter(access: Access) -> ColumnElement[bool]:

@@ -17,6 +17,7 @@ import yaml
 from markdown_it import MarkdownIt
 
 from portal.errors import ValidationFailed
+from portal.i18n import gettext
 
 MAX_CARD = 256 * 1024
 ACTIVE_TAGS = frozenset(
@@ -69,21 +70,25 @@ class _ActiveContent(HTMLParser):
 def split(text: str) -> Card:
     """The YAML header (between ``---`` lines at the top) and the Markdown body."""
     if len(text.encode()) > MAX_CARD:
-        raise ValidationFailed({"card": [f"at most {MAX_CARD // 1024} KiB"]})
+        message = gettext("A model card has at most %(n)d KiB.", n=MAX_CARD // 1024)
+        raise ValidationFailed({"card": [message]})
     if "\x00" in text:
-        raise ValidationFailed({"card": ["NUL characters are not allowed"]})
+        raise ValidationFailed({"card": [gettext("NUL characters are not allowed.")]})
     lines = text.splitlines(keepends=True)
     if not lines or lines[0].strip() != "---":
         return Card({}, text)
     end = next((i for i, line in enumerate(lines[1:], 1) if line.strip() in ("---", "...")), None)
     if end is None:
-        raise ValidationFailed({"card": ["the YAML header starts with --- but never ends"]})
+        message = gettext("The YAML header starts with --- but never ends.")
+        raise ValidationFailed({"card": [message]})
     try:
         meta = yaml.safe_load("".join(lines[1:end])) or {}
     except yaml.YAMLError as exc:
-        raise ValidationFailed({"card": [f"the YAML header does not parse: {exc}"]}) from None
+        message = gettext("The YAML header does not parse: %(reason)s", reason=exc)
+        raise ValidationFailed({"card": [message]}) from None
     if not isinstance(meta, dict):
-        raise ValidationFailed({"card": ["the YAML header is a mapping (key: value lines)"]})
+        message = gettext("The YAML header must be a mapping (key: value lines).")
+        raise ValidationFailed({"card": [message]})
     return Card(_plain(meta), "".join(lines[end + 1 :]))
 
 
@@ -106,9 +111,8 @@ def check(text: str) -> Card:
     parser.close()
     if parser.found:
         found = ", ".join(dict.fromkeys(parser.found))
-        raise ValidationFailed(
-            {"card": [f"the model card may not contain active content: {found}"]}
-        )
+        message = gettext("A model card may not contain active content: %(found)s.", found=found)
+        raise ValidationFailed({"card": [message]})
     return card
 
 

@@ -25,7 +25,7 @@ from portal import userdirs
 from portal.control.book import JobBook
 from portal.errors import Conflict, ValidationFailed
 from portal.models import utcnow
-from portal.registry import storage
+from portal.registry import storage, words
 from portal.registry.models import EvalState, Evaluation, ModelVersion, VersionStatus
 from portal.registry.runs import IMAGE_MAX_BYTES, REPORT_MAX_BYTES, log_tail
 from portal.registry.service import protect
@@ -127,7 +127,8 @@ def finish_version(session: Session, version: ModelVersion, job: Job) -> None:
             protect(session, version.model)
     else:
         version.status = VersionStatus.FAILED.value
-        version.tags = {**version.tags, "error": f"job {version.job_id} {job.state.value}"}
+        why = words.job_end(version.job_id, job.state.value, job.exit_code, "")
+        version.tags = {**version.tags, "error": why[:256]}
     session.commit()
     userdirs.remove_run(workdir)
 
@@ -157,9 +158,9 @@ def finish_evaluation(session: Session, row: Evaluation, job: Job) -> None:
             version.metrics = {**row.metrics, "evaluation_id": row.id}
     else:
         row.state = EvalState.FAILED.value
-        exit_code = f", exit code {job.exit_code}" if job.exit_code is not None else ""
-        why = log_tail(workdir, owner) or "no output"
-        row.message = f"job {row.job_id} {state.value}{exit_code}: {why}"[:1000]
+        # written by the daemon: in the site's language (docs/i18n.md)
+        why = log_tail(workdir, owner)
+        row.message = words.job_end(row.job_id, state.value, job.exit_code, why)[:1000]
     row.finished_at = utcnow()
     session.commit()
     userdirs.remove_run(workdir)

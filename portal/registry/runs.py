@@ -25,10 +25,11 @@ from sqlalchemy.orm import Session
 from portal import userdirs
 from portal.authz import Access
 from portal.errors import Conflict, ValidationFailed
+from portal.i18n import gettext
 from portal.jobs import service as jobs
 from portal.presets.catalog import Preset
 from portal.presets.catalog import get as get_preset
-from portal.registry import storage
+from portal.registry import storage, words
 from portal.registry.access import Level
 from portal.registry.models import (
     Evaluation,
@@ -67,8 +68,11 @@ def preset_of(model: RegisteredModel) -> Preset:
     preset = get_preset(model.preset or "")
     if preset is None or not preset.runnable:
         raise Conflict(
-            f"model {model.name} has no job templates here: import a runnable preset "
-            "(GET /api/v1/presets?runnable=true)"
+            gettext(
+                "Model %(name)s has no job templates here: import a preset that runs here "
+                "(GET /api/v1/presets?runnable=true).",
+                name=model.name,
+            )
         )
     return preset
 
@@ -121,9 +125,10 @@ def dataset_mount(
     try:
         version = dataset_version(session, access, dataset_version_id)
     except NotFound:
-        raise ValidationFailed(
-            {"dataset_version_id": [f"no dataset version {dataset_version_id} you can read"]}
-        ) from None
+        message = gettext(
+            "There is no dataset version %(id)s that you can read.", id=dataset_version_id
+        )
+        raise ValidationFailed({"dataset_version_id": [message]}) from None
     return [{"name": name, "path": version.path, "mode": "ro", "kind": "data"}]
 
 
@@ -186,7 +191,13 @@ def evaluate(
 ) -> Evaluation:
     version = get_version(session, access, model_id, number, Level.WRITE)
     if version.status in (VersionStatus.TRAINING, VersionStatus.FAILED) or not version.storage:
-        raise Conflict(f"version {number} is {version.status}: nothing to evaluate yet")
+        raise Conflict(
+            gettext(
+                "Version %(number)d is %(status)s: there is nothing to evaluate yet.",
+                number=number,
+                status=words.status(version.status),
+            )
+        )
     preset = preset_of(version.model)
     workdir = new_workdir(access.username)
     try:
@@ -259,11 +270,11 @@ def confusion_png(session: Session, access: Access, evaluation_id: int) -> Path:
     row = session.get(Evaluation, evaluation_id)
     version = session.get(ModelVersion, row.version_id) if row else None
     if row is None or version is None:
-        raise NotFound("evaluation not found")
+        raise NotFound(gettext("Evaluation not found."))
     require(session, access, version.model, Level.READ)
     path = storage.root() / "evaluations" / f"{row.id}.png"
     if not path.is_file():
-        raise NotFound("the evaluation has no confusion matrix (yet)")
+        raise NotFound(gettext("The evaluation has no confusion matrix (yet)."))
     return path
 
 

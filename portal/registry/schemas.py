@@ -6,9 +6,11 @@ from marshmallow import Schema, fields, validate
 
 from portal.registry.models import GranteeKind, ShareMode, VersionStatus, Visibility
 from portal.schemas import ident, name, text
+from translations import N_
 
 _ALIAS = validate.Regexp(
-    r"^[A-Za-z][A-Za-z0-9_-]{0,63}$", error="a letter, then letters, digits, _ -"
+    r"^[A-Za-z][A-Za-z0-9_-]{0,63}$",
+    error=N_("A letter, then letters, digits, _ or - (at most 64 characters)."),
 )
 _TAGS = fields.Dict(
     keys=fields.String(validate=[validate.Length(min=1, max=64)]),

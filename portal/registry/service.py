@@ -15,8 +15,10 @@ from sqlalchemy.orm import Session
 from portal.audit.service import record
 from portal.authz import Access, Perm
 from portal.errors import Conflict, NotFound, ValidationFailed
+from portal.i18n import gettext
+from portal.presets import texts
 from portal.presets.catalog import get as get_preset
-from portal.registry import cards, storage
+from portal.registry import cards, storage, words
 from portal.registry.access import Level, crosses_tenants, require, visible_filter
 from portal.registry.models import (
     ModelVersion,
@@ -73,16 +75,23 @@ def get_model(
 def create_model(session: Session, access: Access, data: Mapping[str, Any]) -> RegisteredModel:
     project = get_project(session, access, data["project_id"], Perm.JOBS_SUBMIT)
     if not NAME.match(data["name"]):
-        raise ValidationFailed(
-            {"name": ["letters, digits, _ . - (at most 64), a letter or digit first"]}
+        message = gettext(
+            "Letters, digits, _ . - (at most 64 characters), a letter or digit first."
         )
+        raise ValidationFailed({"name": [message]})
     taken = session.scalar(
         select(RegisteredModel.id).where(
             RegisteredModel.project_id == project.id, RegisteredModel.name == data["name"]
         )
     )
     if taken:
-        raise Conflict(f"project {project.name} already has a model named {data['name']}")
+        raise Conflict(
+            gettext(
+                "Project %(project)s already has a model named %(name)s.",
+                project=project.name,
+                name=data["name"],
+            )
+        )
     model = RegisteredModel(
         project_id=project.id,
         project=project,
@@ -181,7 +190,9 @@ def _refuse_if_served(session: Session, version_ids: list[int]) -> None:
         )
     )
     if served:
-        raise Conflict(f"inference service {served} serves it: stop the service first")
+        raise Conflict(
+            gettext("Inference service %(name)s serves it: stop the service first.", name=served)
+        )
     # a stopped or deleted service whose replicas the reconciler has not cancelled yet: its
     # row must outlive them, or they would run on with nobody to stop them
     stopping = session.scalar(
@@ -191,8 +202,11 @@ def _refuse_if_served(session: Session, version_ids: list[int]) -> None:
     )
     if stopping:
         raise Conflict(
-            f"The replicas of inference service {stopping} are still stopping. "
-            "Try again in a moment."
+            gettext(
+                "The replicas of inference service %(name)s are still stopping. "
+                "Try again in a moment.",
+                name=stopping,
+            )
         )
 
 
@@ -215,14 +229,16 @@ def get_version(
         select(ModelVersion).where(ModelVersion.model_id == model.id, ModelVersion.number == number)
     )
     if version is None:
-        raise NotFound(f"model {model.name} has no version {number}")
+        raise NotFound(
+            gettext("Model %(name)s has no version %(number)d.", name=model.name, number=number)
+        )
     return version
 
 
 def version_by_id(session: Session, access: Access, version_id: int, need: Level) -> ModelVersion:
     version = session.get(ModelVersion, version_id)
     if version is None:
-        raise NotFound("model version not found")
+        raise NotFound(gettext("Model version not found."))
     require(session, access, version.model, need)
     return version
 
@@ -304,7 +320,7 @@ def upload_version(
         try:
             get_job(session, access, port, data["job_id"])  # lineage names a job one may see
         except NotFound:
-            message = "no job of yours or your projects' has this id"
+            message = gettext("No job of yours or of your projects has this number.")
             raise ValidationFailed({"job_id": [message]}) from None
     if data.get("card"):
         cards.check(data["card"])  # before the upload is written anywhere
@@ -339,27 +355,25 @@ def import_version(
     model, _ = get_model(session, access, model_id, Level.WRITE)
     path = Path(data["path"])
     if not path.is_absolute() or ".." in path.parts:
-        raise ValidationFailed({"path": ["an absolute path without .."]})
+        raise ValidationFailed({"path": [gettext("Give an absolute path without “..”.")]})
     real = path.resolve()
     if not any(real.is_relative_to(r) for r in _import_roots()):
-        raise ValidationFailed(
-            {"path": ["not under an import root (MODEL_IMPORT_ROOTS, the mirror)"]}
+        message = gettext(
+            "The directory is not under an import root (the site's mirror or MODEL_IMPORT_ROOTS)."
         )
+        raise ValidationFailed({"path": [message]})
     if not real.is_dir():
-        raise ValidationFailed({"path": ["no such directory"]})
+        raise ValidationFailed({"path": [gettext("There is no such directory.")]})
     if (real / "configuration.json").is_file():
         source = Source.MODELSCOPE
     elif (real / "config.json").is_file() or (real / "README.md").is_file():
         source = Source.HUGGINGFACE
     else:
-        raise ValidationFailed(
-            {
-                "path": [
-                    "neither a Hugging Face (config.json) nor a ModelScope "
-                    "(configuration.json) layout"
-                ]
-            }
+        message = gettext(
+            "The directory is neither a Hugging Face (config.json) nor a ModelScope "
+            "(configuration.json) layout."
         )
+        raise ValidationFailed({"path": [message]})
     readme = real / "README.md"
     card = readme.read_text(errors="replace") if readme.is_file() else ""
     cards.check(card)
@@ -381,11 +395,17 @@ def import_preset(session: Session, access: Access, data: Mapping[str, Any]) -> 
 
     preset = get_preset(data["preset"])
     if preset is None:
-        raise NotFound(f"no preset named {data['preset']!r} (GET /api/v1/presets)")
+        raise NotFound(
+            gettext("There is no preset named %(name)s (GET /api/v1/presets).", name=data["preset"])
+        )
     if preset.mirror and not (storage.mirror() / preset.mirror).is_dir():
         raise Conflict(
-            f"{preset.mirror} is not in the offline mirror {storage.mirror()}: "
-            "the site copies it there from a hub first"
+            gettext(
+                "%(repo)s is not in the offline mirror %(mirror)s: the site copies it there "
+                "from a hub first.",
+                repo=preset.mirror,
+                mirror=storage.mirror(),
+            )
         )
     model = create_model(
         session,
@@ -393,7 +413,7 @@ def import_preset(session: Session, access: Access, data: Mapping[str, Any]) -> 
         {
             "project_id": data["project_id"],
             "name": data.get("name") or preset.name,
-            "description": preset.summary[:1000],
+            "description": texts.summary(preset)[:1000],
             "task": preset.task,
             "framework": preset.framework,
             "preset": preset.name,
@@ -420,7 +440,13 @@ def update_version(
     before = {"status": version.status, "tags": dict(version.tags)}
     if "status" in data:
         if version.status in (VersionStatus.TRAINING, VersionStatus.FAILED):
-            raise Conflict(f"version {number} is {version.status}")
+            raise Conflict(
+                gettext(
+                    "Version %(number)d is %(status)s: its status cannot be changed.",
+                    number=number,
+                    status=words.status(version.status),
+                )
+            )
         version.status = data["status"]
     if "tags" in data:
         version.tags = {**version.tags, **data["tags"]}
@@ -456,11 +482,15 @@ def delete_version(session: Session, access: Access, model_id: int, number: int)
 def artifact(session: Session, access: Access, model_id: int, number: int, path: str) -> Path:
     version = get_version(session, access, model_id, number, Level.READ)
     if not any(f["path"] == path for f in version.files):
-        raise NotFound(f"version {number} has no file {path}")
+        raise NotFound(
+            gettext("Version %(number)d has no file %(path)s.", number=number, path=path)
+        )
     if version.encrypted:
         raise Conflict(
-            "the artifacts of a model shared across tenants are encrypted at rest and "
-            "decrypted only for jobs; evaluate, fine-tune or deploy it instead"
+            gettext(
+                "The files of a model shared across tenants are encrypted at rest and "
+                "decrypted only for jobs: evaluate, fine-tune or deploy it instead."
+            )
         )
     return storage.root() / version.storage / path
 

@@ -12,6 +12,7 @@ from sqlalchemy.orm import Session
 
 from portal.authz import Access
 from portal.errors import Conflict, NotFound, ValidationFailed
+from portal.i18n import gettext
 from portal.identity.models import User
 from portal.registry.access import Level, now
 from portal.registry.models import (
@@ -23,6 +24,7 @@ from portal.registry.models import (
 )
 from portal.registry.service import audit_model, get_model, get_version, protect
 from portal.tenancy.models import Domain, Project
+from translations import N_
 
 
 # ---------------------------------------------------------------------- aliases
@@ -59,7 +61,7 @@ def delete_alias(session: Session, access: Access, model_id: int, alias: str) ->
         select(ModelAlias).where(ModelAlias.model_id == model_id, ModelAlias.alias == alias)
     )
     if row is None:
-        raise NotFound(f"model {model.name} has no alias {alias}")
+        raise NotFound(no_alias(model.name, alias))
     session.delete(row)
     audit_model(session, access, "model.alias.delete", model, before={"alias": alias})
     session.commit()
@@ -73,8 +75,12 @@ def resolve_alias(session: Session, access: Access, model_id: int, alias: str) -
         .where(ModelAlias.model_id == model.id, ModelAlias.alias == alias)
     )
     if version is None:
-        raise NotFound(f"model {model.name} has no alias {alias}")
+        raise NotFound(no_alias(model.name, alias))
     return version
+
+
+def no_alias(model: str, alias: str) -> str:
+    return gettext("Model %(name)s has no alias %(alias)s.", name=model, alias=alias)
 
 
 # ---------------------------------------------------------------------- shares
@@ -83,10 +89,18 @@ def shares(session: Session, access: Access, model_id: int) -> list[ModelShare]:
     return list(session.scalars(select(ModelShare).where(ModelShare.model_id == model.id)))
 
 
+NO_GRANTEE = {
+    GranteeKind.USER: N_("There is no user with the id %(id)d."),
+    GranteeKind.PROJECT: N_("There is no project with the id %(id)d."),
+    GranteeKind.DOMAIN: N_("There is no domain with the id %(id)d."),
+}
+
+
 def _check_grantee(session: Session, kind: str, grantee_id: int) -> None:
     table = {GranteeKind.USER: User, GranteeKind.PROJECT: Project, GranteeKind.DOMAIN: Domain}
     if session.get(table[GranteeKind(kind)], grantee_id) is None:
-        raise ValidationFailed({"grantee_id": [f"no {kind} with id {grantee_id}"]})
+        message = gettext(NO_GRANTEE[GranteeKind(kind)], id=grantee_id)
+        raise ValidationFailed({"grantee_id": [message]})
 
 
 def share(session: Session, access: Access, model_id: int, data: Mapping[str, Any]) -> ModelShare:
@@ -94,7 +108,8 @@ def share(session: Session, access: Access, model_id: int, data: Mapping[str, An
     _check_grantee(session, data["grantee_kind"], data["grantee_id"])
     expires: datetime | None = data.get("expires_at")
     if expires is not None and expires <= now():
-        raise ValidationFailed({"expires_at": ["in the future (or leave it out: no expiry)"]})
+        message = gettext("The expiry must be in the future (or left out: no expiry).")
+        raise ValidationFailed({"expires_at": [message]})
     row = session.scalar(
         select(ModelShare).where(
             ModelShare.model_id == model.id,
@@ -116,7 +131,7 @@ def share(session: Session, access: Access, model_id: int, data: Mapping[str, An
         session.flush()
     except IntegrityError:
         session.rollback()
-        raise Conflict("the share changed meanwhile; try again") from None
+        raise Conflict(gettext("The share changed meanwhile. Try again.")) from None
     protect(session, model)
     audit_model(
         session,
@@ -138,7 +153,7 @@ def unshare(session: Session, access: Access, model_id: int, share_id: int) -> N
     model, _ = get_model(session, access, model_id, Level.ADMIN)
     row = session.get(ModelShare, share_id)
     if row is None or row.model_id != model.id:
-        raise NotFound("share not found")
+        raise NotFound(gettext("Share not found."))
     audit_model(
         session,
         access,

@@ -30,7 +30,9 @@ from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from flask import current_app
 from werkzeug.utils import secure_filename
 
+from portal.datasets.words import size
 from portal.errors import Conflict, ValidationFailed
+from portal.i18n import gettext
 
 CHUNK = 1024 * 1024
 ENC = ".enc"
@@ -84,9 +86,9 @@ def _safe_name(name: str) -> PurePosixPath:
     """A relative member path without ``..``, absolute parts or odd characters."""
     path = PurePosixPath(name.replace("\\", "/"))
     if path.is_absolute() or not path.parts or ".." in path.parts:
-        raise _bad(f"archive member {name!r} points outside the archive")
+        raise _bad(gettext("The archive member %(name)s points outside the archive.", name=name))
     if any(not p.isprintable() or p.startswith("-") for p in path.parts):
-        raise _bad(f"archive member {name!r} has an unusable name")
+        raise _bad(gettext("The archive member %(name)s has an unusable name.", name=name))
     return path
 
 
@@ -99,10 +101,10 @@ def _extract_tar(archive: Path, dest: Path, limit: int) -> None:
             for m in members:
                 _safe_name(m.name)
                 if not (m.isfile() or m.isdir()):
-                    raise _bad(f"archive member {m.name!r} is a link or device; only files")
+                    raise _bad(not_a_file(m.name))
                 total += m.size
                 if total > limit:
-                    raise _bad(f"the archive unpacks to more than {limit} bytes")
+                    raise _bad(too_big_unpacked(limit))
             # member by member, not extractall(filter=...): that needs Python 3.11.4, and
             # Debian 12 has 3.11.2. Files get this process's umask, never the archive's owner
             for m in members:
@@ -113,11 +115,25 @@ def _extract_tar(archive: Path, dest: Path, limit: int) -> None:
                 target.parent.mkdir(parents=True, exist_ok=True)
                 source = tar.extractfile(m)
                 if source is None:  # pragma: no cover - isfile() was checked above
-                    raise _bad(f"archive member {m.name!r} has no data")
+                    raise _bad(not_a_file(m.name))
                 with source, target.open("wb") as out:
                     shutil.copyfileobj(source, out)
     except (tarfile.TarError, EOFError, OSError) as exc:
-        raise _bad(f"corrupt archive: {exc}") from None
+        raise _bad(corrupt(exc)) from None
+
+
+def not_a_file(name: str) -> str:
+    return gettext(
+        "The archive member %(name)s is a link or a device: only files are allowed.", name=name
+    )
+
+
+def too_big_unpacked(limit: int) -> str:
+    return gettext("The archive unpacks to more than %(limit)s.", limit=size(limit))
+
+
+def corrupt(reason: object) -> str:
+    return gettext("The archive is corrupt: %(reason)s", reason=reason)
 
 
 def _extract_zip(archive: Path, dest: Path, limit: int) -> None:
@@ -128,15 +144,15 @@ def _extract_zip(archive: Path, dest: Path, limit: int) -> None:
             for info in infos:
                 _safe_name(info.filename)
                 if stat.S_ISLNK(info.external_attr >> 16):
-                    raise _bad(f"archive member {info.filename!r} is a link; only files")
+                    raise _bad(not_a_file(info.filename))
                 total += info.file_size
                 if total > limit:
-                    raise _bad(f"the archive unpacks to more than {limit} bytes")
+                    raise _bad(too_big_unpacked(limit))
             if (broken := zf.testzip()) is not None:
-                raise _bad(f"corrupt archive: {broken} fails its CRC check")
+                raise _bad(corrupt(gettext("%(name)s fails its CRC check.", name=broken)))
             zf.extractall(dest)  # noqa: S202 -- every member name was checked above
     except (zipfile.BadZipFile, EOFError, OSError, ValueError) as exc:
-        raise _bad(f"corrupt archive: {exc}") from None
+        raise _bad(corrupt(exc)) from None
 
 
 def _save(stream: IO[bytes], target: Path, limit: int) -> None:
@@ -145,10 +161,10 @@ def _save(stream: IO[bytes], target: Path, limit: int) -> None:
         while chunk := stream.read(CHUNK):
             total += len(chunk)
             if total > limit:
-                raise _bad(f"the upload is larger than {limit} bytes")
+                raise _bad(gettext("The upload is larger than %(limit)s.", limit=size(limit)))
             out.write(chunk)
     if total == 0:
-        raise _bad("the upload is empty")
+        raise _bad(gettext("The upload is empty."))
 
 
 def stage_upload(stream: IO[bytes], filename: str) -> Staged:
@@ -156,7 +172,7 @@ def stage_upload(stream: IO[bytes], filename: str) -> Staged:
     limit = int(current_app.config["MODEL_UPLOAD_MAX_BYTES"])
     name = secure_filename(filename or "")
     if not name:
-        raise _bad("the upload needs a file name")
+        raise _bad(gettext("The upload needs a file name."))
     staged = Staged(_incoming())
     try:
         files = staged.path / "files"
@@ -193,7 +209,8 @@ def stage_directory(source: Path) -> Staged:
                 continue  # .git, .cache, .gitattributes
             real = path.resolve()
             if not real.is_relative_to(base) and not real.is_relative_to(mirror().resolve()):
-                raise ValidationFailed({"path": [f"{rel} links outside the model directory"]})
+                message = gettext("%(path)s links outside the model directory.", path=rel)
+                raise ValidationFailed({"path": [message]})
             if real.is_file():
                 (files / rel).parent.mkdir(parents=True, exist_ok=True)
                 shutil.copyfile(real, files / rel)
@@ -223,7 +240,7 @@ def stage_files(contents: dict[str, bytes]) -> Staged:
 def stage_job_output(out: Path) -> Staged:
     """What a training job wrote to its output directory."""
     if not out.is_dir() or not any(out.iterdir()):
-        raise Conflict("the job left no model files")
+        raise Conflict(gettext("The job left no model files."))
     return stage_directory(out)
 
 
@@ -231,7 +248,7 @@ def _finish(staged: Staged) -> None:
     files = staged.path / "files"
     manifest = list(manifest_of(files))
     if not manifest:
-        raise _bad("no files in the upload")
+        raise _bad(gettext("There are no files in the upload."))
     staged.files = manifest
     staged.size = sum(f["size"] for f in manifest)
     staged.sha256 = manifest_hash(manifest)
@@ -269,7 +286,7 @@ def count_parameters(files: Path) -> int | None:
             with np.load(path, allow_pickle=False) as npz:
                 total += sum(int(npz[k].size) for k in npz.files)
         except (ValueError, OSError, zipfile.BadZipFile) as exc:
-            raise _bad(f"corrupt weights file {path.name}: {exc}") from None
+            raise _bad(corrupt_weights(path.name, exc)) from None
         seen = True
     return total if seen else None
 
@@ -288,14 +305,18 @@ def _safetensors_elements(path: Path) -> int:
             if k != "__metadata__"
         )
     except (struct.error, ValueError, KeyError, TypeError) as exc:
-        raise _bad(f"corrupt weights file {path.name}: {exc}") from None
+        raise _bad(corrupt_weights(path.name, exc)) from None
+
+
+def corrupt_weights(name: str, reason: object) -> str:
+    return gettext("The weights file %(name)s is corrupt: %(reason)s", name=name, reason=reason)
 
 
 def place(staged: Staged, final: Path) -> None:
     """Move staged files into their version directory (one rename)."""
     final.parent.mkdir(parents=True, exist_ok=True)
     if final.exists():
-        raise Conflict(f"artifacts already exist at {final}")
+        raise Conflict(gettext("Files already exist at %(path)s.", path=final))
     os.replace(staged.path / "files", final)
     staged.discard()
 
@@ -335,9 +356,13 @@ def decrypt_to(path: Path, key: Fernet, dest: Path, files: list[dict[str, Any]])
         try:
             data = key.decrypt(source.read_bytes())
         except (InvalidToken, OSError) as exc:
-            raise Conflict(f"artifact {entry['path']} cannot be decrypted: {exc!r}") from None
+            message = gettext(
+                "The file %(path)s cannot be decrypted: %(reason)r", path=entry["path"], reason=exc
+            )
+            raise Conflict(message) from None
         if hashlib.sha256(data).hexdigest() != entry["sha256"]:
-            raise Conflict(f"artifact {entry['path']} does not match its checksum")
+            message = gettext("The file %(path)s does not match its checksum.", path=entry["path"])
+            raise Conflict(message)
         target = dest / entry["path"]
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(data)

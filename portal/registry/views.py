@@ -8,6 +8,7 @@ from flask import Response, send_file
 from sqlalchemy import func, select
 
 from portal.errors import NotFound
+from portal.i18n import gettext
 from portal.identity.models import User
 from portal.pagination import PageParams, page_of_query
 from portal.presets.catalog import get as get_preset
@@ -316,7 +317,7 @@ class PresetByName(AuthedView):
     def get(self, name: str) -> dict[str, Any]:
         preset = get_preset(name)
         if preset is None:
-            raise NotFound(f"no preset {name}")
+            raise NotFound(gettext("There is no preset named %(name)s.", name=name))
         return {**preset.describe(), "card": preset.card(), "templates": preset.templates(python())}
 
 

@@ -421,8 +421,8 @@ def _bad_upload(env: Env, model_id: int, data: bytes, name: str, message: str, *
 
 def test_bad_uploads_get_a_clear_error_and_leave_nothing(reg: Env, tmp_path: Path) -> None:
     m = make_model(reg)
-    _bad_upload(reg, m, b"\x1f\x8b\x08\x00garbage", "m.tar.gz", "corrupt archive")
-    _bad_upload(reg, m, b"PK\x03\x04 not a zip", "m.zip", "corrupt archive")
+    _bad_upload(reg, m, b"\x1f\x8b\x08\x00garbage", "m.tar.gz", "The archive is corrupt")
+    _bad_upload(reg, m, b"PK\x03\x04 not a zip", "m.zip", "The archive is corrupt")
     _bad_upload(reg, m, targz({"../escape.txt": b"x"}), "m.tar.gz", "outside the archive")
     _bad_upload(reg, m, targz({"/etc/passwd": b"x"}), "m.tgz", "outside the archive")
     buf = io.BytesIO()
@@ -431,7 +431,8 @@ def test_bad_uploads_get_a_clear_error_and_leave_nothing(reg: Env, tmp_path: Pat
         link.type, link.linkname = tarfile.SYMTYPE, "/etc/shadow"
         tar.addfile(link)
     _bad_upload(reg, m, buf.getvalue(), "m.tar", "is a link")
-    _bad_upload(reg, m, b"\xff" * 16, "model.safetensors", "corrupt weights file")
+    corrupt = "weights file model.safetensors is corrupt"
+    _bad_upload(reg, m, b"\xff" * 16, "model.safetensors", corrupt)
     _bad_upload(reg, m, b"", "empty.bin", "empty")
     _bad_upload(
         reg,
@@ -446,7 +447,7 @@ def test_bad_uploads_get_a_clear_error_and_leave_nothing(reg: Env, tmp_path: Pat
     )
     reg.app.config["MODEL_UPLOAD_MAX_BYTES"] = 1000
     try:
-        _bad_upload(reg, m, bytes(1001), "big.bin", "larger than 1000 bytes")
+        _bad_upload(reg, m, bytes(1001), "big.bin", "larger than 1,000 B")
         _bad_upload(
             reg, m, targz({"a.bin": bytes(900), "b.bin": bytes(900)}), "m.tar.gz", "unpacks to more"
         )
@@ -473,7 +474,7 @@ def test_lineage_names_only_a_job_the_uploader_may_see(env: Env, reg: Env) -> No
     alice = env.api("alice")
     r = upload(alice, model, b"w", "w.bin", job_id=str(theirs))
     assert r.status_code == 422, r.json
-    assert "no job of yours" in r.json["errors"]["json"]["job_id"][0]
+    assert "No job of yours" in r.json["errors"]["json"]["job_id"][0]
     assert upload(alice, model, b"w", "w.bin", job_id=str(2**40)).status_code == 422
     r = upload(alice, model, b"w", "w.bin", job_id=str(mine))
     assert r.status_code == 201, r.json

@@ -104,7 +104,7 @@ def test_fine_tune_then_evaluate_and_compare(reg: Env) -> None:  # noqa: F811
     reconcile(reg)
     rows = alice.get(f"/api/v1/models/{model_id}/evaluations").json
     assert [(e["version"], e["state"]) for e in rows] == [(2, "succeeded"), (2, "failed")]
-    assert "FAILED" in rows[1]["message"]
+    assert f"Job {r.json['job_id']} failed." in rows[1]["message"]
     assert alice.get(f"/api/v1/models/{model_id}/versions/2").json["metrics"] == version["metrics"]
     # nothing to evaluate in a version that is still training or failed
     r = alice.post(f"/api/v1/models/{model_id}/versions/2/fine-tune", json={})
@@ -147,7 +147,7 @@ def test_jobs_need_write_access_and_a_runnable_preset(reg: Env) -> None:  # noqa
     upload(alice, plain.json["id"], targz({"w.bin": b"x"}), "m.tar.gz")
     r = alice.post(f"/api/v1/models/{plain.json['id']}/versions/1/evaluations", json={})
     assert r.status_code == 409
-    assert "runnable preset" in r.json["message"]
+    assert "a preset that runs here" in r.json["message"]
     # Slurm refusing the job leaves no version and no work directory behind
     reg.slurm.reject = "Invalid account"
     r = alice.post(f"/api/v1/models/{model_id}/versions/1/fine-tune", json={})
