@@ -10,7 +10,7 @@ the same transaction; a month is billed once.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from decimal import ROUND_HALF_EVEN, Decimal
 
 from sqlalchemy import func, or_, select
@@ -27,22 +27,38 @@ from accounting.billing_models import (
     PricePlan,
 )
 from accounting.models import UCS_PER_CARD_HOUR, Rollup
-from accounting.report import month_start
+from accounting.report import month_start, next_month
+from translations import N_, Message
 
 CENT = Decimal("0.01")
 HOURS = Decimal("0.0001")
 
 
 class BillingError(ValueError):
-    """A billing request that cannot be done, with why."""
+    """A billing request that cannot be done; ``message`` says why in any language."""
+
+    def __init__(self, message: Message) -> None:
+        super().__init__(str(message))
+        self.message = message
+
+
+def _refuse(msgid: str, **params: object) -> BillingError:
+    return BillingError(Message.of(msgid, **params))
 
 
 @dataclass(frozen=True, slots=True)
 class Line:
+    """A bill line: ``description`` in English; ``item`` (``package``, ``gpu``, ``npu``,
+    ``cpu``, ``mem``, ``storage``), ``model`` (a card model, or the package's name) and
+    ``in_package`` say what it is, for a reader's language (:func:`accounting.labels.item`)."""
+
     description: str
     quantity: Decimal
     unit_price: Decimal
     amount: Decimal
+    item: str = ""
+    model: str = ""
+    in_package: bool = False
 
 
 def _money(x: Decimal) -> Decimal:
@@ -52,7 +68,7 @@ def _money(x: Decimal) -> Decimal:
 def account_of(session: Session, tenant: str) -> BillingAccount:
     acct = session.scalar(select(BillingAccount).where(BillingAccount.tenant == tenant))
     if acct is None:
-        raise BillingError(f"{tenant!r} has no billing account")
+        raise _refuse(N_("%(tenant)s has no billing account."), tenant=tenant)
     return acct
 
 
@@ -60,7 +76,8 @@ def plan_of(session: Session, acct: BillingAccount) -> PricePlan:
     """The account's price plan (the foreign key keeps it; a row gone meanwhile is an error)."""
     plan = session.get(PricePlan, acct.plan_id)
     if plan is None:
-        raise BillingError(f"{acct.tenant!r} is on a price plan that no longer exists")
+        gone = N_("%(tenant)s is on a price plan that no longer exists.")
+        raise _refuse(gone, tenant=acct.tenant)
     return plan
 
 
@@ -94,7 +111,7 @@ def _rate(rates: dict[tuple[str, str], Decimal], resource: str, model: str) -> D
     rate = rates.get((resource, model), rates.get((resource, "")))
     if rate is None:
         what = f"{resource}:{model}" if model else resource
-        raise BillingError(f"the price plan has no rate for {what}")
+        raise _refuse(N_("The price plan has no rate for %(what)s."), what=what)
     return rate
 
 
@@ -119,9 +136,8 @@ def price_month(session: Session, acct: BillingAccount, month: datetime) -> list
     package = session.get(Package, acct.package_id) if acct.package_id else None
     left = package.included_card_hours if package else Decimal(0)
     if package:
-        lines.append(
-            Line(f"package {package.name}", Decimal(1), package.monthly_fee, package.monthly_fee)
-        )
+        fee = package.monthly_fee
+        lines.append(Line(f"package {package.name}", Decimal(1), fee, fee, "package", package.name))
     cards = sorted(hours.items(), key=lambda kv: -_rate(rates, *kv[0]))
     for (resource, model), exact in cards:
         rate = _rate(rates, resource, model)
@@ -130,9 +146,11 @@ def price_month(session: Session, acct: BillingAccount, month: datetime) -> list
         left -= covered
         name = f"{resource.upper()} card-hours{f' ({model})' if model else ''}"
         if covered:
-            lines.append(Line(f"{name}, in package", covered, Decimal(0), Decimal(0)))
+            zero = Decimal(0)
+            lines.append(Line(f"{name}, in package", covered, zero, zero, resource, model, True))
         if used - covered:
-            lines.append(Line(name, used - covered, rate, _money((used - covered) * rate)))
+            amount = _money((used - covered) * rate)
+            lines.append(Line(name, used - covered, rate, amount, resource, model))
     for resource, seconds, unit, name in (
         ("cpu", cpu_s, 3600, "CPU-hours"),
         ("mem", mem_s, 3600 * 1024, "memory GiB-hours"),
@@ -140,7 +158,7 @@ def price_month(session: Session, acct: BillingAccount, month: datetime) -> list
         per_hour = rates.get((resource, ""))
         if seconds and per_hour is not None:
             qty = (Decimal(seconds) / unit).quantize(HOURS)
-            lines.append(Line(name, qty, per_hour, _money(qty * per_hour)))
+            lines.append(Line(name, qty, per_hour, _money(qty * per_hour), resource))
     if acct.storage_gib and plan.storage_price:
         lines.append(
             Line(
@@ -148,9 +166,24 @@ def price_month(session: Session, acct: BillingAccount, month: datetime) -> list
                 acct.storage_gib,
                 plan.storage_price,
                 _money(acct.storage_gib * plan.storage_price),
+                "storage",
             )
         )
     return lines
+
+
+def check_in_effect(plan: PricePlan, month: datetime) -> None:
+    """A month is billed on a plan only if it overlaps the days the plan is in effect."""
+    first, last = month.date(), (next_month(month) - timedelta(days=1)).date()
+    if (plan.effective_from and last < plan.effective_from) or (
+        plan.effective_until and first > plan.effective_until
+    ):
+        raise _refuse(
+            N_("%(month)s is outside the days the price plan %(plan)s is in effect (%(days)s)."),
+            month=f"{month:%Y-%m}",
+            plan=plan.name,
+            days=f"{plan.effective_from or '…'} / {plan.effective_until or '…'}",
+        )
 
 
 def post_bill(
@@ -164,9 +197,10 @@ def post_bill(
     transaction); a month already billed, or not over yet, is refused."""
     start = month_start(month.astimezone(UTC))
     if start >= month_start(now or datetime.now(UTC)):
-        raise BillingError(f"{start:%Y-%m} is not over yet")
+        raise _refuse(N_("%(month)s is not over yet."), month=f"{start:%Y-%m}")
     acct = account_of(session, tenant)
     plan = plan_of(session, acct)
+    check_in_effect(plan, start)
     lines = price_month(session, acct, start)
     total = sum((ln.amount for ln in lines), Decimal(0))
     bill = Bill(account_id=acct.id, month=start, currency=plan.currency, total=total)
@@ -175,11 +209,16 @@ def post_bill(
         session.flush()
     except IntegrityError as exc:
         session.rollback()
-        raise BillingError(f"{tenant} is already billed for {start:%Y-%m}") from exc
+        raise _refuse(
+            N_("%(tenant)s is already billed for %(month)s."), tenant=tenant, month=f"{start:%Y-%m}"
+        ) from exc
     session.add_all(
         BillLine(
             bill_id=bill.id,
             description=ln.description,
+            item=ln.item,
+            model=ln.model,
+            in_package=ln.in_package,
             quantity=ln.quantity,
             unit_price=ln.unit_price,
             amount=ln.amount,
@@ -202,9 +241,9 @@ def post_bill(
 def top_up(session: Session, tenant: str, amount: Decimal, actor: str, note: str = "") -> Decimal:
     """Credit a tenant's balance (a virtual top-up by an operator); returns the new balance."""
     if not isinstance(amount, Decimal) or not amount.is_finite() or amount <= 0:
-        raise BillingError(f"a top-up must be a positive amount, not {amount}")
+        raise _refuse(N_("A top-up must be a positive amount, not %(amount)s."), amount=amount)
     if amount != amount.quantize(CENT):
-        raise BillingError(f"{amount} has more than 2 decimal places")
+        raise _refuse(N_("%(amount)s has more than 2 decimal places."), amount=amount)
     acct = account_of(session, tenant)
     _move(
         session, acct, kind="topup", amount=amount, note=note or "top-up", actor=actor, bill_id=None

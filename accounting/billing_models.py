@@ -131,7 +131,8 @@ class BillLine(Base):
     description: Mapped[str] = mapped_column(String(128))
     #: ``package``, ``gpu``, ``npu``, ``cpu``, ``mem`` or ``storage``
     item: Mapped[str] = mapped_column(String(16), default="", server_default=text("''"))
-    model: Mapped[str] = mapped_column(String(32), default="", server_default=text("''"))
+    #: the card model of a ``gpu`` or ``npu`` line, the package's name of a ``package`` line
+    model: Mapped[str] = mapped_column(String(64), default="", server_default=text("''"))
     in_package: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     quantity: Mapped[Decimal] = mapped_column(Money())
     unit_price: Mapped[Decimal] = mapped_column(Money())

@@ -88,3 +88,31 @@ def when(t: datetime, locale: str | None, zone: tzinfo = UTC) -> str:
 def month(t: datetime, locale: str | None) -> str:
     """A calendar month the locale's way (``2026年11月``, ``Nov 2026``)."""
     return str(format_skeleton("yMMM", t, locale=_babel(locale)))
+
+
+#: what a bill line is, by its ``item`` (:class:`accounting.billing.Line`)
+ITEMS: dict[str, str] = {
+    "gpu": N_("GPU card-hours"),
+    "npu": N_("NPU card-hours"),
+    "cpu": N_("CPU core-hours"),
+    "mem": N_("Memory GiB-hours"),
+    "storage": N_("Storage GiB-months"),
+}
+_ITEM_MODEL = N_("%(item)s (%(model)s)")
+_IN_PACKAGE = N_("%(item)s, in the package")
+_PACKAGE = N_("Package %(name)s (monthly fee)")
+
+
+def item(locale: str | None, line: object) -> str:
+    """A bill line named in ``locale``, from what it is (``item``, ``model``, ``in_package``);
+    a line of a bill posted before lines said so keeps its stored English ``description``."""
+    kind = str(getattr(line, "item", "") or "")
+    model = str(getattr(line, "model", "") or "")
+    if kind == "package":
+        return gettext(locale, _PACKAGE, name=model)
+    if kind not in ITEMS:
+        return str(getattr(line, "description", ""))
+    text = gettext(locale, ITEMS[kind])
+    if model:
+        text = gettext(locale, _ITEM_MODEL, item=text, model=model)
+    return gettext(locale, _IN_PACKAGE, item=text) if getattr(line, "in_package", False) else text

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import date
 from decimal import Decimal, InvalidOperation
 from typing import Any, ClassVar, Final
 
@@ -20,19 +21,25 @@ from marshmallow import (
     validates_schema,
 )
 
+from translations import N_, Message
+
 RESOURCES: Final = ("gpu", "npu", "cpu", "mem")
 MAX_MONEY: Final = Decimal(1_000_000_000)
 _NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
 _CENT = Decimal("0.01")
-_NAME_RULE = "letters, digits, '.', '_' and '-', starting with a letter or digit"
+_NAME_RULE = N_("Only letters, digits, '.', '_' and '-', starting with a letter or digit.")
+
+#: a field's message: a marked English text (a msgid), a sentence with values, or
+#: marshmallow's own English (which the portal translates as it translates the library's)
+Text = str | Message
 
 
 class PlanError(ValueError):
     """A plan document or account change that cannot be applied; ``errors`` maps each field
-    path (``prices[1].rate``) to its messages."""
+    path (``prices[1].rate``) to its messages, each in any language (``str()``: English)."""
 
-    def __init__(self, errors: Mapping[str, Sequence[str]]) -> None:
-        self.errors = {k: list(v) for k, v in errors.items()}
+    def __init__(self, errors: Mapping[str, Sequence[Text]]) -> None:
+        self.errors: dict[str, list[Text]] = {k: list(v) for k, v in errors.items()}
         super().__init__("; ".join(f"{k}: {m}" for k, ms in self.errors.items() for m in ms))
 
 
@@ -40,11 +47,13 @@ class MoneyField(fields.Field[Decimal]):
     """A non-negative Decimal with at most 6 places, from a string or an integer."""
 
     default_error_messages = {  # noqa: RUF012 (marshmallow's own class attribute)
-        "float": 'must be a decimal string such as "12.50" or an integer, not a float '
-        "(floats are not exact)",
-        "invalid": 'must be a decimal string such as "12.50" or an integer',
-        "range": "must be at least 0 and at most 1,000,000,000",
-        "places": "at most 6 decimal places",
+        "float": N_(
+            'Must be a decimal string such as "12.50" or an integer, not a float (floats are '
+            "not exact)."
+        ),
+        "invalid": N_('Must be a decimal string such as "12.50" or an integer.'),
+        "range": N_("Must be at least 0 and at most 1,000,000,000."),
+        "places": N_("At most 6 decimal places."),
     }
 
     # what the OpenAPI document states: a decimal string in range (an integer is taken too)
@@ -109,7 +118,7 @@ class _Rate(_Strict):
         load_default="",
         validate=[
             validate.Length(max=32),
-            _Whole(r"^[A-Za-z0-9._-]*$", error="letters, digits, '.', '_' and '-'"),
+            _Whole(r"^[A-Za-z0-9._-]*$", error=N_("Only letters, digits, '.', '_' and '-'.")),
         ],
     )
     rate = MoneyField(required=True)
@@ -117,7 +126,9 @@ class _Rate(_Strict):
     @validates_schema
     def _any_model(self, data: dict[str, Any], **kwargs: Any) -> None:
         if data.get("resource") in ("cpu", "mem") and data.get("model"):
-            raise ValidationError("cpu and mem rates apply to every node: leave model out", "model")
+            raise ValidationError(
+                N_("CPU and memory rates apply to every node: leave the model out."), "model"
+            )
 
 
 class _Package(_Strict):
@@ -136,11 +147,16 @@ class PlanSchema(_Strict):
     )
     currency = fields.String(
         load_default="CNY",
-        validate=_Whole(r"^[A-Z]{3}$", error="must be 3 upper-case letters (ISO 4217)"),
+        validate=_Whole(
+            r"^[A-Z]{3}$", error=N_("Must be 3 upper-case letters (ISO 4217), such as CNY.")
+        ),
     )
     storage_price = MoneyField(load_default=Decimal(0))
     prices = fields.List(fields.Nested(_Rate), required=True, validate=validate.Length(min=1))
     packages = fields.List(fields.Nested(_Package), load_default=list)
+    #: the first and last day the plan bills (ISO dates); left out: no limit
+    effective_from = fields.Date(load_default=None, allow_none=True)
+    effective_until = fields.Date(load_default=None, allow_none=True)
 
     @validates_schema
     def _no_duplicates(self, data: dict[str, Any], **kwargs: Any) -> None:
@@ -149,19 +165,29 @@ class PlanSchema(_Strict):
         for i, p in enumerate(data.get("prices", [])):
             key = (p["resource"], p["model"])
             if key in seen:
-                what = f"{key[0]}:{key[1]}" if key[1] else f"{key[0]} (any model)"
                 errors.setdefault("prices", {})[i] = [
-                    f"a second rate for {what} (the first is prices[{seen[key]}])"
+                    Message.of(
+                        N_("A second rate for %(what)s: the first is rate %(first)s."),
+                        what=f"{key[0]}:{key[1]}" if key[1] else key[0],
+                        first=seen[key] + 1,
+                    )
                 ]
             seen.setdefault(key, i)
         names: dict[str, int] = {}
         for i, k in enumerate(data.get("packages", [])):
             if k["name"] in names:
-                first = f"packages[{names[k['name']]}]"
                 errors.setdefault("packages", {})[i] = {
-                    "name": [f"a second package {k['name']!r} (the first is {first})"]
+                    "name": [
+                        Message.of(
+                            N_("A second package named %(name)s: package names must differ."),
+                            name=k["name"],
+                        )
+                    ]
                 }
             names.setdefault(k["name"], i)
+        first, last = data.get("effective_from"), data.get("effective_until")
+        if first and last and last < first:
+            errors["effective_until"] = [N_("The last day may not be before the first day.")]
         if errors:
             raise ValidationError(errors)
 
@@ -171,6 +197,8 @@ class PlanSchema(_Strict):
             name=data["name"],
             currency=data["currency"],
             storage_price=data["storage_price"],
+            effective_from=data["effective_from"],
+            effective_until=data["effective_until"],
             prices=tuple(
                 sorted(
                     (RateSpec(p["resource"], p["model"], p["rate"]) for p in data["prices"]),
@@ -216,12 +244,24 @@ class PlanSpec:
     storage_price: Decimal
     prices: tuple[RateSpec, ...]
     packages: tuple[PackageSpec, ...]
+    effective_from: date | None = None
+    effective_until: date | None = None
 
     def document(self) -> dict[str, Any]:
-        """The canonical document: money as text, a rate for any model without ``model``."""
+        """The canonical document: money as text, a rate for any model without ``model``,
+        the effective dates (ISO) only where the plan has them."""
+        dates = {
+            k: v.isoformat()
+            for k, v in (
+                ("effective_from", self.effective_from),
+                ("effective_until", self.effective_until),
+            )
+            if v is not None
+        }
         return {
             "name": self.name,
             "currency": self.currency,
+            **dates,
             "storage_price": money_text(self.storage_price),
             "prices": [
                 {"resource": p.resource, **({"model": p.model} if p.model else {})}
@@ -239,10 +279,10 @@ class PlanSpec:
         }
 
 
-def _paths(messages: Any, path: str = "") -> dict[str, list[str]]:
+def _paths(messages: Any, path: str = "") -> dict[str, list[Text]]:
     """marshmallow's nested messages -> ``{"prices[1].rate": [...]}``."""
     if isinstance(messages, Mapping):
-        out: dict[str, list[str]] = {}
+        out: dict[str, list[Text]] = {}
         for key, sub in messages.items():
             if key == "_schema":
                 child = path
@@ -253,15 +293,15 @@ def _paths(messages: Any, path: str = "") -> dict[str, list[str]]:
             for k, v in _paths(sub, child).items():
                 out.setdefault(k, []).extend(v)
         return out
-    if isinstance(messages, list | tuple) and all(isinstance(m, str) for m in messages):
-        return {path or "document": [str(m) for m in messages]}
+    if isinstance(messages, list | tuple) and all(isinstance(m, str | Message) for m in messages):
+        return {path or "document": list(messages)}
     if isinstance(messages, list | tuple):
         out = {}
         for m in messages:
             for k, v in _paths(m, path).items():
                 out.setdefault(k, []).extend(v)
         return out
-    return {path or "document": [str(messages)]}
+    return {path or "document": [messages if isinstance(messages, Message) else str(messages)]}
 
 
 def load_plan(raw: Any) -> PlanSpec:
@@ -269,7 +309,7 @@ def load_plan(raw: Any) -> PlanSpec:
     if isinstance(raw, PlanSpec):
         return raw
     if not isinstance(raw, Mapping):
-        raise PlanError({"document": ["a plan document must be a mapping"]})
+        raise PlanError({"document": [N_("A plan document must be a mapping of its fields.")]})
     try:
         spec: PlanSpec = PlanSchema().load(dict(raw))
     except ValidationError as exc:
@@ -282,7 +322,8 @@ def parse_plan(text: str) -> PlanSpec:
     try:
         raw = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise PlanError({"document": [f"not valid YAML or JSON: {exc}"]}) from exc
+        problem = Message.of(N_("This is not valid YAML or JSON: %(problem)s"), problem=exc)
+        raise PlanError({"document": [problem]}) from exc
     return load_plan(raw)
 
 

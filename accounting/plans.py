@@ -43,6 +43,7 @@ from accounting.plan_schema import (
     normalise,
     parse_plan,
 )
+from translations import N_, Message
 
 __all__ = [
     "KEEP",
@@ -77,7 +78,11 @@ class NotFoundError(LookupError):
 
 
 class AccountExists(ValueError):
-    """The tenant already has a billing account."""
+    """The tenant already has a billing account; ``message`` says so in any language."""
+
+    def __init__(self, tenant: str) -> None:
+        self.message = Message.of(N_("%(tenant)s already has a billing account."), tenant=tenant)
+        super().__init__(str(self.message))
 
 
 # ---------------------------------------------------------------------- plans in the database
@@ -95,6 +100,8 @@ def plan_spec(session: Session, name: str) -> PlanSpec:
         name=plan.name,
         currency=plan.currency,
         storage_price=plan.storage_price,
+        effective_from=plan.effective_from,
+        effective_until=plan.effective_until,
         prices=tuple(
             sorted((RateSpec(p.resource, p.model, p.rate) for p in prices), key=RateSpec.order)
         ),
@@ -145,6 +152,8 @@ def apply_plan(session: Session, doc: Any, *, commit: bool = True) -> PricePlan:
             session.add(plan)
         plan.currency = spec.currency
         plan.storage_price = spec.storage_price
+        plan.effective_from = spec.effective_from
+        plan.effective_until = spec.effective_until
         session.flush()
         _replace_packages(session, plan, spec.packages)
         session.execute(delete(Price).where(Price.plan_id == plan.id))
@@ -157,7 +166,10 @@ def apply_plan(session: Session, doc: Any, *, commit: bool = True) -> PricePlan:
             session.commit()
     except IntegrityError as exc:  # the same plan created at the same time
         session.rollback()
-        raise PlanError({"name": [f"{spec.name!r} changed meanwhile; apply it again"]}) from exc
+        again = Message.of(
+            N_("The plan %(name)s changed meanwhile; apply it again."), name=spec.name
+        )
+        raise PlanError({"name": [again]}) from exc
     except Exception:
         session.rollback()
         raise
@@ -181,8 +193,14 @@ def _replace_packages(session: Session, plan: PricePlan, wanted: Sequence[Packag
         raise PlanError(
             {
                 "packages": [
-                    f"package {name!r} is still used by {', '.join(tenants)}: "
-                    "move those accounts to another package first"
+                    Message.of(
+                        N_(
+                            "The package %(name)s is still used by %(tenants)s: move those "
+                            "accounts to another package first."
+                        ),
+                        name=name,
+                        tenants=", ".join(tenants),
+                    )
                     for name, tenants in sorted(in_use.items())
                 ]
             }
@@ -226,15 +244,30 @@ def _package_of(session: Session, plan: PricePlan, name: str | None) -> Package 
         offered = session.scalars(
             select(Package.name).where(Package.plan_id == plan.id).order_by(Package.name)
         ).all()
-        choice = f"it has {', '.join(offered)}" if offered else "it has no packages"
-        raise PlanError({"package": [f"plan {plan.name!r} has no package {name!r} ({choice})"]})
+        missing = (
+            Message.of(
+                N_("The plan %(plan)s has no package %(name)s (it has %(offered)s)."),
+                plan=plan.name,
+                name=name,
+                offered=", ".join(offered),
+            )
+            if offered
+            else Message.of(
+                N_("The plan %(plan)s has no package %(name)s (it has no packages)."),
+                plan=plan.name,
+                name=name,
+            )
+        )
+        raise PlanError({"package": [missing]})
     return package
 
 
 def _plan_named(session: Session, name: str) -> PricePlan:
     plan = _plan(session, name)
     if plan is None:
-        raise UnknownName({"plan": [f"no price plan named {name!r}"]})
+        raise UnknownName(
+            {"plan": [Message.of(N_("There is no price plan named %(name)s."), name=name)]}
+        )
     return plan
 
 
@@ -265,11 +298,13 @@ def open_account(
     """A billing account for ``tenant``, which ``tenant_exists`` must know, on ``plan``
     (committed unless ``commit=False``)."""
     if tenant in RESERVED:
-        raise PlanError({"tenant": [f"{tenant!r} is reserved by the billing API"]})
+        reserved = N_("The name %(name)s is reserved by the billing API.")
+        raise PlanError({"tenant": [Message.of(reserved, name=tenant)]})
     if not tenant_exists(tenant):
-        raise UnknownName({"tenant": [f"no domain or project named {tenant!r}"]})
+        unknown = N_("There is no domain or project named %(name)s.")
+        raise UnknownName({"tenant": [Message.of(unknown, name=tenant)]})
     if session.scalar(select(BillingAccount.id).where(BillingAccount.tenant == tenant)):
-        raise AccountExists(f"{tenant!r} already has a billing account")
+        raise AccountExists(tenant)
     price_plan = _plan_named(session, plan)
     pkg = _package_of(session, price_plan, package)
     acct = BillingAccount(tenant=tenant, plan_id=price_plan.id, package_id=pkg.id if pkg else None)
@@ -280,7 +315,7 @@ def open_account(
             session.commit()
     except IntegrityError as exc:  # opened at the same time
         session.rollback()
-        raise AccountExists(f"{tenant!r} already has a billing account") from exc
+        raise AccountExists(tenant) from exc
     return acct
 
 
@@ -308,9 +343,16 @@ def change_account(
             raise PlanError(
                 {
                     "package": [
-                        f"{tenant}'s package {current.name!r} belongs to plan "
-                        f"{_plan_name(session, current.plan_id)!r}: give a package of "
-                        f"{price_plan.name!r}, or none"
+                        Message.of(
+                            N_(
+                                "The package %(package)s of %(tenant)s belongs to the plan "
+                                "%(old)s: give a package of %(plan)s, or none."
+                            ),
+                            package=current.name,
+                            tenant=tenant,
+                            old=_plan_name(session, current.plan_id),
+                            plan=price_plan.name,
+                        )
                     ]
                 }
             )

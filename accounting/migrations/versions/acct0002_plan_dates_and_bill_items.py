@@ -25,7 +25,7 @@ def upgrade() -> None:
             sa.Column("item", sa.String(length=16), server_default=sa.text("''"), nullable=False)
         )
         batch_op.add_column(
-            sa.Column("model", sa.String(length=32), server_default=sa.text("''"), nullable=False)
+            sa.Column("model", sa.String(length=64), server_default=sa.text("''"), nullable=False)
         )
         batch_op.add_column(
             sa.Column("in_package", sa.Boolean(), server_default=sa.false(), nullable=False)

@@ -132,3 +132,45 @@ def test_unknown_tenant_and_open_month(session: Session) -> None:
         top_up(session, "nobody", D(1), actor="admin")
     with pytest.raises(BillingError, match="not over yet"):
         post_bill(session, "research", datetime(2026, 11, 3, tzinfo=UTC), now=NOW)
+
+
+def test_bill_lines_are_named_in_each_language(session: Session) -> None:
+    from accounting.labels import item
+
+    research = session.scalar(select(BillingAccount).where(BillingAccount.tenant == "research"))
+    assert research is not None
+    lines = price_month(session, research, OCT)
+    assert [item("zh_CN", ln) for ln in lines] == [
+        "套餐 starter（月费）",
+        "GPU 卡时（a100），套餐内",
+        "GPU 卡时（a100）",
+        "NPU 卡时（910b）",
+        "CPU 核时",
+        "内存 GiB·时",
+        "存储 GiB·月",
+    ]
+    assert [item("en", ln) for ln in lines][:2] == [
+        "Package starter (monthly fee)",
+        "GPU card-hours (a100), in the package",
+    ]
+    post_bill(session, "research", OCT, now=NOW)
+    stored = session.scalars(select(BillLine).order_by(BillLine.id)).all()
+    assert [item("zh_CN", ln) for ln in stored] == [item("zh_CN", ln) for ln in lines]
+    old = BillLine(description="GPU card-hours (a100)", item="")  # a bill from before
+    assert item("zh_CN", old) == "GPU card-hours (a100)"
+
+
+def test_a_month_outside_the_plans_days_is_not_billed(session: Session) -> None:
+    from datetime import date
+
+    plan = session.scalar(select(PricePlan).where(PricePlan.name == "standard"))
+    assert plan is not None
+    plan.effective_from = date(2026, 11, 1)
+    session.commit()
+    with pytest.raises(BillingError, match="outside the days the price plan standard") as err:
+        post_bill(session, "research", OCT, now=NOW)
+    assert "2026-11-01" in str(err.value)
+    assert "价格方案 standard" in err.value.message.render("zh_CN")
+    plan.effective_from, plan.effective_until = date(2026, 10, 31), date(2027, 1, 1)
+    session.commit()
+    assert post_bill(session, "research", OCT, now=NOW).total > 0  # the month overlaps

@@ -73,7 +73,7 @@ def test_bad_documents_exit_2_with_the_path(engine: Engine, tmp_path: Path) -> N
     path.write_text("name: standard\nprices:\n  - {resource: gpu, rate: 8.5}\n  - {resource: x}\n")
     res = run(engine, "plan", "apply", str(path))
     assert res.exit_code == 2
-    assert "prices[0].rate: must be a decimal string" in res.output
+    assert "prices[0].rate: Must be a decimal string" in res.output
     assert "prices[1].resource: Must be one of" in res.output
     assert "prices[1].rate: Missing data" in res.output
     with Session(engine) as s:
@@ -92,9 +92,9 @@ def test_account_errors_exit_2(engine: Engine, tmp_path: Path) -> None:
     path.write_text(json.dumps(DOC))
     assert run(engine, "plan", "apply", str(path)).exit_code == 0
     cases = [
-        (["account", "open", "ghost", "--plan", "standard"], "tenant: no domain or project"),
-        (["account", "open", "nlp", "--plan", "gold"], "plan: no price plan named 'gold'"),
-        (["account", "open", "nlp", "--plan", "standard", "--package", "x"], "package: plan"),
+        (["account", "open", "ghost", "--plan", "standard"], "tenant: There is no domain"),
+        (["account", "open", "nlp", "--plan", "gold"], "plan: There is no price plan named gold"),
+        (["account", "open", "nlp", "--plan", "standard", "--package", "x"], "package: The plan"),
         (["account", "open", "nlp"], "Missing option '--plan'"),
         (["account", "set", "nlp", "--plan", "standard"], "'nlp' has no billing account"),
         (["account", "set", "nlp"], "nothing to change"),
@@ -113,7 +113,7 @@ def test_account_errors_exit_2(engine: Engine, tmp_path: Path) -> None:
     path.write_text(json.dumps({**DOC, "packages": []}))
     res = run(engine, "plan", "apply", str(path))
     assert res.exit_code == 2
-    assert "packages: package 'lab-100' is still used by nlp" in res.output
+    assert "packages: The package lab-100 is still used by nlp" in res.output
     assert stored(engine) == normalise(DOC)
 
 
