@@ -28,6 +28,12 @@ class Source(StrEnum):
     WORKSPACE = "workspace"  # what jobs wrote into the rw mount
 
 
+class GranteeKind(StrEnum):
+    USER = "user"
+    PROJECT = "project"
+    DOMAIN = "domain"  # another tenant
+
+
 class Dataset(Base):
     __tablename__ = "datasets"
     __table_args__ = (UniqueConstraint("project_id", "name"),)
@@ -42,6 +48,9 @@ class Dataset(Base):
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
     project: Mapped[Project] = relationship(lazy="joined")
     owner: Mapped[User] = relationship(lazy="joined")
+    shares: Mapped[list[DatasetShare]] = relationship(
+        lazy="selectin", cascade="all, delete-orphan", passive_deletes=True
+    )
 
     def audit_view(self) -> dict[str, object]:
         return {
@@ -87,4 +96,32 @@ class DatasetVersion(Base):
             "size_bytes": self.size_bytes,
             "source": self.source,
             "origin": self.origin,
+        }
+
+
+class DatasetShare(Base):
+    """Read access to a dataset for a user, everyone who can read a project, or a domain (a
+    tenant), until ``expires_at`` (none: until withdrawn)."""
+
+    __tablename__ = "dataset_shares"
+    __table_args__ = (UniqueConstraint("dataset_id", "grantee_kind", "grantee_id"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    dataset_id: Mapped[int] = mapped_column(
+        ForeignKey("datasets.id", ondelete="CASCADE"), index=True
+    )
+    grantee_kind: Mapped[str] = mapped_column(String(16))
+    grantee_id: Mapped[int] = mapped_column(Integer)
+    expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    created_by_id: Mapped[int | None] = mapped_column(
+        ForeignKey("users.id", ondelete="SET NULL"), nullable=True
+    )
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+
+    def audit_view(self) -> dict[str, object]:
+        return {
+            "dataset_id": self.dataset_id,
+            "grantee_kind": self.grantee_kind,
+            "grantee_id": self.grantee_id,
+            "expires_at": self.expires_at,
         }
