@@ -22,6 +22,7 @@ from sqlalchemy.orm import Session
 from portal.audit.models import AuditEvent
 from portal.audit.words import SLURM_TARGETS, field_text
 from portal.i18n import EMPTY, gettext
+from portal.roles.texts import BUILTIN_NAMES
 
 #: kind of object -> (table, id column, name column)
 NAMED: dict[str, tuple[str, str, str]] = {
@@ -126,6 +127,8 @@ class Names:
         name = self._names.get(key)
         if kind == "job":  # a job the portal did not submit has no record: not a deleted one
             return gettext("%(id)s (%(name)s)", id=ident, name=name) if name else str(ident)
+        if kind == "role" and name in BUILTIN_NAMES:  # names are unique: a built-in role
+            name = gettext(BUILTIN_NAMES[name])
         if key not in self._deleted:
             return name or str(ident)
         if name:

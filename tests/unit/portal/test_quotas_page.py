@@ -1,0 +1,140 @@
+"""The quotas page: one table per kind of tenant with one header row (units in words), each
+input named for screen readers; the admission policy as a table of what the hook enforces,
+the Lua below for experts; amounts in words in both languages."""
+
+from __future__ import annotations
+
+import re
+from fractions import Fraction
+from html.parser import HTMLParser
+
+from portal.quotas.summary import summarise
+from slurm_plugins.admission.config import LAB_POLICY, Kind, load_policy
+from tests.unit.portal.conftest import Env
+from tests.unit.portal.test_pages import csrf_of, login
+
+ZH = {"Accept-Language": "zh-CN"}
+
+
+class Tables(HTMLParser):
+    """Each table's header rows (rows inside <thead>), its labels and its inputs."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tables: list[dict[str, list[dict[str, str | None]]]] = []
+        self._in_head = False
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "table":
+            self.tables.append({"head_rows": [], "labels": [], "inputs": []})
+        elif not self.tables:
+            return
+        elif tag == "thead":
+            self._in_head = True
+        elif tag == "tr" and self._in_head:
+            self.tables[-1]["head_rows"].append({})
+        elif tag == "label":
+            self.tables[-1]["labels"].append({})
+        elif tag == "input" and dict(attrs).get("type") != "hidden":
+            self.tables[-1]["inputs"].append(dict(attrs))
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "thead":
+            self._in_head = False
+
+
+def test_the_quota_form_is_a_table_with_one_header_row(env: Env) -> None:
+    page = login(env, "erin").get("/quotas").get_data(as_text=True)
+    parser = Tables()
+    parser.feed(page)
+    domains, projects = parser.tables[:2]
+    assert len(projects["head_rows"]) == 1
+    assert projects["labels"] == []  # no label repeated above every input
+    inputs = projects["inputs"]
+    assert len(inputs) == 2 * 4  # erin edits nlp and vision, four limits each
+    assert all(i.get("aria-label") and i.get("form") for i in inputs)
+    assert {"GPU cards of nlp", "GPU shards of vision"} <= {i["aria-label"] for i in inputs}
+    assert domains["inputs"] == []  # a domain's quota is the platform admin's
+    assert "one shard is 1/32 of a card" in page
+    assert "CPU cores" in page
+    zh = login(env, "erin").get("/quotas", headers=ZH).get_data(as_text=True)
+    assert "1 个分片为 1/32 张卡" in zh
+    assert "卡时" in zh
+
+
+def test_a_save_from_the_table_reaches_the_quota(env: Env) -> None:
+    nlp = env.world.projects["nlp"]
+    erin = login(env, "erin")
+    page = erin.get("/quotas").get_data(as_text=True)
+    version = re.search(
+        rf'id="project-form-{nlp}".*?name="version" value="([0-9a-f]+)"', page, re.S
+    )
+    assert version
+    form = {"gpus": "2", "shards": "16", "npus": "", "cpus": ""}
+    r = erin.post(
+        f"/quotas/projects/{nlp}",
+        data={**form, "csrf_token": csrf_of(page), "version": version.group(1)},
+        follow_redirects=True,
+        headers=ZH,
+    )
+    assert "配额已保存" in r.get_data(as_text=True)
+    quota = env.api("erin").get(f"/api/v1/projects/{nlp}/quota").json
+    assert (quota["gpus"], quota["shards"], quota["npus"]) == (2, 16, None)
+    r = erin.post(
+        f"/quotas/projects/{nlp}",
+        data={**form, "gpus": "two", "csrf_token": csrf_of(page)},
+        follow_redirects=True,
+    )
+    assert "A whole number, 0 or more; empty for no limit." in r.get_data(as_text=True)
+    assert env.api("erin").get(f"/api/v1/projects/{nlp}/quota").json["gpus"] == 2
+
+
+def test_the_policy_preview_reads_as_a_table(env: Env) -> None:
+    r = env.api("erin").put(
+        f"/api/v1/projects/{env.world.projects['nlp']}/quota", json={"shards": 8}
+    )
+    assert r.status_code == 200
+    page = login(env, "admin").get("/quotas?policy=1").get_data(as_text=True)
+    table = page.index("What the admission hook allows each project")
+    row = re.search(r'<th scope="row">nlp</th>(.*?)</tr>', page[table:], re.S)
+    assert row
+    cells = row.group(1)
+    assert "1/4 of a card" in cells  # 8 shards of 32: the per-job GPU limit in words
+    assert "3 days" in cells
+    assert "High priority: may preempt normal and low jobs (QOS high)" in cells
+    assert "gpu (GPU)" in cells
+    raw = page.index("<details>")
+    assert table < raw
+    assert "AIPool admission policy table" in page[raw:]  # the Lua, collapsed below
+    zh = login(env, "admin").get("/quotas?policy=1", headers=ZH).get_data(as_text=True)
+    assert "准入策略对各项目的限制" in zh
+    assert "1/4 张卡" in zh
+    assert "3 天" in zh
+
+
+def test_the_policy_summary_of_the_lab_policy() -> None:
+    summary = summarise(load_policy(LAB_POLICY))
+    cs101 = next(t for t in summary.tenants if t.name == "cs101")
+    assert cs101.qos == ("normal", "low")
+    assert cs101.shard_sizes == (Fraction(1, 8), Fraction(1, 4), Fraction(1, 2), Fraction(1))
+    assert (cs101.gpus, cs101.time_min, cs101.default_time_min) == (4, 240, 60)
+    assert {p.kind for p in cs101.pools} == {Kind.GPU, Kind.NPU, Kind.CPU}
+    users = {u.name: u for u in summary.users}
+    assert users["alice"].qos == ("high", "normal", "low")
+    assert users["root"].unrestricted
+    assert summary.shards_per_gpu == 32
+
+
+def test_amounts_in_words(env: Env) -> None:
+    from portal.quotas.words import cards, minutes
+
+    with env.app.test_request_context(headers=ZH):
+        assert cards(None) == "不限"
+        assert cards(0.25) == "1/4 张卡"
+        assert cards(Fraction(3, 2)) == "1 又 1/2 张卡"
+        assert minutes(90) == "90 分钟"
+    with env.app.test_request_context():
+        assert cards(2) == "2 cards"
+        assert cards(1) == "1 card"
+        assert minutes(1440 * 3) == "3 days"
+        assert minutes(120) == "2 hours"
