@@ -107,6 +107,7 @@ def apply(
                 req_nodes=c.req_nodes,
                 exc_nodes=c.exc_nodes,
                 qos=c.qos,
+                start_now=c.start_now,
             )
             for c in plan.job_changes
         ]

@@ -134,11 +134,18 @@ class ClusterView:
         self._taken: dict[int, list[tuple[str, list[tuple[int, int]]]]] = {}
         #: (partition, demand, features) known not to fit anywhere until something is freed
         self._nofit: set[tuple[str, Demand, str]] = set()
+        #: Nodes whose free resources changed this cycle, in order (placement follows them).
+        self.changed: list[str] = []
 
     def _eligible(self, job: JobInfo, n: FreeNode, excluded: set[str], required: set[str]) -> bool:
         if not n.ok or n.name in excluded or (required and n.name not in required):
             return False
         return not job.features or features_match(job.features, n.info.features)
+
+    def feature_ok(self, job: JobInfo, name: str) -> bool:
+        """Does node ``name`` have what the job's ``--constraint`` asks for?"""
+        n = self.nodes.get(name)
+        return n is not None and features_match(job.features, n.info.features)
 
     def candidates(
         self, job: JobInfo, *, exclude: Iterable[str] = (), require: Sequence[str] = ()
@@ -217,6 +224,7 @@ class ClusterView:
     def reserve(self, job: JobInfo, nodes: Sequence[str]) -> None:
         self._taken[job.job_id] = [(n, self.nodes[n].take(job.demand)) for n in nodes]
         self.placed[job.job_id] = tuple(nodes)
+        self.changed.extend(nodes)
 
     def place(
         self,
@@ -235,6 +243,7 @@ class ClusterView:
     def unreserve(self, job: JobInfo) -> None:
         for name, taken in self._taken.pop(job.job_id, []):
             self.nodes[name].give(job.demand, taken)
+            self.changed.append(name)
         self.placed.pop(job.job_id, None)
         self._nofit.clear()
 
@@ -245,6 +254,7 @@ class ClusterView:
             if node is not None:
                 cards = [(c.card, c.shards) for c in job.cards if c.node == name]
                 node.give(job.demand, cards, sign)
+                self.changed.append(name)
         if sign > 0:
             self._nofit.clear()
 

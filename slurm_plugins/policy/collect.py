@@ -35,6 +35,20 @@ def _ts(t: datetime | None) -> float | None:
     return t.timestamp() if t is not None else None
 
 
+#: The admission hook's tag on a job it gave a begin time for the placement daemon.
+DEFERRED = ("placement", "deferred")
+
+
+def deferred(j: Job, now: float) -> bool:
+    """Still waiting for the placement daemon: tagged by the hook, pending, never started,
+    and its begin time not reached (a requeued job waits for Slurm's own reasons)."""
+    if not j.is_pending or j.restart_count or j.eligible_time is None:
+        return False
+    if j.eligible_time.timestamp() <= now:
+        return False
+    return job_labels.decode(j.admin_comment).get(DEFERRED[0]) == DEFERRED[1]
+
+
 def job_info(j: Job, *, now: float) -> JobInfo:
     nodes = max(j.node_count, 1)
     mem_total = j.tres_req["mem"] or j.tres_alloc["mem"]
@@ -68,6 +82,7 @@ def job_info(j: Job, *, now: float) -> JobInfo:
         restart_count=j.restart_count,
         requeue=bool(getattr(j, "requeue", True)),
         dependency=j.dependency,
+        deferred=deferred(j, now),
     )
 
 

@@ -189,12 +189,12 @@ def _admit(
         out[job.job_id] = verdict
         admitted = verdict.vote is not Vote.HOLD
         cycle.admitted[job.job_id] = admitted
+        # jobs the placement daemon starts now are always reserved: later pins must see them
         if (
             admitted
-            and reserved < lookahead
+            and (reserved < lookahead or job.deferred)
             and job.job_id not in cycle.view.placed
-            and "BeginTime" not in job.reason
-            and "Dependency" not in job.reason
+            and not job.not_yet
         ):
             reserved += 1
             cycle.view.place(job, exclude=exclude, require=pin, choose=cycle.chooser)
@@ -295,9 +295,10 @@ def _job_diff(
         sf = want_sf if scorers and stale else None
         exc, req = _steer(job, v, state)
         qos = _qos(job, v, state)
-        if sf is not None or exc is not None or req is not None or qos is not None:
+        start = job.deferred and v.vote is not Vote.HOLD  # pinned (or not) in the same line
+        if sf is not None or exc is not None or req is not None or qos is not None or start:
             why = _score_reason(score, parts, scorers, want_sf) if sf is not None else ""
-            changes.append(JobChange(jid, sf, req, exc, why or v.reason, qos))
+            changes.append(JobChange(jid, sf, req, exc, why or v.reason, qos, start))
             if why:
                 reasons.setdefault(jid, []).append(why)
         ours = jid in state.holds

@@ -28,6 +28,8 @@ class JobChange:
     exc_nodes: str | None = None
     reason: str = ""
     qos: str | None = None
+    #: End the wait the admission hook gave it for the placement daemon (``StartTime=now``).
+    start_now: bool = False
 
 
 class Action(StrEnum):

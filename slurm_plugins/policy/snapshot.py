@@ -62,6 +62,9 @@ class JobInfo:
     restart_count: int = 0
     requeue: bool = True
     dependency: str = ""
+    #: Waiting (a begin time set by the admission hook) for the placement daemon to pin it
+    #: and start it; Slurm starts it by itself once that time comes.
+    deferred: bool = False
     amounts: Amounts = field(init=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -74,6 +77,13 @@ class JobInfo:
     @property
     def running(self) -> bool:
         return self.state == "RUNNING"
+
+    @property
+    def not_yet(self) -> bool:
+        """Waiting for its own begin time or a dependency (not for the placement daemon)."""
+        if "Dependency" in self.reason:
+            return True
+        return "BeginTime" in self.reason and not self.deferred
 
     @property
     def held_by_user(self) -> bool:

@@ -134,7 +134,7 @@ class AntiAffinity(Policy):
             excl = taken | cycle.exclude.get(m.job_id, frozenset())
             if m.job_id in cycle.view.placed:
                 nodes = cycle.view.placed[m.job_id]
-            elif "BeginTime" in m.reason or "Dependency" in m.reason:
+            elif m.not_yet:
                 continue
             else:
                 found = cycle.view.place(m, exclude=excl, choose=cycle.chooser)

@@ -1,31 +1,37 @@
-"""``placement``: fragmentation-aware placement, steering Slurm where it cannot be told.
+"""``placement``: the scorer decides where jobs run, before Slurm may start them.
 
 The scorers are :mod:`gres.placement`'s (``best-fit``, ``fgd``, ``aipool`` …), the same the
-simulator measures. Two levers on Slurm 22.05:
+simulator measures, and the choice is :mod:`slurm_plugins.policy.placing`'s: the best of all
+nodes that fit now, equal scores to the lowest name, scored against the daemon's task model
+(every shape queued, running and recently ended). Levers on Slurm 22.05:
 
-* **pending fractional jobs** (shards of a card) among the first ``lookahead`` in the
-  queue are pinned (``ReqNodeList``) to the node the scorer picks among those where they
-  fit now; a pin is renewed each cycle, so a job whose node filled up moves on. A job with
-  its own node list is never re-pinned.
+* **deferred jobs**: while the daemon's heartbeat is fresh the admission hook gives every GPU
+  and NPU job (CPU jobs on those partitions too) a begin time a few seconds ahead; each cycle
+  the policy pins every such job (``ReqNodeList``: whole cards, shards, several cards or
+  nodes, NPUs and vNPUs alike) and the engine starts it (``StartTime=now``) in the same
+  update. A job that fits nowhere now is started unpinned: it queues as usual.
+* **pending jobs** it pinned earlier keep their pin while it still fits; one that stopped
+  fitting is pinned anew, or handed back to Slurm (its own node list) when nothing fits; the
+  first ``lookahead`` others that fit now (behind higher priorities) are pinned too.
 * **node ``Weight``**: slurmctld tries lower weights first, so GPU nodes are weighted by how
-  full they are (fuller first, in ``levels`` steps) and whole-card and CPU work packs onto
-  busy nodes, leaving others whole. Steps keep weights from changing every cycle.
+  full they are (fuller first, in ``levels`` steps): what Slurm places by itself (work that
+  waited in the queue, or all of it while the daemon is down) packs onto busy nodes.
 
-Slurm still picks the card inside the node (the lowest one with room); the scorer used
-for the pin is told so (``aipool`` scores that very card).
+Slurm still picks the card inside the node (the lowest one with room); ``aipool`` scores that
+very card. A job with its own node list is never pinned (but its wait is ended all the same).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from typing import Any
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, cast
 
 from marshmallow import Schema, ValidationError, fields, validate
 
-from gres.naming import DEFAULT_SHARDS_PER_GPU
-from gres.placement import MILLI, SCORERS, NodeView, Request, Workload, decide
+from gres.placement import SCORERS, Workload
+from gres.placement_tasks import task_model
 from slurm_plugins.policy.base import Context, Cycle, Policy, Verdict, register
-from slurm_plugins.policy.cluster import FreeNode
+from slurm_plugins.policy.placing import Placing, kind_of, task_counts
 from slurm_plugins.policy.plan import NodeWeight
 from slurm_plugins.policy.snapshot import JobInfo
 
@@ -33,41 +39,21 @@ from slurm_plugins.policy.snapshot import JobInfo
 def _scorer(name: str) -> None:
     if name not in SCORERS:
         raise ValidationError(f"unknown scorer {name!r}; known: {', '.join(sorted(SCORERS))}")
+    if SCORERS[name].random_ties:
+        raise ValidationError(f"scorer {name!r} breaks ties at random; pick one that does not")
 
 
 class PlacementArgs(Schema):
     scorer = fields.String(load_default="aipool", validate=_scorer)
-    pin_fractional = fields.Boolean(load_default=True)
+    #: Pending jobs (beyond the deferred ones) pinned per cycle when they fit now.
     lookahead = fields.Integer(load_default=50, validate=validate.Range(min=0))
-    #: Nodes the scorer looks at per job: the tightest fits first (bounds a cycle's cost).
-    max_candidates = fields.Integer(load_default=48, validate=validate.Range(min=1))
+    #: Deferred jobs pinned per cycle; the rest wait for the next cycle (straight after).
+    max_pins = fields.Integer(load_default=5000, validate=validate.Range(min=1))
+    #: Count the shapes of work that ended within the usage window in the task model.
+    history = fields.Boolean(load_default=True)
     node_weights = fields.Boolean(load_default=True)
     levels = fields.Integer(load_default=10, validate=validate.Range(2, 1000))
     base_weight = fields.Integer(load_default=1, validate=validate.Range(min=1))
-
-
-def request_of(job: JobInfo, spg: int) -> Request:
-    d = job.demand
-    gpu_milli, gpu_count = 0, 0
-    if d.shards:
-        gpu_milli, gpu_count = min(MILLI, d.shards * MILLI // spg), 1
-    elif d.gpus:
-        gpu_milli, gpu_count = MILLI, d.gpus
-    models = (d.gpu_type,) if d.gpu_type else ()
-    return Request(d.cpus * 1000, d.mem_mb, gpu_milli, gpu_count, models)
-
-
-def view_of(fn: FreeNode) -> NodeView:
-    spg = fn.spg
-    return NodeView(
-        fn.name,
-        fn.info.gpu_type or "",
-        fn.cpus * 1000,
-        fn.mem_mb,
-        tuple(f * MILLI // spg for f in fn.card_free),
-        fn.info.cpus * 1000,
-        fn.info.mem_mb,
-    )
 
 
 @register
@@ -80,71 +66,84 @@ class Placement(Policy):
         self,
         *,
         scorer: str = "aipool",
-        pin_fractional: bool = True,
         lookahead: int = 50,
+        max_pins: int = 5000,
+        history: bool = True,
         node_weights: bool = True,
         levels: int = 10,
         base_weight: int = 1,
-        max_candidates: int = 48,
         **args: Any,
     ) -> None:
         super().__init__(**args)
         self.scorer = SCORERS[scorer]
-        self.pin = pin_fractional
         self.lookahead = lookahead
+        self.max_pins = max_pins
+        self.history = history
         self.weights = node_weights
         self.levels = levels
         self.base_weight = base_weight
-        self.max_candidates = max_candidates
-        self._views: dict[str, tuple[int, NodeView]] = {}
-        self._views_for: Cycle | None = None
-        self._workload: tuple[Context, Workload] | None = None
 
-    def workload(self, ctx: Context) -> Workload:
-        """The shapes FGD measures fragmentation against: this cluster's GPU work now."""
-        if self._workload is not None and self._workload[0] is ctx:
-            return self._workload[1]
-        reqs = [
-            request_of(j, DEFAULT_SHARDS_PER_GPU)
-            for j in ctx.snapshot.jobs
-            if j.demand.gpus or j.demand.shards
-        ]
-        wl = Workload.from_requests(reqs) if reqs else Workload(())
-        self._workload = (ctx, wl)
-        return wl
+    def models(self, ctx: Context) -> Mapping[str, Workload]:
+        """The task model per family of cards: every job the daemon sees, and what ended."""
+        usage = ctx.snapshot.usage if self.history else ()
+        counts = task_counts(ctx.snapshot.jobs, usage, self.kinds(ctx))
+        return {
+            f: task_model(c, cpu_per_gpu_milli=per[0], mem_per_gpu_milli=per[1])
+            for f, (c, per) in counts.items()
+        }
+
+    def kinds(self, ctx: Context) -> dict[str, str]:
+        by_part: dict[str, list[Any]] = {}
+        for n in ctx.snapshot.nodes:
+            for p in n.partitions:
+                by_part.setdefault(p, []).append(n)
+        return {p: kind_of(nodes) for p, nodes in by_part.items()}
+
+    def _placing(self, ctx: Context, cycle: Cycle) -> Placing:
+        found = cycle.memo.get("placement.placing")
+        if found is None:
+            found = Placing(self.scorer, cycle.view, self.models(ctx), self.kinds(ctx))
+            cycle.memo["placement.placing"] = found
+        return cast(Placing, found)
 
     def admit(self, job: JobInfo, ctx: Context, cycle: Cycle) -> Verdict | None:
-        if not (self.pin and job.demand.fractional and job.node_count == 1):
-            return None
-        if job.required_nodes and job.job_id not in ctx.state.base_req:
+        ours = job.job_id in ctx.state.base_req
+        if job.required_nodes and not ours:
             return None  # the user's own node list
-        done = cycle.memo.setdefault("placement.pinned", 0)
-        if done >= self.lookahead or "BeginTime" in job.reason or "Dependency" in job.reason:
+        if job.not_yet:
             return None
-        cycle.memo["placement.pinned"] = done + 1
-        if self._views_for is not cycle:  # node views are cached within one cycle only
-            self._views, self._views_for = {}, cycle
+        if job.deferred:
+            budget = "placement.pins"
+            if cycle.memo.get(budget, 0) >= self.max_pins:
+                return None
+            cycle.memo[budget] = cycle.memo.get(budget, 0) + 1
+        elif not ours:
+            done = cycle.memo.get("placement.looked", 0)
+            if done >= self.lookahead:
+                return None
+            cycle.memo["placement.looked"] = done + 1
         exclude = cycle.exclude.get(job.job_id, frozenset())
-        cands = cycle.view.candidates(replace_required(job), exclude=exclude)
-        if not cands:
-            return None
-        pinned = set(job.required_nodes) if job.job_id in ctx.state.base_req else set()
-        kept = [c for c in cands if c.name in pinned]
-        if kept:  # our pin still fits: keep it rather than chase small score changes
-            return Verdict(reason=f"placement: {kept[0].name} (kept)", pin=(kept[0].name,))
-        views = [self._view(c) for c in _tightest(cands, job, self.max_candidates)]
-        spg = cands[0].spg
-        d = decide(request_of(job, spg), views, self.scorer, self.workload(ctx))
-        if d is None:
-            return None
-        return Verdict(reason=f"placement: {d.node} ({d.reason})", pin=(d.node,))
+        if ours:
+            kept = self._kept(job, cycle, exclude)
+            if kept is not None:
+                return kept
+        chosen = self._placing(ctx, cycle).choose(_unpinned(job), exclude=exclude)
+        if chosen is None:
+            return None  # fits nowhere now: no pin (a pin of ours is handed back)
+        nodes = tuple(d.node for d in chosen)
+        why = f"placement: {','.join(nodes)} ({chosen[0].reason})"
+        return Verdict(reason=why, pin=nodes)
 
-    def _view(self, fn: FreeNode) -> NodeView:
-        cached = self._views.get(fn.name)
-        if cached is None or cached[0] != fn.version:
-            cached = (fn.version, view_of(fn))
-            self._views[fn.name] = cached
-        return cached[1]
+    def _kept(self, job: JobInfo, cycle: Cycle, exclude: frozenset[str]) -> Verdict | None:
+        """Our pin, while the job still fits there: kept rather than chasing small gains."""
+        pinned = job.required_nodes
+        view = cycle.view
+        ok = all(
+            (fn := view.nodes.get(n)) is not None and fn.ok and fn.fits(job.demand) for n in pinned
+        )
+        if ok and pinned and not set(pinned) & exclude:
+            return Verdict(reason=f"placement: {','.join(pinned)} (kept)", pin=tuple(pinned))
+        return None
 
     def nodes(self, ctx: Context, cycle: Cycle) -> Iterable[NodeWeight]:
         if not self.weights:
@@ -170,21 +169,8 @@ def fullness_weight(used: float, levels: int = 10, base: int = 1) -> int:
     return base + round((1.0 - used) * (levels - 1))
 
 
-def _tightest(cands: Sequence[FreeNode], job: JobInfo, k: int) -> list[FreeNode]:
-    """The ``k`` nodes whose best card leaves the least room after the job (then by name)."""
-    if len(cands) <= k:
-        return list(cands)
-    need = job.demand.shards
-
-    def slack(fn: FreeNode) -> tuple[int, int, str]:
-        left = min((f - need for f in fn.card_free if f >= need), default=fn.spg)
-        return left, sum(fn.card_free), fn.name
-
-    return sorted(cands, key=slack)[:k]
-
-
-def replace_required(job: JobInfo) -> JobInfo:
-    """The job without the pin we set last cycle, so a full node can be swapped for another."""
+def _unpinned(job: JobInfo) -> JobInfo:
+    """The job without the pin we set before, so a full node can be swapped for another."""
     if not job.required_nodes:
         return job
     from dataclasses import replace
@@ -192,4 +178,4 @@ def replace_required(job: JobInfo) -> JobInfo:
     return replace(job, required_nodes=())
 
 
-__all__: Sequence[str] = ("Placement", "fullness_weight", "request_of", "view_of")
+__all__: Sequence[str] = ("Placement", "fullness_weight")

@@ -1,0 +1,237 @@
+"""Where the live system puts a job: the scorer's best node among all that fit it now.
+
+The ``placement`` policy decides the node of every job it pins, and the simulator's live
+rules (``aipool sim … --rules live``) call the same functions, so the two cannot drift:
+
+* :func:`request_of` — a job's per-node demand as a :class:`gres.placement.Request`: shards
+  as thousandths of a card (what Slurm holds: k/32), whole GPUs, typed NPUs and vNPUs as
+  whole devices of their type, CPU-only work as CPU and memory;
+* :func:`family_of` — which cards a job is scored against: a node's GPUs (GPU work, and
+  CPU work on GPU nodes, which can strand their cards), its NPUs of one type, or none;
+* :func:`task_counts` — the daemon's task model: the shapes of every job in the queue and on
+  the nodes, and of the work that ended within the usage window, per family;
+* :class:`Placing` — one cycle's shape indexes (:mod:`gres.placement_index`) over the scratch
+  :class:`~slurm_plugins.policy.cluster.ClusterView`, kept in step with the reservations the
+  cycle makes; a choice is exactly :func:`gres.placement.decide` over every node that fits.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from operator import attrgetter
+
+from gres.naming import DEFAULT_SHARDS_PER_GPU
+from gres.placement import MILLI, Decision, NodeView, Request, Scorer, Shape, Workload
+from gres.placement_index import ShapeIndex
+from gres.placement_tasks import per_gpu_milli, task_model
+from slurm_plugins.policy.cluster import ClusterView, FreeNode
+from slurm_plugins.policy.resources import Amounts, Demand
+from slurm_plugins.policy.snapshot import JobInfo, NodeInfo, UsageRecord
+
+GPU = "gpu"
+NPU = "npu"
+CPU = "cpu"
+
+
+def request_of(d: Demand, spg: int = DEFAULT_SHARDS_PER_GPU) -> Request:
+    """The demand on one node as the scorers see it."""
+    gpu_milli, count = 0, 0
+    models: tuple[str, ...] = ()
+    if d.shards:
+        gpu_milli, count = min(MILLI, d.shards * MILLI // spg), 1
+    elif d.gpus:
+        gpu_milli, count = MILLI, d.gpus
+    elif d.npus:
+        gpu_milli, count = MILLI, d.npus
+    if d.gpus or d.shards:
+        models = (d.gpu_type,) if d.gpu_type else ()
+    elif d.npus and d.npu_type:
+        models = (d.npu_type,)
+    return Request(d.cpus * 1000, d.mem_mb, gpu_milli, count, models)
+
+
+def family_of(d: Demand, partition_kind: str) -> str:
+    """``gpu``, ``npu:<type>``, ``npu`` (any type) or ``cpu``: the cards a job is scored on.
+    CPU-only work is scored on the cards of the partition's nodes, which it can strand."""
+    if d.gpus or d.shards:
+        return GPU
+    if d.npus:
+        return f"{NPU}:{d.npu_type}" if d.npu_type else NPU
+    return partition_kind
+
+
+def kind_of(nodes: Iterable[NodeInfo]) -> str:
+    """The family CPU work on these nodes is scored on: their GPUs, else NPUs, else none."""
+    listed = list(nodes)
+    if any(n.gpus for n in listed):
+        return GPU
+    if any(n.npus for n in listed):
+        return NPU
+    return CPU
+
+
+def view_of(fn: FreeNode, family: str) -> NodeView:
+    """A node as the scorer sees it for one family of cards (the others left out)."""
+    info = fn.info
+    if family == GPU:
+        model = info.gpu_type or ""
+        free = tuple(f * MILLI // fn.spg for f in fn.card_free)
+    elif family.startswith(NPU):
+        typ = family.partition(":")[2]
+        types = [typ] if typ else sorted(info.npus)
+        total = sum(info.npus.get(t, 0) for t in types)
+        left = sum(max(fn.npus.get(t, 0), 0) for t in types)
+        model = typ
+        free = (MILLI,) * left + (0,) * (total - left)
+    else:
+        model, free = "", ()
+    return NodeView(fn.name, model, fn.cpus * 1000, fn.mem_mb, free, info.cpus * 1000, info.mem_mb)
+
+
+def task_counts(
+    jobs: Iterable[JobInfo],
+    usage: Iterable[UsageRecord],
+    kinds: Mapping[str, str],
+) -> dict[str, tuple[Counter[Shape], tuple[float, float]]]:
+    """Per family: how many jobs of each shape the daemon sees (queued, running, and ended
+    within the usage window), and the CPU and memory per GPU milli of its card work.
+
+    ``kinds`` maps a partition to the family its CPU work is scored on (:func:`kind_of`)."""
+    counts: dict[str, Counter[Shape]] = {}
+    sums: dict[str, list[float]] = {}
+    # counted by what a job asks and where before anything per job is worked out: a queue of
+    # 100k jobs holds a few hundred distinct requests
+    for (demand, partition), n in Counter(map(_DEMAND_WHERE, jobs)).items():
+        family = family_of(demand, kinds.get(partition.split(",", 1)[0], CPU))
+        _add(counts, sums, family, request_of(demand), n)
+    for amounts, n in Counter(map(_AMOUNTS, usage)).items():
+        r = _request_of_usage(amounts)  # ended work in totals: one node's worth, GPUs only
+        if r is not None:
+            _add(counts, sums, GPU, r, n)
+    return {
+        f: (c, per_gpu_milli(*sums[f])) if f in sums else (c, (0.0, 0.0)) for f, c in counts.items()
+    }
+
+
+def _add(
+    counts: dict[str, Counter[Shape]],
+    sums: dict[str, list[float]],
+    family: str,
+    r: Request,
+    n: int,
+) -> None:
+    counts.setdefault(family, Counter())[
+        Shape(r.cpu_milli, r.gpu_milli, r.gpu_count, r.gpu_models)
+    ] += n
+    if r.gpu_count:
+        s = sums.setdefault(family, [0.0, 0.0, 0.0])
+        s[0] += n * r.cpu_milli
+        s[1] += n * r.mem_mib
+        s[2] += n * r.total_gpu_milli
+
+
+_DEMAND_WHERE = attrgetter("demand", "partition")
+_AMOUNTS = attrgetter("amounts")
+
+
+def _request_of_usage(amounts: Amounts) -> Request | None:
+    gpu = amounts.gpu
+    if gpu <= 0:
+        return None
+    cpu, mem = round(amounts.cpu * 1000), round(amounts.mem * 1024)
+    if gpu < 1:
+        return Request(cpu, mem, max(1, round(gpu * MILLI)), 1)
+    return Request(cpu, mem, MILLI, round(gpu))
+
+
+class Placing:
+    """One cycle's placement: an index per (partition, family), built on first use."""
+
+    def __init__(
+        self,
+        scorer: Scorer,
+        view: ClusterView,
+        models: Mapping[str, Workload],
+        kinds: Mapping[str, str],
+    ) -> None:
+        self.scorer = scorer
+        self.view = view
+        self.models = models
+        self.kinds = kinds
+        self._indexes: dict[tuple[str, str], ShapeIndex] = {}
+        self._synced = 0
+
+    def workload(self, family: str) -> Workload:
+        return self.models.get(family) or task_model({})
+
+    def choose(
+        self, job: JobInfo, *, exclude: frozenset[str] = frozenset()
+    ) -> tuple[Decision, ...] | None:
+        """The nodes (one per node the job needs) the scorer picks, or None if it does not
+        fit now. Exclusions, constraints and a job's own node lists are honoured."""
+        self._sync()
+        best: tuple[Decision, ...] | None = None
+        for part in job.partition.split(","):
+            family = family_of(job.demand, self.kinds.get(part, CPU))
+            index = self._index(part, family)
+            spg = next((n.spg for n in self.view.by_partition.get(part, ())), 0)
+            request = request_of(job.demand, spg or DEFAULT_SHARDS_PER_GPU)
+            found = self._pick(index, request, job, exclude)
+            if found and (best is None or _better(found, best)):
+                best = found
+        return best
+
+    def _pick(
+        self, index: ShapeIndex, request: Request, job: JobInfo, exclude: frozenset[str]
+    ) -> tuple[Decision, ...] | None:
+        excluded = exclude | set(job.excluded_nodes)
+        required = set(job.required_nodes)
+        plain = not excluded and not required and not job.features and job.node_count <= 1
+        if plain:
+            d = index.best(request)
+            return (d,) if d is not None else None
+        chosen: list[Decision] = []
+        taken: set[str] = set()
+
+        def allowed(name: str) -> bool:
+            if name in excluded or name in taken or (required and name not in required):
+                return False
+            return not job.features or self.view.feature_ok(job, name)
+
+        for _ in range(max(job.node_count, 1)):
+            d = index.best_among(request, allowed)
+            if d is None:
+                return None
+            chosen.append(d)
+            taken.add(d.node)
+        return tuple(chosen)
+
+    def _index(self, part: str, family: str) -> ShapeIndex:
+        key = (part, family)
+        index = self._indexes.get(key)
+        if index is None:
+            index = ShapeIndex(self.scorer, self.workload(family))
+            for fn in self.view.by_partition.get(part, ()):
+                if fn.ok:
+                    index.update(view_of(fn, family))
+            self._indexes[key] = index
+        return index
+
+    def _sync(self) -> None:
+        """Move the nodes the cycle reserved on (or freed) to their new shapes."""
+        changed = self.view.changed
+        if self._synced == len(changed):
+            return
+        names = set(changed[self._synced :])
+        self._synced = len(changed)
+        for (_, family), index in self._indexes.items():
+            for name in names:
+                fn = self.view.nodes.get(name)
+                if fn is not None and name in index:
+                    index.update(view_of(fn, family))
+
+
+def _better(a: Sequence[Decision], b: Sequence[Decision]) -> bool:
+    """Across partitions: the higher score of the first node, then the lower name."""
+    return (a[0].score, b[0].node) > (b[0].score, a[0].node)
