@@ -17,14 +17,18 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from portal.datasets.storage import Budget, Manifest, safe_relpath, write_stream
 from portal.errors import ValidationFailed
+from portal.i18n import gettext
 
 
 def client(stores: Mapping[str, Mapping[str, Any]], args: Mapping[str, Any]) -> Any:
     name = args["store"]
     store = stores.get(name)
     if store is None:
-        known = ", ".join(sorted(stores)) or "none configured"
-        raise ValidationFailed({"store": [f"unknown store {name!r} (known: {known})"]})
+        known = ", ".join(sorted(stores)) or gettext("none configured")
+        message = gettext(
+            "There is no store named %(name)s (known: %(known)s).", name=name, known=known
+        )
+        raise ValidationFailed({"store": [message]})
     access = args.get("access_key") or store.get("access_key")
     secret = args.get("secret_key") or store.get("secret_key")
     return boto3.client(
@@ -42,10 +46,11 @@ def client(stores: Mapping[str, Mapping[str, Any]], args: Mapping[str, Any]) -> 
 def _fail(exc: Exception, bucket: str) -> ValidationFailed:
     if isinstance(exc, ClientError):
         err = exc.response.get("Error", {})
-        return ValidationFailed(
-            {"bucket": [f"{bucket}: {err.get('Code', 'error')}: {err.get('Message', '')}".strip()]}
-        )
-    return ValidationFailed({"store": [f"the object store cannot be reached: {exc}"]})
+        said = f"{err.get('Code', 'error')}: {err.get('Message', '')}".strip()
+        message = gettext("The store refused bucket %(bucket)s: %(said)s", bucket=bucket, said=said)
+        return ValidationFailed({"bucket": [message]})
+    message = gettext("The object store cannot be reached: %(reason)s", reason=exc)
+    return ValidationFailed({"store": [message]})
 
 
 def download(s3: Any, bucket: str, prefix: str, dest: Path, budget: Budget) -> int:
@@ -70,7 +75,9 @@ def download(s3: Any, bucket: str, prefix: str, dest: Path, budget: Budget) -> i
     except (ClientError, BotoCoreError) as exc:
         raise _fail(exc, bucket) from None
     if count == 0:
-        raise ValidationFailed({"prefix": [f"no objects under s3://{bucket}/{start}"]})
+        where = f"s3://{bucket}/{start}"
+        message = gettext("There are no objects under %(url)s.", url=where)
+        raise ValidationFailed({"prefix": [message]})
     return count
 
 

@@ -4,17 +4,22 @@ from typing import Any, ClassVar
 
 from marshmallow import Schema, ValidationError, fields, validate, validates_schema
 
-from portal.datasets.models import Source, Visibility
+from portal.datasets.models import GranteeKind, Source, Visibility
+from portal.i18n import gettext
 from portal.schemas import ChangeSchema, ident, name, text
+from translations import N_
 
 _VISIBILITY = validate.OneOf([v.value for v in Visibility])
-_SHA256 = validate.Regexp(r"^[0-9a-fA-F]{64}$", error="64 hexadecimal digits")
+_SHA256 = validate.Regexp(r"^[0-9a-fA-F]{64}$", error=N_("64 hexadecimal digits."))
 _SLUG = validate.Regexp(
     r"^[A-Za-z0-9][A-Za-z0-9_.-]*$",
-    error="letters, digits, '_', '.' and '-'; a letter or digit first",
+    error=N_("Letters, digits, '_', '.' and '-', a letter or digit first."),
 )
-_BUCKET = validate.Regexp(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$", error="an S3 bucket name")
-_PREFIX = validate.Regexp(r"^[^\x00-\x1f\x7f\\]*$", error="control characters are not allowed")
+_BUCKET = validate.Regexp(
+    r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$",
+    error=N_("An S3 bucket name: lower-case letters, digits, '.' and '-'."),
+)
+_PREFIX = validate.Regexp(r"^[^\x00-\x1f\x7f\\]*$", error=N_("Control characters are not allowed."))
 
 
 class DatasetSchema(Schema):
@@ -97,17 +102,25 @@ class NewVersionSchema(Schema):
     @validates_schema
     def _needs(self, data: dict[str, Any], **_: Any) -> None:
         if data["source"] == Source.PATH and not data.get("path"):
-            raise ValidationError("a path source needs path", "path")
+            raise ValidationError(gettext("A directory source needs its path."), "path")
         if data["source"] == Source.S3:
             missing = [k for k in ("store", "bucket") if not data.get(k)]
             if missing:
-                raise ValidationError({k: ["an s3 source needs it"] for k in missing})
+                said = gettext("An object store (S3) source needs it.")
+                raise ValidationError({k: [said] for k in missing})
 
 
 class UploadFormSchema(Schema):
     note = text(255)
     sha256 = fields.String(validate=_SHA256, metadata={"description": "of the one uploaded file"})
     extract = fields.Boolean(load_default=True, metadata={"description": "unpack archives"})
+    keep_previous = fields.Boolean(
+        load_default=False,
+        metadata={
+            "description": "on top of the latest version's files (an upload replaces a file "
+            "of the same path); else the version holds only the uploaded files"
+        },
+    )
 
 
 class FileSchema(Schema):
@@ -151,3 +164,23 @@ class ExportSchema(S3Fields):
 
 class ExportResultSchema(Schema):
     keys = fields.List(fields.String())
+
+
+class ShareCreateSchema(Schema):
+    grantee_kind = fields.String(
+        required=True,
+        validate=validate.OneOf([k.value for k in GranteeKind]),
+        metadata={"description": "user, project (its members) or domain (another tenant)"},
+    )
+    grantee_id = ident(required=True)
+    expires_at = fields.AwareDateTime(
+        allow_none=True, metadata={"description": "read access ends at this instant (with a zone)"}
+    )
+
+
+class ShareSchema(Schema):
+    id = fields.Integer()
+    grantee_kind = fields.String()
+    grantee_id = fields.Integer()
+    expires_at = fields.DateTime(allow_none=True)
+    created_at = fields.DateTime()

@@ -3,11 +3,13 @@
 Who may do what (checked here, on the object):
 
 * read: the owner; everyone who can read the project when the dataset is ``project``; every
-  logged-in user when ``public``; platform admins.
+  logged-in user when ``public``; those a share names, until it expires
+  (:mod:`portal.datasets.shares`); platform admins.
 * write (edit, delete, new versions, read-write mounts): the owner; holders of
   ``project.manage`` on the project (managers, domain admins) unless the dataset is
   ``private``; platform admins.
 * create: ``jobs.submit`` on the project.
+* share (and withdraw shares): writers.
 
 A dataset the caller cannot read is reported as not found.
 """
@@ -28,7 +30,7 @@ from sqlalchemy.orm import Session
 from portal.audit.service import record
 from portal.authz import Access, Perm
 from portal.datasets import s3, sources, unix
-from portal.datasets.access import can
+from portal.datasets.access import can, now, shared_filter
 from portal.datasets.models import Dataset, DatasetVersion, Source, Visibility
 from portal.datasets.sources import Fill
 from portal.datasets.storage import (
@@ -39,6 +41,7 @@ from portal.datasets.storage import (
     scan,
 )
 from portal.errors import Conflict, Forbidden, NotFound, ValidationFailed
+from portal.i18n import gettext, ngettext
 from portal.models import utcnow
 from portal.tenancy.models import Project
 
@@ -79,6 +82,7 @@ def visible(access: Access) -> ColumnElement[bool]:
         Dataset.owner_id == access.user_id,
         Dataset.visibility == Visibility.PUBLIC.value,
         and_(Dataset.visibility == Visibility.PROJECT.value, Dataset.project_id.in_(projects)),
+        shared_filter(access, now()),
     )
 
 
@@ -92,12 +96,14 @@ def get_dataset(
 ) -> Dataset:
     ds = session.get(Dataset, dataset_id)
     if ds is None:
-        raise NotFound("dataset not found")
+        raise NotFound(gettext("Dataset not found."))
     read, may_write = can(access, ds)
     if not read:
-        raise NotFound("dataset not found")
+        raise NotFound(gettext("Dataset not found."))
     if write and not may_write:
-        raise Forbidden(f"only the owner or the project's managers may change {ds.name}")
+        raise Forbidden(
+            gettext("Only the owner or the project's managers may change %(name)s.", name=ds.name)
+        )
     return ds
 
 
@@ -112,14 +118,18 @@ def get_version(
     else:
         row = session.scalar(stmt.where(DatasetVersion.version == version))
     if row is None:
-        raise NotFound("version not found" if version else f"{ds.name} has no version yet")
+        raise NotFound(
+            gettext("Version not found.")
+            if version
+            else gettext("%(name)s has no version yet.", name=ds.name)
+        )
     return row
 
 
 def version_by_id(session: Session, access: Access, version_id: int) -> DatasetVersion:
     row = session.get(DatasetVersion, version_id)
     if row is None:
-        raise NotFound("dataset version not found")
+        raise NotFound(gettext("Dataset version not found."))
     get_dataset(session, access, row.dataset_id)  # readable, or not found
     return row
 
@@ -138,7 +148,13 @@ def create_dataset(session: Session, access: Access, data: Mapping[str, Any]) ->
     if session.scalar(
         select(Dataset.id).where(Dataset.project_id == project.id, Dataset.name == data["name"])
     ):
-        raise Conflict(f"dataset {data['name']!r} exists in {project.name}")
+        raise Conflict(
+            gettext(
+                "Project %(project)s already has a dataset named %(name)s.",
+                project=project.name,
+                name=data["name"],
+            )
+        )
     ds = Dataset(
         project_id=project.id,
         owner_id=access.user_id,
@@ -184,7 +200,14 @@ def delete_dataset(session: Session, access: Access, settings: Settings, dataset
         .where(LabelTask.dataset_version_id.in_([v.id for v in versions]))
     )
     if tasks:
-        raise Conflict(f"{ds.name} has {tasks} labelling task(s); delete those first")
+        raise Conflict(
+            ngettext(
+                "%(name)s has %(num)d labelling task: delete it first.",
+                "%(name)s has %(num)d labelling tasks: delete those first.",
+                tasks,
+                name=ds.name,
+            )
+        )
     paths = [Path(v.path) for v in versions]
     record(
         session, access.user, "dataset.delete", "dataset", ds.id,
@@ -195,7 +218,7 @@ def delete_dataset(session: Session, access: Access, settings: Settings, dataset
         session.commit()
     except IntegrityError:
         session.rollback()
-        raise Conflict(f"{ds.name} is still referenced (by model versions)") from None
+        raise Conflict(gettext("Model versions still refer to %(name)s.", name=ds.name)) from None
     for path in paths:
         settings.store.remove(path)
     settings.store.remove(settings.store.workspace(dataset_id))
@@ -224,15 +247,21 @@ def new_version(
     fill: Fill,
     source: Source,
     note: str = "",
+    base: DatasetVersion | None = None,
 ) -> DatasetVersion:
-    """Stage, check and commit a new version; on any error nothing of it remains."""
+    """Stage, check and commit a new version; on any error nothing of it remains. With
+    ``base`` (the previous version), the files ``fill`` does not write are that version's
+    (linked, not copied, and not hashed again)."""
     store = settings.store
     staging = store.staging()
     final: Path | None = None
     moved = False
     try:
+        before = (Path(base.path), manifest_of(settings, base)) if base is not None else None
+        if before is not None:
+            fill = sources.on_top_of(fill, *before)
         origin = fill(staging, Budget(limits_for(session, settings, ds.project_id)))
-        manifest = scan(staging)
+        manifest = scan(staging, before)
         number = 1 + (
             session.scalar(
                 select(func.coalesce(func.max(DatasetVersion.version), 0)).where(
@@ -270,7 +299,9 @@ def new_version(
         if moved and final is not None:
             store.remove(final)
         if isinstance(exc, IntegrityError):
-            raise Conflict("another version was made at the same time; try again") from None
+            raise Conflict(
+                gettext("Another version was made at the same time. Try again.")
+            ) from None
         raise
     return row
 
@@ -339,14 +370,21 @@ def mount(
         return {"name": name, "path": version.path, "mode": "ro", "kind": "data"}
     ds = get_dataset(session, access, dataset_id, write=True)
     if args.get("version") is not None:
-        raise ValidationFailed({"version": ["versions are immutable: mount them ro"]})
+        message = gettext("Versions cannot be changed: mount them read-only (ro).")
+        raise ValidationFailed({"version": [message]})
     workspace = settings.store.workspace(ds.id)
     if not workspace.parent.exists():
         workspace.parent.mkdir(mode=0o700, parents=True)  # its gate: set just below
     workspace.mkdir(exist_ok=True)
     unix.refresh(session, [ds])
     if not unix.grant_workspace(workspace, access.username):
-        raise Conflict(f"{ds.name}'s workspace cannot be opened to {access.username}'s jobs")
+        raise Conflict(
+            gettext(
+                "The workspace of %(name)s cannot be opened to the jobs of %(user)s.",
+                name=ds.name,
+                user=access.username,
+            )
+        )
     return {"name": name, "path": str(workspace), "mode": "rw", "kind": "data"}
 
 
@@ -358,6 +396,17 @@ def upload_version(
     *,
     fill: Fill,
     note: str = "",
+    keep_previous: bool = False,
 ) -> DatasetVersion:
+    """A version from uploaded files; with ``keep_previous``, on top of the latest version's
+    files (an upload replaces a file of the same path)."""
     ds = get_dataset(session, access, dataset_id, write=True)
-    return new_version(session, access, settings, ds, fill=fill, source=Source.UPLOAD, note=note)
+    base = _latest(session, ds.id) if keep_previous else None
+    return new_version(
+        session, access, settings, ds, fill=fill, source=Source.UPLOAD, note=note, base=base
+    )
+
+
+def _latest(session: Session, dataset_id: int) -> DatasetVersion | None:
+    latest: DatasetVersion | None = session.scalar(versions_query(dataset_id).limit(1))
+    return latest

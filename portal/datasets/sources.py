@@ -14,15 +14,18 @@ from typing import IO, Any
 from portal.datasets import s3
 from portal.datasets.storage import (
     Budget,
+    Manifest,
     Reader,
     check_readable,
     copy_tree,
     extract_archive,
     is_archive,
+    link_tree,
     safe_relpath,
     write_stream,
 )
 from portal.errors import ValidationFailed
+from portal.i18n import gettext
 
 Fill = Callable[[Path, Budget], str]
 
@@ -32,9 +35,10 @@ def upload(
 ) -> Fill:
     """A fill from uploaded files; archives (zip, tar[.gz|.bz2|.xz]) are unpacked."""
     if not files:
-        raise ValidationFailed({"files": ["upload at least one file"]})
+        raise ValidationFailed({"files": [gettext("Choose at least one file to upload.")]})
     if sha256 is not None and len(files) != 1:
-        raise ValidationFailed({"sha256": ["a checksum can be given for one uploaded file only"]})
+        message = gettext("A checksum can be given for one uploaded file only.")
+        raise ValidationFailed({"sha256": [message]})
 
     def fill(staging: Path, budget: Budget) -> str:
         for filename, stream in files:
@@ -57,13 +61,25 @@ def _verify(filename: str, stream: IO[bytes], expected: str) -> None:
         digest.update(chunk)
     stream.seek(0)
     if digest.hexdigest() != expected.lower():
-        raise ValidationFailed(
-            {
-                "files": [
-                    f"{filename}: sha256 {digest.hexdigest()} differs from the given {expected}"
-                ]
-            }
+        message = gettext(
+            "%(name)s: its sha256 %(found)s differs from the given %(expected)s.",
+            name=filename,
+            found=digest.hexdigest(),
+            expected=expected,
         )
+        raise ValidationFailed({"files": [message]})
+
+
+def on_top_of(fill: Fill, previous: Path, manifest: Manifest) -> Fill:
+    """``fill``'s files, then every file of the previous version they do not replace: a new
+    version that changes a few files of the last one without sending the rest again."""
+
+    def both(staging: Path, budget: Budget) -> str:
+        origin = fill(staging, budget)
+        link_tree(previous, manifest, staging, budget)
+        return origin
+
+    return both
 
 
 def cluster_path(import_roots: Sequence[str], username: str, raw: str) -> Fill:
@@ -71,12 +87,15 @@ def cluster_path(import_roots: Sequence[str], username: str, raw: str) -> Fill:
     path = Path(os.path.realpath(raw))
     roots = [Path(os.path.realpath(r.replace("{user}", username))) for r in import_roots]
     if not Path(raw).is_absolute():
-        raise ValidationFailed({"path": ["give an absolute path"]})
+        raise ValidationFailed({"path": [gettext("Give an absolute path.")]})
     if not any(path == r or r in path.parents for r in roots):
-        allowed = ", ".join(str(r) for r in roots) or "none configured"
-        raise ValidationFailed({"path": [f"{raw} is not under an import root ({allowed})"]})
+        allowed = ", ".join(str(r) for r in roots) or gettext("none configured")
+        message = gettext(
+            "%(path)s is not under an import root (%(roots)s).", path=raw, roots=allowed
+        )
+        raise ValidationFailed({"path": [message]})
     if not path.is_dir():
-        raise ValidationFailed({"path": [f"{raw} is not a directory"]})
+        raise ValidationFailed({"path": [gettext("%(path)s is not a directory.", path=raw)]})
     reader = reader_of(username)
     root = next(r for r in roots if path == r or r in path.parents)
     for parent in [*reversed(path.parents[: len(path.parents) - len(root.parents)]), path]:
@@ -116,7 +135,8 @@ def s3_prefix(stores: Mapping[str, Mapping[str, Any]], args: Mapping[str, Any]) 
 def workspace(directory: Path, name: str) -> Fill:
     """A fill from what jobs wrote into a dataset's read-write mount."""
     if not directory.is_dir():
-        raise ValidationFailed({"source": [f"{name} has no workspace: mount it rw first"]})
+        message = gettext("%(name)s has no workspace yet: mount it read-write first.", name=name)
+        raise ValidationFailed({"source": [message]})
 
     def fill(staging: Path, budget: Budget) -> str:
         copy_tree(directory, staging, budget)

@@ -24,7 +24,9 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import IO, Any
 
+from portal.datasets.words import size
 from portal.errors import Conflict, QuotaExceeded, ValidationFailed
+from portal.i18n import gettext, number
 
 CHUNK = 1 << 20
 ARCHIVE_SUFFIXES = (".zip", ".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tar.xz")
@@ -71,7 +73,9 @@ class Budget:
     def new_file(self, name: str, declared: int | None = None) -> None:
         self.files += 1
         if self.files > self.limits.max_files:
-            raise QuotaExceeded(f"more than {self.limits.max_files} files in one version")
+            raise QuotaExceeded(
+                gettext("A version holds at most %(n)s files.", n=number(self.limits.max_files))
+            )
         if declared is not None:
             self._check_file(name, declared)
             self._check_total(self.bytes + declared)
@@ -81,45 +85,57 @@ class Budget:
         self._check_file(name, file_bytes)
         self._check_total(self.bytes)
 
-    def _check_file(self, name: str, size: int) -> None:
-        if size > self.limits.max_file_bytes:
+    def _check_file(self, name: str, file_bytes: int) -> None:
+        if file_bytes > self.limits.max_file_bytes:
             raise QuotaExceeded(
-                f"{name}: larger than the {self.limits.max_file_bytes} bytes a file may have"
+                gettext(
+                    "%(name)s is larger than the %(limit)s a file may have.",
+                    name=name,
+                    limit=size(self.limits.max_file_bytes),
+                )
             )
 
     def _check_total(self, total: int) -> None:
         if total > self.limits.max_bytes:
             raise QuotaExceeded(
-                f"the version would exceed the project's dataset quota "
-                f"({self.limits.max_bytes} bytes left)"
+                gettext(
+                    "The version would exceed the project's dataset quota (%(left)s left).",
+                    left=size(self.limits.max_bytes),
+                )
             )
 
 
 def safe_relpath(name: str, field: str = "files") -> str:
     """``name`` as a relative POSIX path inside the version, or a field error."""
     if not name or "\x00" in name or any(ord(c) < 32 or ord(c) == 127 for c in name):
-        raise ValidationFailed({field: [f"{name!r}: empty name or control characters"]})
+        message = gettext("%(name)r: an empty name or control characters.", name=name)
+        raise ValidationFailed({field: [message]})
     if "\\" in name:
-        raise ValidationFailed({field: [f"{name!r}: backslashes are not allowed in paths"]})
+        message = gettext("%(name)r: backslashes are not allowed in paths.", name=name)
+        raise ValidationFailed({field: [message]})
     pure = PurePosixPath(name)
     if pure.is_absolute():
-        raise ValidationFailed({field: [f"{name!r}: absolute paths are not allowed"]})
+        message = gettext("%(name)r: absolute paths are not allowed.", name=name)
+        raise ValidationFailed({field: [message]})
     parts = [p for p in pure.parts if p not in ("", ".")]
     if not parts or ".." in parts:
-        raise ValidationFailed({field: [f"{name!r}: paths with '..' are not allowed"]})
+        message = gettext("%(name)r: paths with '..' are not allowed.", name=name)
+        raise ValidationFailed({field: [message]})
     if len(name) > 1000:
-        raise ValidationFailed({field: [f"{name[:40]!r}…: path longer than 1000 characters"]})
+        message = gettext("%(name)r…: a path longer than 1000 characters.", name=name[:40])
+        raise ValidationFailed({field: [message]})
     return "/".join(parts)
 
 
 def write_stream(src: IO[bytes], dest: Path, rel: str, budget: Budget) -> None:
     """Copy ``src`` to ``dest/rel``, counting every chunk against the budget."""
     target = dest / rel
-    clash = ValidationFailed({"files": [f"{rel}: a file and a directory of the same name"]})
+    said = gettext("%(path)s: a file and a directory of the same name.", path=rel)
+    clash = ValidationFailed({"files": [said]})
     if target.is_dir():
         raise clash
     if target.exists():
-        raise ValidationFailed({"files": [f"{rel}: given twice"]})
+        raise ValidationFailed({"files": [gettext("%(path)s: given twice.", path=rel)]})
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         out = target.open("xb")
@@ -147,9 +163,12 @@ def extract_archive(src: IO[bytes], filename: str, dest: Path, budget: Budget) -
     except (tarfile.TarError, zipfile.BadZipFile, EOFError, zlib.error, OSError) as exc:
         if isinstance(exc, OSError) and not _is_format_error(exc):
             raise
-        raise ValidationFailed(
-            {"files": [f"{filename}: not a readable archive (corrupt or truncated): {exc}"]}
-        ) from None
+        message = gettext(
+            "%(name)s: not a readable archive (corrupt or truncated): %(reason)s",
+            name=filename,
+            reason=exc,
+        )
+        raise ValidationFailed({"files": [message]}) from None
 
 
 def _is_format_error(exc: OSError) -> bool:
@@ -164,18 +183,24 @@ def _extract_tar(src: IO[bytes], dest: Path, budget: Budget) -> None:
                 continue  # "./", which tar -C dir . writes first
             rel = safe_relpath(member.name)
             if member.issym() or member.islnk():
-                raise ValidationFailed({"files": [f"{member.name}: links are not allowed"]})
+                raise ValidationFailed({"files": [no_links(member.name)]})
             if member.isdir():
                 continue
             if not member.isfile():
-                raise ValidationFailed(
-                    {"files": [f"{member.name}: only regular files and directories"]}
-                )
+                raise ValidationFailed({"files": [only_files(member.name)]})
             budget.new_file(rel, member.size)
             stream = tar.extractfile(member)
             if stream is None:  # pragma: no cover - isfile() members always have data
                 continue
             write_stream(stream, dest, rel, budget)
+
+
+def no_links(name: str) -> str:
+    return gettext("%(path)s: links are not allowed.", path=name)
+
+
+def only_files(name: str) -> str:
+    return gettext("%(path)s: only regular files and directories are allowed.", path=name)
 
 
 def _is_top(name: str) -> bool:
@@ -188,13 +213,11 @@ def _extract_zip(src: IO[bytes], dest: Path, budget: Budget) -> None:
             rel = safe_relpath(info.filename)
             mode = info.external_attr >> 16
             if stat.S_ISLNK(mode):
-                raise ValidationFailed({"files": [f"{info.filename}: links are not allowed"]})
+                raise ValidationFailed({"files": [no_links(info.filename)]})
             if info.is_dir():
                 continue
             if stat.S_IFMT(mode) and not stat.S_ISREG(mode):
-                raise ValidationFailed(
-                    {"files": [f"{info.filename}: only regular files and directories"]}
-                )
+                raise ValidationFailed({"files": [only_files(info.filename)]})
             budget.new_file(rel, info.file_size)
             with archive.open(info) as stream:
                 write_stream(stream, dest, rel, budget)
@@ -225,7 +248,8 @@ class Reader:
 
 def check_readable(path: Path, rel: str, reader: Reader | None) -> None:
     if reader is not None and not reader.may_read(path.lstat()):
-        raise ValidationFailed({"path": [f"{rel}: not readable by {reader.name}"]})
+        message = gettext("%(path)s: %(user)s may not read it.", path=rel, user=reader.name)
+        raise ValidationFailed({"path": [message]})
 
 
 def copy_tree(src: Path, dest: Path, budget: Budget, reader: Reader | None = None) -> None:
@@ -239,12 +263,12 @@ def copy_tree(src: Path, dest: Path, budget: Budget, reader: Reader | None = Non
             rel = path.relative_to(src).as_posix()
             info = path.lstat()
             if stat.S_ISLNK(info.st_mode):
-                raise ValidationFailed({"path": [f"{rel}: links are not allowed"]})
+                raise ValidationFailed({"path": [no_links(rel)]})
             check_readable(path, rel, reader)
             if stat.S_ISDIR(info.st_mode):
                 continue
             if not stat.S_ISREG(info.st_mode):
-                raise ValidationFailed({"path": [f"{rel}: only regular files and directories"]})
+                raise ValidationFailed({"path": [only_files(rel)]})
             budget.new_file(rel, info.st_size)
             # O_NOFOLLOW: a file swapped for a link after the walk is refused, not followed
             fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
@@ -276,14 +300,53 @@ def files_under(directory: Path) -> list[str]:
     ]
 
 
-def scan(directory: Path) -> Manifest:
+def scan(directory: Path, base: tuple[Path, Manifest] | None = None) -> Manifest:
+    """Every file's size and sha256; a file that is a link of the ``base`` version's same file
+    (:func:`link_tree`) keeps the sha256 its manifest has, without reading it again."""
+    known = {e.path: e for e in base[1].entries} if base else {}
     entries = []
     for rel in files_under(directory):
         path = directory / rel
-        entries.append(Entry(rel, path.stat().st_size, sha256_file(path)))
+        old = known.get(rel)
+        if base is not None and old is not None and _same_file(path, base[0] / rel):
+            entries.append(old)
+        else:
+            entries.append(Entry(rel, path.stat().st_size, sha256_file(path)))
     if not entries:
-        raise ValidationFailed({"files": ["a version needs at least one file"]})
+        raise ValidationFailed({"files": [gettext("A version needs at least one file.")]})
     return Manifest(tuple(entries), checksum_of(entries))
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return a.samefile(b)
+    except OSError:
+        return False
+
+
+def link_tree(src: Path, manifest: Manifest, dest: Path, budget: Budget) -> int:
+    """The files of a version (``src``, as its manifest lists them) into ``dest`` as hard
+    links, except where ``dest`` already has that path (a new upload replaces the old file) or
+    a file where the old one needs a directory; copies where links cannot be made (another file
+    system). Versions are read-only, so a link shares nothing that can change. Counted against
+    the budget like any file; the number of files carried over."""
+    carried = 0
+    for e in manifest.entries:
+        target = dest / e.path
+        above = PurePosixPath(e.path).parents
+        if target.exists() or any((dest / p).is_file() for p in above if str(p) != "."):
+            continue
+        budget.new_file(e.path, e.size)
+        budget.add(e.path, e.size, e.size)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.link(src / e.path, target, follow_symlinks=False)
+        except OSError as exc:
+            if exc.errno not in (errno.EXDEV, errno.EPERM, errno.EMLINK):
+                raise
+            shutil.copyfile(src / e.path, target, follow_symlinks=False)
+        carried += 1
+    return carried
 
 
 class Store:
@@ -337,7 +400,10 @@ class Store:
         except OSError as exc:
             if exc.errno in (errno.ENOTEMPTY, errno.EEXIST):
                 raise Conflict(
-                    f"{final.name} is being made by another request; try again"
+                    gettext(
+                        "%(version)s is being made by another request. Try again.",
+                        version=final.name,
+                    )
                 ) from None
             raise
         final.chmod(0o555)

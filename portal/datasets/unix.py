@@ -3,14 +3,17 @@
 Jobs read a dataset's versions straight from the store (``<store>/<dataset id>/v<n>``), as
 their users. The dataset's own directory is the gate: owned by the portal, mode 0750 with a
 POSIX ACL naming each Unix user who may read the dataset in the portal (``u:<name>:r-x``):
-its owner for a private one, everyone who may read its project for a project one; a public one
-is 0755. Nobody else can enter, whatever they know of the path; the store itself is 0711.
+its owner for a private one, everyone who may read its project for a project one, and those
+its unexpired shares name; a public one is 0755. Nobody else can enter, whatever they know of
+the path; the store itself is 0711.
 
 The ACL follows the portal's permissions as they change: whenever a commit touches a dataset,
-a membership, a group's members or grants, a domain's admins or a user, the datasets of the
-projects concerned are recomputed in the same transaction and their directories set right
-after it commits (a SQLAlchemy session hook, so no service can forget it). A file system
-without ACLs fails closed: the directory is then the portal's alone, and the log says so.
+its shares, a membership, a group's members or grants, a domain's admins or a user, the
+datasets of the projects concerned (and those shared with them) are recomputed in the same
+transaction and their directories set right after it commits (a SQLAlchemy session hook, so
+no service can forget it). A file system without ACLs fails closed: the directory is then the
+portal's alone, and the log says so. Expired shares are removed by the control daemon
+(:func:`portal.datasets.shares.expire`), which recomputes the ACL the same way.
 """
 
 from __future__ import annotations
@@ -25,11 +28,11 @@ from pathlib import Path
 from typing import Any
 
 from flask import Flask, current_app, has_app_context
-from sqlalchemy import event, select
+from sqlalchemy import ColumnElement, and_, event, or_, select
 from sqlalchemy.orm import Session
 
 from portal.datasets.access import can
-from portal.datasets.models import Dataset, DatasetVersion, Visibility
+from portal.datasets.models import Dataset, DatasetShare, DatasetVersion, GranteeKind, Visibility
 from portal.datasets.storage import Store
 from portal.tenancy.models import DomainAdmin, GroupGrant, GroupMember, Membership, Project
 
@@ -48,27 +51,48 @@ def readers(session: Session, ds: Dataset) -> frozenset[str] | None:
     project = ds.project
     candidates = {ds.owner_id}
     if ds.visibility == Visibility.PROJECT:
-        candidates |= set(
-            session.scalars(select(Membership.user_id).where(Membership.project_id == project.id))
-        )
-        candidates |= set(
-            session.scalars(
-                select(GroupMember.user_id)
-                .join(GroupGrant, GroupGrant.group_id == GroupMember.group_id)
-                .where(GroupGrant.project_id == project.id)
-            )
-        )
+        candidates |= _of_projects(session, [project.id])
         candidates |= set(
             session.scalars(
                 select(DomainAdmin.user_id).where(DomainAdmin.domain_id == project.domain_id)
             )
         )
+    candidates |= _of_shares(session, ds)
     names = set()
     for user_id in candidates:
         user = session.get(User, user_id)
         if user is not None and user.active and can(load_access(session, user), ds)[0]:
             names.add(user.username)
     return frozenset(names)
+
+
+def _of_projects(session: Session, project_ids: list[int]) -> set[int]:
+    """The users holding a role on these projects, themselves or through a group."""
+    if not project_ids:
+        return set()
+    members = select(Membership.user_id).where(Membership.project_id.in_(project_ids))
+    grouped = (
+        select(GroupMember.user_id)
+        .join(GroupGrant, GroupGrant.group_id == GroupMember.group_id)
+        .where(GroupGrant.project_id.in_(project_ids))
+    )
+    return set(session.scalars(members)) | set(session.scalars(grouped))
+
+
+def _of_shares(session: Session, ds: Dataset) -> set[int]:
+    """Those the dataset's shares may name (each is checked by ``can`` after)."""
+    found: set[int] = set()
+    for share in ds.shares:
+        if share.grantee_kind == GranteeKind.USER:
+            found.add(share.grantee_id)
+        elif share.grantee_kind == GranteeKind.PROJECT:
+            found |= _of_projects(session, [share.grantee_id])
+        else:
+            in_domain = select(Project.id).where(Project.domain_id == share.grantee_id)
+            found |= _of_projects(session, list(session.scalars(in_domain)))
+            admins = select(DomainAdmin.user_id).where(DomainAdmin.domain_id == share.grantee_id)
+            found |= set(session.scalars(admins))
+    return found
 
 
 def _unix(names: Iterable[str]) -> list[str]:
@@ -136,13 +160,22 @@ def refresh(session: Session, datasets: Iterable[Dataset]) -> None:
 
 
 # ------------------------------------------------------------------ the session hook
-_WATCHED = (Dataset, DatasetVersion, Membership, GroupMember, GroupGrant, DomainAdmin, Project)
+_WATCHED = (
+    Dataset,
+    DatasetVersion,
+    DatasetShare,
+    Membership,
+    GroupMember,
+    GroupGrant,
+    DomainAdmin,
+    Project,
+)
 
 
 def _projects_of(session: Session, obj: Any) -> set[int]:
     from portal.identity.models import User
 
-    if isinstance(obj, DatasetVersion):
+    if isinstance(obj, DatasetVersion | DatasetShare):
         ds = session.get(Dataset, obj.dataset_id)
         return {ds.project_id} if ds is not None else set()
     if isinstance(obj, Dataset | Membership | GroupGrant):
@@ -156,8 +189,18 @@ def _projects_of(session: Session, obj: Any) -> set[int]:
         return set(session.scalars(rows))
     if isinstance(obj, User):
         rows = select(Membership.project_id).where(Membership.user_id == obj.id)
-        return set(session.scalars(rows)) | set(
-            session.scalars(select(Dataset.project_id).where(Dataset.owner_id == obj.id))
+        shared = (
+            select(Dataset.project_id)
+            .join(DatasetShare, DatasetShare.dataset_id == Dataset.id)
+            .where(
+                DatasetShare.grantee_kind == GranteeKind.USER.value,
+                DatasetShare.grantee_id == obj.id,
+            )
+        )
+        return (
+            set(session.scalars(rows))
+            | set(session.scalars(select(Dataset.project_id).where(Dataset.owner_id == obj.id)))
+            | set(session.scalars(shared))
         )
     return set()
 
@@ -181,8 +224,26 @@ def _before_commit(session: Session) -> None:
         return
     root = store_root()
     plan = session.info.setdefault(PENDING + ".plan", {})
-    for ds in session.scalars(select(Dataset).where(Dataset.project_id.in_(projects))):
+    for ds in session.scalars(select(Dataset).where(_concerned(projects))):
         plan[root / str(ds.id)] = readers(session, ds)
+
+
+def _concerned(projects: set[int]) -> ColumnElement[bool]:
+    """The datasets of these projects, and those shared with them or with their domains."""
+    domains = select(Project.domain_id).where(Project.id.in_(projects))
+    shared = select(DatasetShare.dataset_id).where(
+        or_(
+            and_(
+                DatasetShare.grantee_kind == GranteeKind.PROJECT.value,
+                DatasetShare.grantee_id.in_(projects),
+            ),
+            and_(
+                DatasetShare.grantee_kind == GranteeKind.DOMAIN.value,
+                DatasetShare.grantee_id.in_(domains),
+            ),
+        )
+    )
+    return or_(Dataset.project_id.in_(projects), Dataset.id.in_(shared))
 
 
 def _after_commit(session: Session) -> None:

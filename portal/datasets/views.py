@@ -11,8 +11,8 @@ from flask_login import current_user
 from flask_smorest.fields import Upload
 from marshmallow import Schema, fields
 
-from portal.datasets import service, sources
-from portal.datasets.models import Dataset, DatasetVersion
+from portal.datasets import service, shares, sources
+from portal.datasets.models import Dataset, DatasetShare, DatasetVersion
 from portal.datasets.preview import inline_type, preview
 from portal.datasets.schemas import (
     DatasetQuerySchema,
@@ -26,12 +26,16 @@ from portal.datasets.schemas import (
     MountSchema,
     NewVersionSchema,
     PreviewSchema,
+    ShareCreateSchema,
+    ShareSchema,
     UploadFormSchema,
     VersionSchema,
 )
 from portal.datasets.service import Settings
 from portal.datasets.storage import Entry, iter_files, write_archive
+from portal.datasets.words import no_file, size
 from portal.errors import NotFound, QuotaExceeded
+from portal.i18n import gettext
 from portal.pagination import PageParams, page_of_list, page_of_query
 from portal.web import AuthedView, Blueprint, current_access, session
 
@@ -110,8 +114,11 @@ def refuse_oversized_uploads() -> None:
     left = service.limits_for(session(), Settings.current(), ds.project_id).max_bytes
     if length > left + MULTIPART_SLACK:
         raise QuotaExceeded(
-            f"the upload ({length} bytes) is larger than the project's dataset quota left "
-            f"({left} bytes)"
+            gettext(
+                "The upload (%(size)s) is larger than the project's dataset quota left (%(left)s).",
+                size=size(length),
+                left=size(left),
+            )
         )
 
 
@@ -126,7 +133,7 @@ class UploadVersion(AuthedView):
         fill = sources.upload(uploads, extract=form["extract"], sha256=form.get("sha256"))
         return service.upload_version(
             session(), current_access(), Settings.current(), dataset_id, fill=fill,
-            note=form.get("note", ""),
+            note=form.get("note", ""), keep_previous=form["keep_previous"],
         )  # fmt: skip
 
 
@@ -141,7 +148,7 @@ def _entry(dataset_id: int, version: int, path: str) -> tuple[DatasetVersion, En
     row = service.get_version(session(), current_access(), dataset_id, version)
     entry = service.manifest_of(Settings.current(), row).find(path)
     if entry is None:
-        raise NotFound(f"no file {path!r} in version {version}")
+        raise NotFound(no_file(path, version))
     return row, entry
 
 
@@ -224,3 +231,25 @@ class Mounts(AuthedView):
         """A job spec ``mounts`` entry: a version ``ro`` (default the latest), or the
         dataset's workspace ``rw`` (to be saved as a version with ``source: workspace``)."""
         return service.mount(session(), current_access(), Settings.current(), dataset_id, args)
+
+
+@blp.route("/<id:dataset_id>/shares")
+class Shares(AuthedView):
+    @blp.response(200, ShareSchema(many=True))
+    def get(self, dataset_id: int) -> list[DatasetShare]:
+        """The dataset's shares (its writers)."""
+        return shares.shares(session(), current_access(), dataset_id)
+
+    @blp.arguments(ShareCreateSchema)
+    @blp.response(201, ShareSchema)
+    def post(self, args: dict[str, Any], dataset_id: int) -> DatasetShare:
+        """Let a user, a project's members or a domain read the dataset, until an expiry
+        (again for the same grantee: a new expiry)."""
+        return shares.share(session(), current_access(), dataset_id, args)
+
+
+@blp.route("/<id:dataset_id>/shares/<id:share_id>")
+class ShareById(AuthedView):
+    @blp.response(204)
+    def delete(self, dataset_id: int, share_id: int) -> None:
+        shares.unshare(session(), current_access(), dataset_id, share_id)

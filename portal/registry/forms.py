@@ -10,18 +10,15 @@ from typing import Any
 from flask import current_app
 from flask_wtf import FlaskForm
 from flask_wtf.file import FileField, FileRequired
-from sqlalchemy import select
 from wtforms import DateField, SelectField, StringField
 from wtforms.validators import DataRequired, Length, Optional
 
+from portal.datasets import shares
 from portal.datasets import words as data_words
-from portal.errors import ValidationFailed
 from portal.i18n import gettext
 from portal.i18n import lazy_gettext as _l
-from portal.identity.models import User
 from portal.registry import storage, words
 from portal.registry.models import GranteeKind, ModelShare, ShareMode
-from portal.tenancy.models import Domain, Project
 from portal.web import session
 
 LAYOUTS = ("config.json", "configuration.json", "README.md")  # what import_version accepts
@@ -83,27 +80,10 @@ def _visible_dir(path: Path) -> bool:
 
 
 def grantee_name(share: ModelShare) -> str:
-    kind = GranteeKind(share.grantee_kind)
-    if kind == GranteeKind.USER:
-        user = session().get(User, share.grantee_id)
-        name = user.username if user else None
-    else:
-        tenant = session().get(Project if kind == GranteeKind.PROJECT else Domain, share.grantee_id)
-        name = str(getattr(tenant, "name", "")) if tenant is not None else None
+    name = shares.grantee_name(session(), share.grantee_kind, share.grantee_id)
     return name if name is not None else gettext("(deleted)")
 
 
 def grantee_id(kind: GranteeKind, name: str) -> int:
     """The id of the user, project or domain of that name (a message on the field if none)."""
-    if kind == GranteeKind.USER:
-        found = session().scalar(select(User.id).where(User.username == name, User.active))
-        missing = gettext("There is no active user named %(name)s.", name=name)
-    elif kind == GranteeKind.PROJECT:
-        found = session().scalar(select(Project.id).where(Project.name == name))
-        missing = gettext("There is no project named %(name)s.", name=name)
-    else:
-        found = session().scalar(select(Domain.id).where(Domain.name == name))
-        missing = gettext("There is no domain named %(name)s.", name=name)
-    if found is None:
-        raise ValidationFailed({"grantee": [missing]})
-    return int(found)
+    return shares.grantee_id(session(), kind.value, name)

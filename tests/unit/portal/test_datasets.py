@@ -165,7 +165,7 @@ def test_create_refuses_bad_input(env: Env, store: Path) -> None:
     make_dataset(env, "alice", "nlp")
     r = env.api("alice").post(API, json={"project_id": nlp, "name": "cats"})
     assert r.status_code == 409
-    assert "exists" in r.json["message"]
+    assert "already has a dataset named cats" in r.json["message"]
     # a project one is not in is invisible; one with only project.read refuses creation
     r = env.api("alice").post(API, json={"project_id": env.world.projects["cs101"], "name": "x"})
     assert r.status_code == 404
@@ -264,7 +264,7 @@ def test_an_upload_declared_over_the_quota_is_refused_before_it_is_read(
     r = env.api("alice").post(url, data=b"", environ_overrides=huge)
     assert r.status_code == 409
     assert r.json["error"] == "quota_exceeded"
-    assert "larger than the project's dataset quota left (400000 bytes)" in r.json["message"]
+    assert "larger than the project's dataset quota left (390.6 KiB)" in r.json["message"]
     # the permission checks still come first
     assert env.api("dave").post(url, data=b"", environ_overrides=huge).status_code == 404
     assert env.api("gina").post(url, data=b"", environ_overrides=huge).status_code == 403
@@ -409,8 +409,8 @@ def test_import_from_and_export_to_s3(
     # bad sources: each a field error, nothing left behind
     for extra, field, text in [
         ({"bucket": "no-such-bucket"}, "bucket", "NoSuchBucket"),
-        ({"prefix": "nothing-here"}, "prefix", "no objects"),
-        ({"store": "elsewhere"}, "store", "unknown store"),
+        ({"prefix": "nothing-here"}, "prefix", "There are no objects"),
+        ({"store": "elsewhere"}, "store", "There is no store named elsewhere"),
         ({"access_key": "wrong", "secret_key": "wrong", "bucket": "no-such-bucket"}, "bucket", ""),
     ]:
         r = env.api("alice").post(f"{API}/{ds}/versions", json={**body, **extra})
@@ -520,7 +520,7 @@ def test_workspace_needs_a_mount_first(env: Env, store: Path) -> None:
     ds = make_dataset(env, "alice", "nlp")
     r = env.api("alice").post(f"{API}/{ds}/versions", json={"source": "workspace"})
     assert r.status_code == 422
-    assert "mount it rw first" in str(r.json["errors"])
+    assert "mount it read-write first" in str(r.json["errors"])
 
 
 def test_dataset_rows_survive_only_with_their_files(env: Env, store: Path) -> None:
@@ -578,7 +578,7 @@ def test_a_cluster_path_imports_only_what_the_caller_could_read(
     ds = make_dataset(env, "alice", "nlp")
     r = env.api("alice").post(f"{API}/{ds}/versions", json={"source": "path", "path": str(shared)})
     assert r.status_code == 422
-    assert "secret.txt: not readable by alice" in str(r.json["errors"])
+    assert "secret.txt: alice may not read it" in str(r.json["errors"])
     secret.chmod(0o644)
     closed = tmp_path / "cluster" / "closed"
     (closed / "inner").mkdir(parents=True)
@@ -588,7 +588,7 @@ def test_a_cluster_path_imports_only_what_the_caller_could_read(
         f"{API}/{ds}/versions", json={"source": "path", "path": str(closed / "inner")}
     )
     assert r.status_code == 422
-    assert "not readable by alice" in str(r.json["errors"])
+    assert "alice may not read it" in str(r.json["errors"])
     closed.chmod(0o755)
     assert version_rows(env) == 0
     assert staged(store) == []

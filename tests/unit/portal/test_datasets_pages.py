@@ -52,7 +52,7 @@ def test_create_a_dataset_and_upload_from_the_pages(env: Env, store: Path) -> No
     # the same name twice is a message on the form
     r = client.post("/datasets", data={**form, "csrf_token": csrf_of(page)})
     assert r.status_code == 409
-    assert "exists" in r.get_data(as_text=True)
+    assert "already has a dataset named notes" in r.get_data(as_text=True)
 
 
 def test_previews_and_other_tenants(env: Env, store: Path) -> None:
@@ -61,10 +61,11 @@ def test_previews_and_other_tenants(env: Env, store: Path) -> None:
     client = login(env, "alice")
     image = client.get(f"/datasets/{ds}/v/1/preview/a.png").get_data(as_text=True)
     assert 'id="preview-image"' in image
-    assert "8\u00d76" in image  # width x height
+    assert "8 \u00d7 6 pixels" in image  # width x height
     text = client.get(f"/datasets/{ds}/v/1/preview/b.txt").get_data(as_text=True)
     assert "&lt;b&gt;bold?&lt;/b&gt;" in text  # escaped, never markup
-    assert "No preview" in client.get(f"/datasets/{ds}/v/1/preview/c.bin").get_data(as_text=True)
+    binary = client.get(f"/datasets/{ds}/v/1/preview/c.bin").get_data(as_text=True)
+    assert "There is no preview" in binary
     assert client.get(f"/datasets/{ds}/v/1/preview/nope").status_code == 404
     other = login(env, "dave")
     assert "mixed" not in other.get("/datasets").get_data(as_text=True)
@@ -94,7 +95,7 @@ def test_labelling_pages(env: Env, store: Path) -> None:
     alice = login(env, "alice")
     assert "pets-1" in alice.get("/labelling").get_data(as_text=True)
     page = alice.get(f"/labelling/tasks/{task['id']}").get_data(as_text=True)
-    assert "new 2" in page
+    assert "Not annotated yet: 2" in page
     assert "a.png" in page
     annotate = alice.get(f"/labelling/tasks/{task['id']}/items/{items[0]['id']}")
     html = annotate.get_data(as_text=True)
@@ -133,7 +134,7 @@ def test_managers_make_label_sets_and_tasks_on_the_page(env: Env, store: Path) -
     assert [(s["name"], s["labels"]) for s in sets] == [("birds", ["gull", "tern"])]
     again = erin.post("/labelling", data=form)
     assert again.status_code == 409
-    assert "exists" in again.get_data(as_text=True)
+    assert "already has a label set named" in again.get_data(as_text=True)
     page = erin.get("/labelling").get_data(as_text=True)
     task = {"task-project_id": nlp, "task-name": "birds-1", "task-dataset_version_id": version,
             "task-label_set_id": sets[0]["id"], "task-csrf_token": csrf_of(page)}  # fmt: skip
@@ -141,7 +142,7 @@ def test_managers_make_label_sets_and_tasks_on_the_page(env: Env, store: Path) -
     assert r.status_code == 302
     page = erin.get(r.headers["Location"]).get_data(as_text=True)
     assert "Labelling: birds-1" in page
-    assert "new 2" in page
+    assert "Not annotated yet: 2" in page
 
 
 def test_settings_and_delete_on_the_page(env: Env, store: Path) -> None:
@@ -153,7 +154,7 @@ def test_settings_and_delete_on_the_page(env: Env, store: Path) -> None:
     bad = {"action": "settings", "visibility": "everyone", "description": "", "csrf_token": token}
     r = alice.post(url, data=bad)
     assert r.status_code == 422
-    assert "Must be one of" in r.get_data(as_text=True)
+    assert "Not a valid choice" in r.get_data(as_text=True)
     good = {**bad, "visibility": "public", "description": "for all"}
     assert alice.post(url, data=good).status_code == 302
     dave = login(env, "dave")
