@@ -4,24 +4,22 @@ from typing import Any
 
 from marshmallow import Schema, fields
 
-from portal.clusters.service import RESOURCES, ClusterStatus
-
-
-class CapacitySchema(Schema):
-    free = fields.Integer()
-    total = fields.Integer()
-
+from portal.clusters.service import ClusterStatus
+from portal.nodes.schemas import capacity_data, capacity_fields
 
 ClusterStatusSchema = Schema.from_dict(
     {
+        **capacity_fields(),
         "name": fields.String(),
         "reachable": fields.Boolean(),
         "error": fields.String(),
-        "nodes": fields.Integer(),
-        "states": fields.Dict(keys=fields.String(), values=fields.Integer()),
+        "states": fields.Dict(
+            keys=fields.String(),
+            values=fields.Integer(),
+            metadata={"description": "nodes by Slurm's node state (IDLE, MIXED, DOWN …)"},
+        ),
         "running": fields.Integer(),
         "pending": fields.Integer(),
-        **{r: fields.Nested(CapacitySchema) for r in RESOURCES},
     },
     name="ClusterStatusSchema",
 )
@@ -29,6 +27,7 @@ ClusterStatusSchema = Schema.from_dict(
 
 def cluster_data(c: ClusterStatus) -> dict[str, Any]:
     return {
+        **capacity_data(c.capacity),
         "name": c.name,
         "reachable": c.reachable,
         "error": c.error,
@@ -36,5 +35,4 @@ def cluster_data(c: ClusterStatus) -> dict[str, Any]:
         "states": dict(c.states),
         "running": c.running,
         "pending": c.pending,
-        **{r: {"free": u.free, "total": u.total} for r, u in c.capacity.items()},
     }

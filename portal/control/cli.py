@@ -34,16 +34,30 @@ def _stamped(line: str) -> None:
     show_default=True,
     help="seconds between looks at the database for what changed or is in progress",
 )
-def command(lab: bool, once: bool, dry_run: bool, every_s: float, poll_s: float) -> None:
+@click.option(
+    "--sample-every",
+    "sample_s",
+    type=click.FloatRange(5, 3600),
+    default=None,
+    help="seconds between capacity samples for the charts  [default: SAMPLE_EVERY_S, 60]",
+)
+def command(
+    *, lab: bool, once: bool, dry_run: bool, every_s: float, poll_s: float, sample_s: float | None
+) -> None:
     """Keep inference services and registry runs in line with Slurm (until SIGTERM): start,
-    restart and stop replica jobs, expire and remove services, record finished runs."""
+    restart and stop replica jobs, expire and remove services, record finished runs; sample
+    the clusters' capacity and queues for the monitoring charts."""
     from portal import create_app
     from portal.cli import lab_settings
     from portal.control.daemon import Daemon
 
     app = create_app(lab_settings() if lab else {})
-    daemon = Daemon(app, every_s=every_s, poll_s=poll_s, dry_run=dry_run, echo=_stamped)
+    daemon = Daemon(
+        app, every_s=every_s, poll_s=poll_s, dry_run=dry_run, echo=_stamped, sample_every_s=sample_s
+    )
     if once or dry_run:
+        for line in daemon.sample_pass():
+            click.echo(line)
         report = daemon.run_pass(full=True)
         if not report.ran:
             raise click.ClickException("another reconciler is running a pass; try again")
@@ -61,5 +75,8 @@ def command(lab: bool, once: bool, dry_run: bool, every_s: float, poll_s: float)
 
     signal.signal(signal.SIGTERM, _stop)
     signal.signal(signal.SIGINT, _stop)
-    _stamped(f"reconciling: full pass every {every_s:g} s, changes looked for every {poll_s:g} s")
+    _stamped(
+        f"reconciling: full pass every {every_s:g} s, changes looked for every {poll_s:g} s, "
+        f"capacity sampled every {daemon.sample_interval:g} s"
+    )
     daemon.run_forever(stop)

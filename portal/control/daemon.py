@@ -5,7 +5,11 @@ be; this daemon makes it so, and is the one writer of what follows from it.
   after a failure (with backoff), cancelled when surplus, stopped, expired or deleted;
   decrypted model copies dropped while no replica runs; deleted services removed;
 - registry runs (:mod:`portal.registry.refresh`): finished fine-tuning jobs become versions,
-  finished evaluations their metrics; run directories removed through the root helper.
+  finished evaluations their metrics; run directories removed through the root helper;
+- capacity samples (:mod:`portal.nodes.sampling`): every ``SAMPLE_EVERY_S`` (60 s) one row per
+  partition and kind and per node for the monitoring charts, aged minute rows rolled up into
+  hourly ones and old hourly rows dropped; under a lock of its own, so a long reconcile pass
+  does not delay it.
 
 Each pass is snapshot → plan → apply under one runner lock (:mod:`portal.control.lock`): a
 second daemon skips the passes the first one is doing, so no replica is submitted twice. A
@@ -23,7 +27,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from flask import Flask
 from sqlalchemy import select
@@ -35,6 +39,7 @@ from portal.errors import DomainError
 from portal.extensions import db
 from portal.inference import reconcile as inference
 from portal.inference.models import InferenceService
+from portal.nodes import sampling
 from portal.registry import refresh
 from portal.registry.access import now as clock_now
 from portal.slurm import slurm
@@ -43,6 +48,7 @@ from slurm_plugins.client.errors import SlurmError
 log = logging.getLogger("aipool.reconcile")
 
 LOCK = "reconcile"
+SAMPLE_LOCK = "sample"
 
 
 @dataclass
@@ -62,12 +68,15 @@ class Daemon:
     every_s: float = 20.0
     poll_s: float = 2.0
     dry_run: bool = False
-    loops: tuple[str, ...] = ("inference", "runs")
+    loops: tuple[str, ...] = ("inference", "runs", "samples")
+    #: seconds between capacity samples; None: the app's SAMPLE_EVERY_S
+    sample_every_s: float | None = None
     echo: Callable[[str], None] = log.info
     monotonic: Callable[[], float] = time.monotonic
     # each service's updated_at as the last pass left it: a change since is a reason to look
     _seen: dict[int, datetime | None] = field(default_factory=dict, init=False)
     _last_full: float = field(default=float("-inf"), init=False)
+    _last_sample: float = field(default=float("-inf"), init=False)
 
     def run_pass(self, *, full: bool = True) -> PassReport:
         # the app context's teardown ends the pass's database session
@@ -116,8 +125,49 @@ class Daemon:
             or self._seen[s.id] != s.updated_at
         ]
 
+    @property
+    def sample_interval(self) -> float:
+        if self.sample_every_s is not None:
+            return self.sample_every_s
+        return float(self.app.config["SAMPLE_EVERY_S"])
+
+    def sample_pass(self) -> list[str]:
+        """One capacity sample: read every cluster, plan the rows, write them (snapshot →
+        plan → apply); nothing when another daemon holds the sampler's lock."""
+        with self.app.app_context(), held(db.engine, SAMPLE_LOCK) as mine:
+            if not mine:
+                return []
+            cfg = self.app.config
+            planned = sampling.plan(
+                slurm().clusters(),
+                clock_now(),
+                step_s=round(self.sample_interval),
+                keep_minutes=timedelta(hours=float(cfg["SAMPLE_KEEP_MINUTES_H"])),
+                keep_hours=timedelta(days=float(cfg["SAMPLE_KEEP_HOURS_D"])),
+            )
+            return sampling.apply(web.session(), planned, dry_run=self.dry_run).lines
+
+    def _sample_if_due(self) -> None:
+        if "samples" not in self.loops:
+            return
+        if self.monotonic() - self._last_sample < self.sample_interval:
+            return
+        self._last_sample = self.monotonic()
+        try:
+            lines = self.sample_pass()
+        except SlurmError as exc:
+            log.error("sample skipped: Slurm did not answer: %s", exc)
+            return
+        except Exception:  # the database away, a bug: the next interval tries again
+            log.exception("sample failed")
+            return
+        for line in lines[1:]:  # the rows of every minute are not news; roll-ups and drops are
+            self.echo(line)
+
     def tick(self) -> PassReport | None:
-        """One scheduled pass (full when one is due); logs what went wrong, never raises."""
+        """One scheduled pass (full when one is due), and a capacity sample when one is due;
+        logs what went wrong, never raises."""
+        self._sample_if_due()
         full = self.monotonic() - self._last_full >= self.every_s
         try:
             report = self.run_pass(full=full)

@@ -1,4 +1,5 @@
-"""The dashboard: cluster use, the caller's projects and their latest jobs."""
+"""The dashboard: the pool's capacity (counted as every page counts it), the caller's projects
+and their latest jobs."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from flask_login import login_required
 
 from portal.errors import SlurmUnavailable
 from portal.jobs.service import list_jobs
-from portal.nodes.service import read_nodes, totals
+from portal.nodes.service import pool_of, read_nodes
 from portal.slurm import slurm
 from portal.tenancy.service import projects_query
 from portal.web import current_access, session
@@ -27,10 +28,5 @@ def index() -> str:
     except SlurmUnavailable as exc:
         nodes, jobs, error = [], [], exc.message
     return render_template(
-        "dashboard/index.html",
-        totals=totals(nodes),
-        node_count=len(nodes),
-        projects=projects,
-        jobs=jobs,
-        error=error,
+        "dashboard/index.html", pool=pool_of(nodes), projects=projects, jobs=jobs, error=error
     )

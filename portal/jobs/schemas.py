@@ -149,7 +149,7 @@ class JupyterSchema(Schema):
     app = fields.String(allow_none=True)
 
 
-class OutputSchema(Schema):
+class JobOutputSchema(Schema):
     job_id = fields.Integer()
     state = fields.String(metadata={"description": "Slurm's state (PENDING, RUNNING …)"})
     label = fields.String(metadata={"description": "the state in the reader's language"})

@@ -11,6 +11,7 @@ from portal.jobs import explain, history, monitor, service
 from portal.jobs.models import JobRecord
 from portal.jobs.schemas import (
     HistoryQuerySchema,
+    JobOutputSchema,
     JobQuerySchema,
     JobRecordSchema,
     JobSchema,
@@ -19,7 +20,6 @@ from portal.jobs.schemas import (
     JupyterSchema,
     MetricsQuerySchema,
     MetricsSchema,
-    OutputSchema,
     SpecSubmitSchema,
     job_data,
 )
@@ -112,7 +112,7 @@ class Metrics(AuthedView):
 
 @blp.route("/<id:job_id>/output")
 class JobOutput(AuthedView):
-    @blp.response(200, OutputSchema)
+    @blp.response(200, JobOutputSchema)
     def get(self, job_id: int) -> dict[str, Any]:
         """The job's state and, for its owner (and platform admins), the last lines of its
         output and the last progress it printed: what the job's page refreshes in place."""

@@ -114,10 +114,18 @@ def duration(seconds: float | None) -> str:
     hours, rest = divmod(rest, 3600)
     minutes, secs = divmod(rest, 60)
     if days:
-        return gettext("%(d)d d %(h)d h", d=days, h=hours)
+        if hours:
+            return gettext("%(d)d d %(h)d h", d=days, h=hours)
+        return ngettext("%(num)d day", "%(num)d days", days)
     if hours:
-        return gettext("%(h)d h %(m)02d min", h=hours, m=minutes)
-    return gettext("%(m)d min %(s)02d s", m=minutes, s=secs)
+        if minutes:
+            return gettext("%(h)d h %(m)02d min", h=hours, m=minutes)
+        return gettext("%(h)d h", h=hours)
+    if minutes:
+        if secs:
+            return gettext("%(m)d min %(s)02d s", m=minutes, s=secs)
+        return gettext("%(m)d min", m=minutes)
+    return gettext("%(s)d s", s=secs)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,7 +1,7 @@
 """Capacity over time: what the control daemon's sampler records for the monitoring charts.
 
-One row per interval and per partition × kind (whole cards with shards and vNPUs as their
-fractions, CPUs), and per node × kind of card; minute rows are rolled up into hourly rows as
+One row per interval and per partition and kind (whole cards with shards and vNPUs as their
+fractions, CPUs), and per node and kind of card; minute rows are rolled up into hourly rows as
 they age (:mod:`portal.nodes.sampling`). Requests only read these rows.
 """
 

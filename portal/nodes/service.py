@@ -1,43 +1,45 @@
-"""Cluster capacity and use, from ``SlurmClient.nodes()``."""
+"""Cluster capacity and use, from ``SlurmClient.nodes()``, counted once for every page and
+the API by :mod:`slurm_plugins.client.capacity` (whole cards, shards and vNPUs as fractions
+of a card, whole cards free, CPUs, memory) per node, partition and pool."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from portal.errors import SlurmUnavailable
+from portal.i18n import gettext
 from portal.slurm import SlurmPort
+from slurm_plugins.client import capacity
+from slurm_plugins.client.capacity import Capacity
 from slurm_plugins.client.errors import SlurmError
 from slurm_plugins.client.models import Node
 
-RESOURCES = ("gpus", "shards", "npus", "cpus", "memory_mb")
-
 
 @dataclass(frozen=True, slots=True)
-class Usage:
-    used: int
-    total: int
+class Pool:
+    """The pool's capacity, each partition's, and each node's: what the dashboard, the nodes
+    and clusters pages and the API show."""
+
+    total: Capacity
+    partitions: dict[str, Capacity]
+    nodes: tuple[tuple[Node, Capacity], ...]
 
 
-def node_usage(node: Node) -> dict[str, Usage]:
-    return {
-        "gpus": Usage(node.gres_in_use("gpu"), node.gres_total("gpu")),
-        "shards": Usage(node.gres_in_use("shard"), node.gres_total("shard")),
-        "npus": Usage(node.gres_in_use("npu"), node.gres_total("npu")),
-        "cpus": Usage(node.alloc_cpus, node.cpus),
-        "memory_mb": Usage(node.alloc_memory, node.real_memory),
-    }
-
-
-def totals(nodes: list[Node]) -> dict[str, Usage]:
-    out = {r: Usage(0, 0) for r in RESOURCES}
-    for node in nodes:
-        for r, u in node_usage(node).items():
-            out[r] = Usage(out[r].used + u.used, out[r].total + u.total)
-    return out
+def pool_of(nodes: Iterable[Node]) -> Pool:
+    listed = sorted(nodes, key=lambda n: n.name)
+    each = tuple((n, capacity.node_capacity(n)) for n in listed)
+    return Pool(
+        capacity.total(c for _, c in each),
+        capacity.by_partition(listed),
+        each,
+    )
 
 
 def read_nodes(port: SlurmPort) -> list[Node]:
     try:
         return sorted(port.nodes(), key=lambda n: n.name)
     except SlurmError as exc:
-        raise SlurmUnavailable(f"nodes: {exc}") from exc
+        raise SlurmUnavailable(
+            gettext("Slurm did not answer (%(what)s): %(why)s", what="nodes", why=str(exc))
+        ) from exc

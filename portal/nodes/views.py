@@ -1,14 +1,17 @@
-"""API: cluster totals and nodes."""
+"""API: the pool's capacity (per partition too) and each node's, counted one way."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from portal.nodes.schemas import ClusterSchema, NodeSchema, node_data, usage_data
-from portal.nodes.service import read_nodes, totals
+from marshmallow import Schema, fields, validate
+
+from portal.nodes import series
+from portal.nodes.schemas import ClusterSchema, NodeSchema, capacity_data, node_data
+from portal.nodes.service import pool_of, read_nodes
 from portal.pagination import PageParams, page_of_list
 from portal.slurm import slurm
-from portal.web import AuthedView, Blueprint
+from portal.web import AuthedView, Blueprint, session
 
 blp = Blueprint("nodes", __name__, url_prefix="/api/v1", description="Monitoring")
 
@@ -17,9 +20,15 @@ blp = Blueprint("nodes", __name__, url_prefix="/api/v1", description="Monitoring
 class Cluster(AuthedView):
     @blp.response(200, ClusterSchema)
     def get(self) -> dict[str, Any]:
-        """GPUs, shards, NPUs, CPUs and memory: used and total."""
-        nodes = read_nodes(slurm())
-        return {"nodes": len(nodes), **{k: usage_data(u) for k, u in totals(nodes).items()}}
+        """GPU and NPU cards (shards and vNPUs as their share of a card), shards, vNPUs, CPUs
+        and memory: used, free and total, for the pool and each partition."""
+        pool = pool_of(read_nodes(slurm()))
+        return {
+            **capacity_data(pool.total),
+            "partitions": [
+                {"name": name, **capacity_data(cap)} for name, cap in pool.partitions.items()
+            ],
+        }
 
 
 @blp.route("/nodes")
@@ -27,5 +36,40 @@ class Nodes(AuthedView):
     @blp.response(200, NodeSchema(many=True))
     @blp.paginate()
     def get(self, pagination_parameters: PageParams) -> list[dict[str, Any]]:
-        nodes = page_of_list(read_nodes(slurm()), pagination_parameters)
-        return [node_data(n) for n in nodes]
+        """Each node's state and capacity, counted as the pool's is."""
+        rows = page_of_list(list(pool_of(read_nodes(slurm())).nodes), pagination_parameters)
+        return [node_data(node, cap) for node, cap in rows]
+
+
+class MonitoringQuerySchema(Schema):
+    window = fields.String(
+        load_default=series.DEFAULT_WINDOW,
+        validate=validate.OneOf(list(series.WINDOWS)),
+        metadata={"description": "how far back: 1h, 6h, 1d, 7d or 30d"},
+    )
+    cluster = fields.String(validate=validate.Length(max=64))
+
+
+class MonitoringSeriesSchema(Schema):
+    window = fields.String()
+    start = fields.Float(metadata={"description": "Unix time of the first point"})
+    end = fields.Float()
+    step = fields.Integer(metadata={"description": "seconds per point"})
+    t = fields.List(fields.Float(), metadata={"description": "each point's Unix time"})
+    pool = fields.Dict(metadata={"description": "kind -> used, free, total (cards; CPUs)"})
+    utilisation = fields.Dict(metadata={"description": "kind -> percent of the pool in use"})
+    partitions = fields.Dict(
+        metadata={"description": "partition -> kind -> pending, running, wait_mean_m, wait_max_m"}
+    )
+    nodes = fields.Dict(metadata={"description": "node -> kind -> percent of its cards in use"})
+
+
+@blp.route("/monitoring/series")
+class Series(AuthedView):
+    @blp.arguments(MonitoringQuerySchema, location="query")
+    @blp.response(200, MonitoringSeriesSchema)
+    def get(self, args: dict[str, Any]) -> dict[str, Any]:
+        """The pool's capacity and utilisation, the queue and waits per partition, and each
+        node's utilisation over a window, from the control daemon's samples (one value per
+        point; null where there was no sample)."""
+        return series.read(session(), args["window"], series.now(), cluster=args.get("cluster"))

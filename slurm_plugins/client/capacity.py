@@ -57,7 +57,8 @@ class Amount:
 
     @property
     def unavailable(self) -> Fraction:
-        """Neither used nor free: on nodes that take no new work."""
+        """Neither used nor free: on nodes that take no new work, or (shards) on cards that
+        whole-card jobs hold."""
         return max(Fraction(0), self.total - self.used - self.free)
 
     @property

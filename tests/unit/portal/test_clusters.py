@@ -31,28 +31,51 @@ def two_clusters(env: Env) -> Env:
     return env
 
 
+def amount(total: float, used: float, free: float, unavailable: float = 0.0) -> dict[str, float]:
+    return {"total": total, "used": used, "free": free, "unavailable": unavailable}
+
+
+# the recorded nodes: gpu1 holds 2 whole cards and 8 shards (on card 2), gpu2 32 shards (on
+# card 0), npu1 3 of its 8 NPUs: counted as every page counts them (client.capacity)
+ALPHA_CAPACITY = {
+    "gpus": {**amount(8, 3.25, 4.75), "whole_free": 4},  # a card with shards is not whole
+    "shards": amount(256, 40, 152, 64),  # the 2 cards taken whole hold 64 shards: not free
+    "npus": {**amount(8, 3, 5), "whole_free": 5},
+    "vnpus": amount(0, 0, 0),
+    "cpus": amount(64, 7, 57),
+}
+ZERO = {**amount(0, 0, 0), "whole_free": 0}
+
+
+SHOWN = ("name", "reachable", "error", "nodes", "states", "running", "pending")
+SHOWN += ("gpus", "shards", "npus", "vnpus", "cpus")
+
+
+def summary(cluster: dict[str, object]) -> dict[str, object]:
+    return {k: cluster[k] for k in SHOWN}
+
+
 ALPHA = {
     "name": "alpha",
     "reachable": True,
     "error": "",
     "nodes": 4,
-    "states": {"idle": 1, "mixed": 3},
-    # a card with shards in use is not free as a whole card (the picker's count)
-    "gpus": {"free": 4, "total": 8},
-    "shards": {"free": 190, "total": 256},
-    "npus": {"free": 5, "total": 8},
-    "cpus": {"free": 57, "total": 64},
+    "states": {"IDLE": 1, "MIXED": 3},
+    **ALPHA_CAPACITY,
     "running": 2,
     "pending": 1,
 }
-ZERO = {"free": 0, "total": 0}
 BETA = {
     "name": "beta",
     "reachable": False,
     "error": DOWN,
     "nodes": 0,
     "states": {},
-    **dict.fromkeys(("gpus", "shards", "npus", "cpus"), ZERO),
+    "gpus": ZERO,
+    "shards": amount(0, 0, 0),
+    "npus": ZERO,
+    "vnpus": amount(0, 0, 0),
+    "cpus": amount(0, 0, 0),
     "running": 0,
     "pending": 0,
 }
@@ -62,7 +85,10 @@ BETA = {
 def test_admins_see_every_cluster(two_clusters: Env, user: str) -> None:
     r = two_clusters.api(user).get("/api/v1/clusters")
     assert r.status_code == 200, r.json
-    assert r.json == [ALPHA, BETA]
+    assert [summary(c) for c in r.json] == [ALPHA, BETA]
+    # the same counts as the pool's own endpoint: one computation
+    pool = two_clusters.api(user).get("/api/v1/cluster").json
+    assert {k: pool[k] for k in ALPHA_CAPACITY} == ALPHA_CAPACITY
 
 
 def test_members_are_refused(two_clusters: Env) -> None:
@@ -88,10 +114,12 @@ def test_page_lists_clusters_and_which_do_not_answer(two_clusters: Env, user: st
     assert "beta" in html
     assert "not answering" in html
     assert DOWN in html
-    assert "idle 1, mixed 3" in html
-    assert "4 / 8" in html
-    assert "190 / 256" in html
-    assert "57 / 64" in html
+    assert "Idle 1, Partly in use 3" in html
+    assert "3.25 / 4.75 / 8" in html  # GPU cards in use / free / total
+    assert "(4 whole cards free)" in html
+    assert "40 / 152 / 256" in html  # shards
+    assert "3 / 5 / 8" in html  # NPU cards
+    assert "7 / 57 / 64" in html  # CPUs
     assert 'href="/clusters"' in client.get("/").get_data(as_text=True)
 
 

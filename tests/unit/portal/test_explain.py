@@ -1,0 +1,182 @@
+"""Slurm's job states and reasons, and the policy daemon's decisions, in words: every state and
+every common reason has both languages; codes nothing explains say so, with the code kept."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from portal.jobs.explain import (
+    STATES,
+    entry,
+    explain_reason,
+    policy_words,
+    split_reason,
+    state_words,
+)
+from portal.jobs.reasons import REASONS
+from slurm_plugins.client.models import JobState
+
+CJK = re.compile(r"[\u4e00-\u9fff]")
+
+#: the reasons users meet most (squeue(1) "JOB REASON CODES"): each explained in its own words
+COMMON = (
+    "Priority",
+    "Resources",
+    "Dependency",
+    "DependencyNeverSatisfied",
+    "JobHeldUser",
+    "JobHeldAdmin",
+    "BeginTime",
+    "ReqNodeNotAvail",
+    "PartitionDown",
+    "PartitionInactive",
+    "PartitionTimeLimit",
+    "PartitionNodeLimit",
+    "AssocGrpGRES",
+    "AssocGrpCpuLimit",
+    "AssocGrpMemLimit",
+    "AssocGrpGRESMinutes",
+    "AssocMaxJobsLimit",
+    "AssocGrpJobsLimit",
+    "QOSGrpGRES",
+    "QOSMaxJobsPerUserLimit",
+    "QOSMaxGRESPerUser",
+    "launch failed requeued held",
+    "BadConstraints",
+    "InvalidAccount",
+    "InvalidQOS",
+    "NodeDown",
+    "Reservation",
+)
+
+
+@pytest.mark.parametrize("code", COMMON)
+def test_every_common_reason_has_its_own_words_in_both_languages(code: str) -> None:
+    assert code in REASONS
+    en = explain_reason(code, "en")
+    zh = explain_reason(code, "zh_CN")
+    assert en is not None
+    assert zh is not None
+    assert en.known
+    assert en.code == zh.code == code
+    assert en.meaning.endswith(".")
+    assert en.advice.endswith(".")
+    for said in (zh.meaning, zh.advice):
+        assert CJK.search(said), (code, said)
+        assert said not in (en.meaning, en.advice)
+
+
+@pytest.mark.parametrize("code", sorted(REASONS))
+def test_every_reason_in_the_table_is_translated(code: str) -> None:
+    zh = explain_reason(code, "zh_CN")
+    assert zh is not None
+    assert CJK.search(zh.meaning), code
+    assert CJK.search(zh.advice), code
+
+
+def test_a_full_card_quota_says_what_it_means_and_what_to_do() -> None:
+    zh = explain_reason("AssocGrpGRES", "zh_CN")
+    assert zh is not None
+    assert zh.meaning == "项目的卡配额已用满。"
+    assert zh.advice == "等待本项目其他作业结束，或请项目管理员提高配额。"
+
+
+@pytest.mark.parametrize("state", list(JobState))
+def test_every_state_has_a_label_and_a_meaning_in_both_languages(state: JobState) -> None:
+    assert state in STATES
+    en_label, en_meaning = state_words(state, "en")
+    zh_label, zh_meaning = state_words(state, "zh_CN")
+    assert en_label
+    assert en_meaning.endswith(".")
+    assert CJK.search(zh_label), state
+    assert CJK.search(zh_meaning), state
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("None", None),
+        ("", None),
+        (None, None),
+        ("(Priority)", ("Priority", "")),
+        (
+            "ReqNodeNotAvail, UnavailableNodes:gpu[1-2]",
+            ("ReqNodeNotAvail", "UnavailableNodes:gpu[1-2]"),
+        ),
+        ("launch failed requeued held", ("launch failed requeued held", "")),
+        ("AssocGrpGRES", ("AssocGrpGRES", "")),
+    ],
+)
+def test_slurms_reason_text_splits_into_code_and_detail(
+    text: str | None, expected: tuple[str, str] | None
+) -> None:
+    assert split_reason(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("code", "like"),
+    [
+        ("AssocGrpBilling", "AssocGrp"),
+        ("AssocMaxNodePerJobLimitX", "AssocMax"),
+        ("QOSGrpEnergy", "QOSGrp"),
+        ("QOSMaxNodePerUserLimit", "QOSMax"),
+        ("MaxGRESPerAccount", "Max"),
+    ],
+)
+def test_a_limit_without_its_own_entry_is_explained_by_its_family(code: str, like: str) -> None:
+    said = entry(code)
+    assert said is not None
+    zh = explain_reason(code, "zh_CN")
+    assert zh is not None
+    assert zh.known
+    assert CJK.search(zh.meaning)
+
+
+def test_a_code_nothing_explains_says_so_and_keeps_the_code() -> None:
+    en = explain_reason("SomethingNew", "en")
+    assert en is not None
+    assert not en.known
+    assert en.code == "SomethingNew"
+    assert "no explanation" in en.meaning
+    zh = explain_reason("SomethingNew", "zh_CN")
+    assert zh is not None
+    assert CJK.search(zh.meaning)
+
+
+@pytest.mark.parametrize(
+    ("decision", "en", "zh"),
+    [
+        (
+            "gang g1: 3 of 4 members queued",
+            "Gang group g1: held until all 4 members are queued (3 so far).",
+            "成组调度组 g1：挂起，直到全部 4 个成员都已排队（目前 3 个）。",
+        ),
+        (
+            "gang g1: the 4 members cannot all start now",
+            "Gang group g1: held until all 4 members can start at once; they start together.",
+            "成组调度组 g1",
+        ),
+        (
+            "gang g1: member 42 is not eligible yet (BeginTime)",
+            "Gang group g1: held because member job 42 cannot start yet: "
+            "The start time it asked for has not come yet.",
+            "尚未到达它指定的开始时间",
+        ),
+        (
+            "anti-affinity web: kept off gpu[1-2] (members 7,8)",
+            "Anti-affinity group web: kept off gpu[1-2], where other members run.",
+            "反亲和组 web",
+        ),
+        (
+            "reschedule: moved to gpu2 to defragment",
+            "Rescheduling: moved to node gpu2 to reduce fragmentation.",
+            "碎片",
+        ),
+        ("something new: 1", "Scheduling policy: something new: 1", "调度策略：something new: 1"),
+    ],
+)
+def test_the_policy_daemons_decisions_in_words(decision: str, en: str, zh: str) -> None:
+    assert policy_words(decision, "en") == en
+    assert zh in policy_words(decision, "zh_CN")
