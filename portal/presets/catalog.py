@@ -64,7 +64,7 @@ class Preset:
             else gettext("Trained from data installed with scikit-learn; no weights to download.")
         )
         body = [f"# {gettext(self.title)}", "", gettext(self.summary), ""]
-        body += [f"## {gettext('Weights')}", "", weights, ""]
+        body += ["## " + gettext("Weights"), "", weights, ""]
         results = self.results()
         if results:
             m = results["metrics"]
@@ -77,7 +77,7 @@ class Preset:
             )
             command = f"`python -m portal.presets.runtime selftest --preset {self.name}`"
             body += [
-                f"## {gettext('Evaluation (published)')}",
+                "## " + gettext("Evaluation (published)"),
                 "",
                 "| " + " | ".join(head) + " |",
                 "| --- | --- | --- | --- | --- |",
@@ -88,7 +88,7 @@ class Preset:
                 "",
             ]
         body += [
-            f"## {gettext('Use')}",
+            "## " + gettext("How to use it"),
             "",
             gettext(
                 "Import the preset into a project, then fine-tune, evaluate and deploy it from "
