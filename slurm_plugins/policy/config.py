@@ -44,6 +44,12 @@ class DaemonConfig:
     samples_max_age_s: float = 3600
     #: Node health checks (``aipool health run``); None: not enabled.
     health: HealthConfig | None = None
+    #: File the daemon touches while it places jobs; the admission hook defers jobs for it
+    #: only while that is fresh (it lies beside the hook's table). None: no heartbeat.
+    heartbeat: Path | None = None
+    #: How often the daemon asks slurmctld's job counters for new submissions, to place
+    #: them at once rather than at the next ``interval``; 0: only every ``interval``.
+    watch_s: float = 0.0
 
 
 class _Strict(Schema):
@@ -100,6 +106,11 @@ class SelectSchema(_Strict):
     name_prefix = fields.String(load_default="")
 
 
+class PlacementSchema(_Strict):
+    heartbeat = fields.String(load_default=None, allow_none=True)
+    watch = Duration(load_default=0.25)
+
+
 class ConfigSchema(_Strict):
     version = fields.Integer(load_default=1, validate=validate.Equal(1))
     interval = Duration(load_default=30)
@@ -117,6 +128,7 @@ class ConfigSchema(_Strict):
     )
     policies = fields.List(fields.Nested(PolicySchema), validate=validate.Length(min=1))
     health = fields.Nested(HealthSchema, load_default=None, allow_none=True)
+    placement = fields.Nested(PlacementSchema, load_default=None, allow_none=True)
 
 
 def _policy(i: int, raw: Mapping[str, Any], errors: list[str]) -> PolicyConfig | None:
@@ -196,6 +208,8 @@ def parse_config(data: Any, *, base: Path | None = None) -> DaemonConfig:
         samples_dir=path(raw["samples"]["dir"]),
         samples_max_age_s=raw["samples"]["max_age"],
         health=health_config(raw["health"], samples_dir=path(raw["samples"]["dir"]), path=path),
+        heartbeat=path(raw["placement"]["heartbeat"]) if raw["placement"] else None,
+        watch_s=raw["placement"]["watch"] if raw["placement"] else 0.0,
     )
 
 

@@ -6,6 +6,12 @@ state; plans with the pure engine; and applies only what differs. ``--once`` run
 cycle, ``--dry-run`` writes nothing (not even its state), APScheduler drives the loop with
 one cycle at a time, plus an early one when a plan has a timed step due sooner.
 
+With ``placement.watch`` the loop also looks at slurmctld's job counters (``sdiag``: one
+cheap call, not the queue) several times a second and cycles as soon as jobs were submitted
+or ended, so the jobs the admission hook deferred are pinned and started within a second.
+While cycles succeed it touches its heartbeat file (``placement.heartbeat``): the hook
+defers jobs only while that is fresh, so a daemon that stops leaves jobs to Slurm.
+
 A restarted daemon repairs its own holds: its state says which holds it made, and the first
 cycle releases any the policies no longer want.
 """
@@ -13,6 +19,7 @@ cycle releases any the policies no longer want.
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -20,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from slurm_plugins.client import SlurmClient, SlurmError
-from slurm_plugins.client.models import AcctJob, Association
+from slurm_plugins.client.models import AcctJob, Association, SchedulerCounters
 from slurm_plugins.common.errors import ConfigError
 from slurm_plugins.common.notify import FileSink, LogSink, MultiSink, Notifier, email_sink
 from slurm_plugins.node import SampleReader
@@ -101,6 +108,10 @@ class Daemon:
         self._assoc: list[Association] = []
         self._assoc_at = float("-inf")
         self._lock = threading.Lock()
+        self._counters: SchedulerCounters | None = None
+        self._next_cycle = float("-inf")
+        self._wake: float | None = None
+        self._healthy = False
 
     # ------------------------------------------------------------------ reading
     def _accounting(self, now: float) -> list[AcctJob]:
@@ -190,40 +201,71 @@ class Daemon:
             report = self.cycle()
         except SlurmError as exc:
             log.error("cycle failed: %s", exc)
+            self._healthy = False
             return None
+        self._healthy = report is not None or self._healthy
         wake = report.plan.wake_at if report else None
         if wake is not None and wake - self.clock() < self.config.interval_s:
             return wake
         return None
 
+    def watch(self) -> bool:
+        """One look at slurmctld's job counters: cycle now if jobs were submitted or ended
+        since the last look (or the interval, or a timed step, is due); then beat while
+        cycles succeed. Returns whether it cycled."""
+        now = self.clock()
+        due = now >= self._next_cycle or (self._wake is not None and now >= self._wake)
+        if self.config.watch_s > 0:
+            try:
+                counters = self.client.counters()
+            except SlurmError as exc:
+                log.warning("job counters unavailable: %s", exc)
+                self._healthy = False
+                return False
+            due = due or counters != self._counters
+            self._counters = counters
+        if due:
+            self._next_cycle = now + self.config.interval_s
+            self._wake = self.tick()
+        if self._healthy:
+            self.beat()
+        return due
+
+    def beat(self) -> None:
+        """Touch the heartbeat file the admission hook reads (made if missing)."""
+        path = self.config.heartbeat
+        if path is None or self.dry_run:
+            return
+        try:
+            os.utime(path)
+        except FileNotFoundError:
+            _replace(path)
+        except PermissionError:  # someone else's file in our directory: put ours instead
+            _replace(path)
+        except OSError as exc:
+            log.warning("cannot touch the heartbeat %s: %s", path, exc)
+
     def run_forever(self) -> None:
-        """Cycle every ``interval``; one at a time; until SIGINT/SIGTERM."""
+        """Cycle every ``interval`` (and on new jobs, with a watch); one at a time; until
+        SIGINT/SIGTERM."""
         import signal
 
         from apscheduler.schedulers.blocking import BlockingScheduler
         from apscheduler.triggers.interval import IntervalTrigger
 
         sched = BlockingScheduler(timezone="UTC")
-
-        def tick() -> None:
-            wake = self.tick()
-            if wake is not None:
-                delay = max(wake - self.clock(), 0.5)
-                sched.add_job(
-                    tick,
-                    "date",
-                    id="wake",
-                    replace_existing=True,
-                    run_date=_utc(time.time() + delay),
-                )
-
+        logging.getLogger("apscheduler").setLevel(logging.WARNING)  # a line per run is noise
+        # one job does it all, so cycles never overlap: with a watch it looks at the
+        # counters every watch_s and cycles when due; without one it is the interval itself
+        every = self.config.watch_s or min(self.config.interval_s, 1.0)
         sched.add_job(
-            tick,
-            IntervalTrigger(seconds=self.config.interval_s, timezone="UTC"),
-            id="cycle",
+            self.watch,
+            IntervalTrigger(seconds=every, timezone="UTC"),
+            id="watch",
             max_instances=1,
             coalesce=True,
             next_run_time=_utc(time.time()),
+            misfire_grace_time=None,
         )
 
         def stop(signum: int, frame: object) -> None:
@@ -233,6 +275,16 @@ class Daemon:
         signal.signal(signal.SIGTERM, stop)
         with self.store.locked():
             sched.start()
+
+
+def _replace(path: Path) -> None:
+    try:
+        tmp = path.with_name(f".{path.name}.{os.getpid()}")
+        tmp.write_bytes(b"")
+        tmp.chmod(0o644)
+        os.replace(tmp, path)
+    except OSError as exc:
+        log.warning("cannot write the heartbeat %s: %s", path, exc)
 
 
 def _utc(ts: float) -> object:

@@ -9,7 +9,7 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -32,13 +32,16 @@ def out(name: str) -> Completed:
     return Completed((), 0, (V22 / name).read_text(), "")
 
 
-def recorded(writes: list[tuple[tuple[str, ...], str | None]]) -> ReplayRunner:
+def recorded(
+    writes: list[tuple[tuple[str, ...], str | None]], **more: Callable[..., Completed]
+) -> ReplayRunner:
     def write(argv: Sequence[str], stdin: str | None) -> Completed:
         writes.append((tuple(argv), stdin))
         return Completed(tuple(argv), 0, "", "")
 
     return ReplayRunner(
         {
+            **{(name,): answer for name, answer in more.items()},
             ("squeue",): out("squeue.json"),
             ("sinfo",): out("sinfo.json"),
             ("sinfo", "--version"): out("version.txt"),
@@ -236,3 +239,73 @@ def test_run_forever_cycles_until_sigterm(tmp_path: Path) -> None:
         timer.cancel()
         signal.signal(signal.SIGTERM, old)
     assert sum(1 for argv, _ in runner.calls if argv[0] == "squeue") >= 2
+
+
+# ------------------------------------------------------------------ the watch and the heartbeat
+def sdiag(submitted: int) -> Completed:
+    text = (V22 / "sdiag.txt").read_text()
+    text = text.replace("Jobs submitted: 2088", f"Jobs submitted: {submitted}")
+    return Completed((), 0, text, "")
+
+
+class Clock:
+    def __init__(self, t: float) -> None:
+        self.t = t
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def test_the_watch_cycles_on_new_submissions_and_beats_while_cycles_work(tmp_path: Path) -> None:
+    writes: list[tuple[tuple[str, ...], str | None]] = []
+    submitted: list[int | None] = [2088]
+
+    def counters(argv: Sequence[str], stdin: str | None) -> Completed:
+        return down(argv, stdin) if submitted[0] is None else sdiag(submitted[0])
+
+    runner = recorded(writes, sdiag=counters)
+    beat = tmp_path / "admission" / "placement-daemon.alive"
+    beat.parent.mkdir()
+    cfg = config(tmp_path, interval=60, placement={"heartbeat": str(beat), "watch": "0.25s"})
+    clock = Clock(NOW)
+    d = Daemon(cfg, SlurmClient(runner), clock=clock)  # type: ignore[arg-type]
+
+    def squeues() -> int:
+        return sum(1 for argv, _ in runner.calls if argv[0] == "squeue")
+
+    assert d.watch()  # the first look: everything is new
+    assert beat.exists()
+    first = squeues()
+    clock.t += 1
+    assert not d.watch()  # nothing submitted, the interval not due: no cycle
+    assert squeues() == first
+    submitted[0] = 2089
+    clock.t += 1
+    assert d.watch()  # a submission: a cycle at once
+    assert squeues() == first + 1
+    clock.t += 60
+    assert d.watch()  # the interval
+    os.utime(beat, (0, 0))
+    submitted[0] = None
+    assert not d.watch()
+    assert beat.stat().st_mtime == 0  # no beat while slurmctld cannot be asked
+
+
+def test_a_failing_cycle_stops_the_heartbeat(tmp_path: Path) -> None:
+    beat = tmp_path / "alive"
+    runner = ReplayRunner({("sdiag",): sdiag(1), ("squeue",): down, ("sinfo",): down})
+    cfg = config(tmp_path, placement={"heartbeat": str(beat), "watch": 0.25})
+    d = Daemon(cfg, SlurmClient(runner))  # type: ignore[arg-type]
+    assert d.watch()
+    assert not beat.exists()
+
+
+def test_dry_run_does_not_beat(tmp_path: Path) -> None:
+    beat = tmp_path / "alive"
+    writes: list[tuple[tuple[str, ...], str | None]] = []
+    runner = recorded(writes, sdiag=lambda argv, stdin: sdiag(1))
+    cfg = config(tmp_path, placement={"heartbeat": str(beat)})
+    d = Daemon(cfg, SlurmClient(runner, dry_run=True), clock=Clock(NOW))  # type: ignore[arg-type]
+    assert d.watch()
+    assert not beat.exists()
+    assert writes == []
