@@ -15,12 +15,17 @@
     "#5d4037"];
   var when = new Intl.DateTimeFormat(lang, { month: "numeric", day: "numeric",
     hour: "2-digit", minute: "2-digit" });
+  var clock = new Intl.DateTimeFormat(lang, { hour: "2-digit", minute: "2-digit" });
+  var day = new Intl.DateTimeFormat(lang, { month: "numeric", day: "numeric" });
   var number = new Intl.NumberFormat(lang, { maximumFractionDigits: 2 });
 
-  function timeAxis() {
+  function timeAxis(span) {
+    // a day or less: the time of day; longer: the date
+    var fmt = span <= 86400 ? clock : day;
     return {
+      space: 70,
       values: function (u, splits) {
-        return splits.map(function (v) { return when.format(new Date(v * 1000)); });
+        return splits.map(function (v) { return fmt.format(new Date(v * 1000)); });
       }
     };
   }
@@ -30,19 +35,25 @@
       values: function (u, splits) {
         return splits.map(function (v) { return number.format(v) + (unit || ""); });
       },
-      size: 60
+      size: 64
     };
   }
 
-  function draw(el, series, unit) {
-    // series: [{label, values}], the first being the time axis
+  function draw(el, series, unit, span) {
+    // series: the time axis and [{label, values}]; percentages from 0 to 100, counts from 0
     var data = [series.t];
+    var percent = unit === " %";
     var opts = {
       width: Math.max(280, el.clientWidth || 600),
       height: 220,
       series: [{ value: function (u, v) { return v == null ? "—" : when.format(new Date(v * 1000)); } }],
-      axes: [timeAxis(), valueAxis(unit)],
-      scales: { x: { time: true } },
+      axes: [timeAxis(span), valueAxis(unit)],
+      scales: {
+        x: { time: true },
+        y: { range: function (u, min, max) {
+          return percent ? [0, 100] : [0, max > 0 ? max * 1.1 : 1];
+        } }
+      },
       legend: { live: true }
     };
     series.lines.forEach(function (line, i) {
@@ -51,6 +62,7 @@
         label: line.label,
         stroke: COLOURS[i % COLOURS.length],
         width: 1.5,
+        points: { show: false },
         value: function (u, v) { return v == null ? "—" : number.format(v) + (unit || ""); }
       });
     });
@@ -105,7 +117,7 @@
           });
         });
       }
-      draw(el, { t: data.t, lines: lines }, unit);
+      draw(el, { t: data.t, lines: lines }, unit, data.end - data.start);
     });
   }
 

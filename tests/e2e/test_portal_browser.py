@@ -55,7 +55,7 @@ def log_in(page: Page, base_url: str, user: str) -> None:
 
 def test_member_submits_and_cancels_a_job(page: Page, base_url: str) -> None:
     log_in(page, base_url, "alice")
-    expect(page.locator("section.card h2").first).to_contain_text("Cluster")
+    expect(page.locator("section.card h2").first).to_contain_text("Compute pool")
     expect(page.locator("svg[role=img]").first).to_be_visible()
     SHOTS.mkdir(exist_ok=True)
     page.screenshot(path=str(SHOTS / "dashboard.png"), full_page=True)
@@ -66,15 +66,19 @@ def test_member_submits_and_cancels_a_job(page: Page, base_url: str) -> None:
     page.fill("input[name=time_limit]", "5")
     page.click("main button[type=submit]")
     expect(page.locator("h1")).to_contain_text("browser-job")
-    expect(page.locator("td.state-PENDING")).to_have_text("PENDING")
+    expect(page.locator("#state")).to_have_attribute("data-state", "PENDING")
+    expect(page.locator("#state")).to_have_text("Pending")
     page.screenshot(path=str(SHOTS / "job.png"), full_page=True)
-    page.click("text=Cancel job")
+    page.click("text=Cancel job")  # asks first, on a page of its own
+    expect(page.locator("h1")).to_contain_text("Cancel job")
+    page.screenshot(path=str(SHOTS / "job-cancel.png"), full_page=True)
+    page.click("text=Yes, cancel the job")
     expect(page.locator(".flash")).to_contain_text("cancelled")
-    expect(page.locator("td.state-CANCELLED")).to_have_text("CANCELLED")
+    expect(page.locator("#state")).to_have_attribute("data-state", "CANCELLED")
     first = page.url
     page.click("text=Run again")  # the stored request, submitted again as alice
     expect(page.locator(".flash")).to_contain_text("submitted again")
-    expect(page.locator("td.state-PENDING")).to_have_text("PENDING")
+    expect(page.locator("#state")).to_have_attribute("data-state", "PENDING")
     assert page.url != first
     expect(page.locator("#util-summary")).to_contain_text("No utilisation samples")
     page.goto(f"{base_url}/jobs/history")

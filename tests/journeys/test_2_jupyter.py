@@ -34,7 +34,7 @@ def test_jupyterlab_through_the_portal_for_its_owner_only(
 
         def connect_link() -> bool:
             page.reload()
-            return page.locator("#jupyter a:has-text('Connect')").count() == 1
+            return page.locator("#jupyter a[href$='/lab']").count() == 1
 
         wait_for(connect_link, 120, f"job {job_id}'s Connect link")
         link = page.locator("#jupyter a").get_attribute("href")
