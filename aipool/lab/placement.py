@@ -106,11 +106,12 @@ def daemon(
     path = workdir / "daemon.yaml"
     path.write_text(yaml.safe_dump(doc, sort_keys=True))
     path.chmod(0o644)
-    argv = [
-        "runuser",
-        "-u",
-        host.SERVICE_USER,
-        "--",
+    user = host.SERVICE_USER
+    argv = [  # setpriv execs: the process is the daemon itself, to signal and to kill
+        "setpriv",
+        f"--reuid={user}",
+        f"--regid={user}",
+        "--init-groups",
         sys.executable,
         "-m",
         "slurm_plugins.policy",
