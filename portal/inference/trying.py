@@ -107,7 +107,7 @@ def pixels(data: bytes) -> list[float]:
     try:
         with Image.open(io.BytesIO(data)) as img:
             grey = img.convert("L").resize((8, 8), Image.Resampling.LANCZOS)
-            values = list(grey.getdata())
+            values = list(grey.tobytes())
     except (UnidentifiedImageError, OSError, ValueError):
         raise ValueError(gettext("This is not an image the portal can read.")) from None
     if sum(values) / len(values) > 127:
