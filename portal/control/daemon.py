@@ -6,6 +6,8 @@ be; this daemon makes it so, and is the one writer of what follows from it.
   decrypted model copies dropped while no replica runs; deleted services removed;
 - registry runs (:mod:`portal.registry.refresh`): finished fine-tuning jobs become versions,
   finished evaluations their metrics; run directories removed through the root helper;
+- dataset shares (:mod:`portal.datasets.shares`): expired ones removed, which takes their
+  holders off the datasets' directory ACLs (a query each pass, no Slurm);
 - capacity samples (:mod:`portal.nodes.sampling`): every ``SAMPLE_EVERY_S`` (60 s) one row per
   partition and kind and per node for the monitoring charts, aged minute rows rolled up into
   hourly ones and old hourly rows dropped; under a lock of its own, so a long reconcile pass
@@ -35,6 +37,7 @@ from sqlalchemy import select
 from portal import web
 from portal.control.book import JobBook
 from portal.control.lock import held
+from portal.datasets import shares as dataset_shares
 from portal.errors import DomainError
 from portal.extensions import db
 from portal.inference import reconcile as inference
@@ -68,7 +71,7 @@ class Daemon:
     every_s: float = 20.0
     poll_s: float = 2.0
     dry_run: bool = False
-    loops: tuple[str, ...] = ("inference", "runs", "samples")
+    loops: tuple[str, ...] = ("inference", "runs", "shares", "samples")
     #: seconds between capacity samples; None: the app's SAMPLE_EVERY_S
     sample_every_s: float | None = None
     echo: Callable[[str], None] = log.info
@@ -89,6 +92,8 @@ class Daemon:
         session = web.session()
         now = clock_now()
         report = PassReport(full)
+        if "shares" in self.loops:
+            report.lines.extend(dataset_shares.expire(session, now, dry_run=self.dry_run))
         ids = self._services(now, full) if "inference" in self.loops else []
         in_progress = refresh.in_progress(session) if "runs" in self.loops else []
         report.services, report.runs = len(ids), len(in_progress)

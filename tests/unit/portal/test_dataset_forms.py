@@ -23,6 +23,7 @@ from portal.datasets.models import Dataset, DatasetShare, DatasetVersion
 from portal.datasets.storage import scan
 from portal.extensions import db
 from tests.unit.portal.conftest import Env
+from tests.unit.portal.reconciling import reconcile
 from tests.unit.portal.test_datasets import (
     API,
     configure,
@@ -295,6 +296,13 @@ def test_project_shares_through_the_api_and_the_directory_readers(
         row = db.session.get(Dataset, ds)
         assert row is not None
         assert "bob" not in (unix.readers(db.session, row) or ())
+    # the control daemon's pass does it too, at its clock
+    r = env.api("alice").post(f"{API}/{ds}/shares", json=body)
+    assert r.status_code == 201
+    clock.at = T0 + timedelta(days=3)
+    assert reconcile(env) == [f"dataset {ds}: share with project {vision} expired"]
+    assert env.api("bob").get(f"{API}/{ds}").status_code == 404
+    clock.at = T0
     r = env.api("alice").post(f"{API}/{ds}/shares", json={**body, "expires_at": None})
     assert r.status_code == 201
     assert env.api("alice").delete(f"{API}/{ds}/shares/9999").status_code == 404
