@@ -102,6 +102,8 @@ def seed(session: Session, passwords: Mapping[str, str]) -> dict[str, str]:
     session.flush()
     for username, (project_name, role) in MEMBERS.items():
         p, u = projects[project_name], users[username]
+        if u.home_domain_id is None:  # the demo's users are their project's domain's
+            u.home_domain_id = p.domain_id
         if (
             session.scalar(
                 select(Membership.id).where(

@@ -1,10 +1,13 @@
 """Managing users: platform admins everywhere, domain admins within their own domains.
 
-A domain admin creates a user into a project of their domain (the user is its member from the
-start, so the user belongs to that domain), and resets, deactivates or edits a user only while
-everything the user belongs to — project memberships, groups, domain admin rights — lies in
-domains the admin administers, and the user is no platform admin. A user who also belongs
-elsewhere is the other domain's business too: only a platform admin changes their account.
+A domain admin creates a user into a project of their domain: the user is its member from the
+start, and the domain is the account's home. A domain admin resets, deactivates or edits a
+user only if the account's home is one of their domains, everything the user belongs to —
+project memberships, groups, domain admin rights — lies in domains they administer, and the
+user is no platform admin. A user who also belongs elsewhere is the other domain's business
+too, and an account made elsewhere (or by a platform admin without a project) is not theirs
+even when they add it to a project of theirs: adding someone to a project must not hand over
+their password. Only a platform admin changes those accounts.
 """
 
 from __future__ import annotations
@@ -71,7 +74,11 @@ def may_manage(access: Access, user: User, domains: frozenset[int]) -> bool:
     """Whether the caller may reset, deactivate or edit ``user`` (who belongs to ``domains``)."""
     if access.platform_admin:
         return True
-    return not user.is_platform_admin and bool(domains) and domains <= access.admin_of
+    return (
+        not user.is_platform_admin
+        and user.home_domain_id in access.admin_of
+        and domains <= access.admin_of
+    )
 
 
 def manageable(session: Session, access: Access, user_id: int) -> User:
@@ -82,8 +89,8 @@ def manageable(session: Session, access: Access, user_id: int) -> User:
     if not may_manage(access, user, user_domains(session, user.id)):
         raise Forbidden(
             gettext(
-                "%(name)s also belongs to other domains, or is a platform admin: only a "
-                "platform admin may change this account.",
+                "%(name)s was not made in your domain, also belongs to other domains, or is "
+                "a platform admin: only a platform admin may change this account.",
                 name=user.username,
             )
         )
@@ -148,6 +155,7 @@ def create_user(
         email=data.get("email") or "",
         is_platform_admin=bool(data.get("is_platform_admin", False)),
         password_hash=hash_password(password),
+        home_domain_id=first[0].domain_id if first else None,
     )
     session.add(user)
     session.flush()

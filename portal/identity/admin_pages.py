@@ -32,6 +32,7 @@ from portal.quotas import service as quotas
 from portal.roles.service import roles_query
 from portal.roles.texts import role_name
 from portal.slurm import slurm
+from portal.tenancy.service import domains_query
 from portal.web import check_version, current_access, locked, session, setting, version_of
 
 bp = Blueprint("users_pages", __name__)
@@ -98,6 +99,7 @@ def index() -> str:
     pages = max(1, -(-(params.item_count or 0) // PAGE))
     return render_template(
         "identity/users.html",
+        domains=_domain_names(),
         users=rows,
         q=q,
         page=params.page,
@@ -162,6 +164,11 @@ def _enforce(project_id: int | None) -> None:
         )
 
 
+def _domain_names() -> dict[int, str]:
+    """The domains the caller may see, by id (another domain's name is not shown)."""
+    return {d.id: d.name for d in session().scalars(domains_query(current_access()))}
+
+
 def _version(user: User) -> str:
     return version_of(user.audit_view())
 
@@ -198,7 +205,12 @@ def detail(user_id: int) -> str | Response | tuple[str, int]:
             status = 422
     ties = admin.ties_of(session(), access, user)
     page = render_template(
-        "identity/user.html", user=user, ties=ties, form=form, version=_version(user)
+        "identity/user.html",
+        user=user,
+        ties=ties,
+        form=form,
+        version=_version(user),
+        domains=_domain_names(),
     )
     return page, status
 

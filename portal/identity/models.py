@@ -29,6 +29,13 @@ class User(UserMixin, Base):
     session_epoch: Mapped[int] = mapped_column(Integer, default=0)
     # the portal's language for this user (portal.i18n.LOCALES); None: the browser's
     language: Mapped[str | None] = mapped_column(String(8), nullable=True, default=None)
+    # the domain the account was made in: its admins may manage it while the user belongs to
+    # none other (portal.identity.admin); None: platform admins only. No foreign key (a domain
+    # that goes clears it, portal.tenancy.service.delete_domain): adding one to SQLite's users
+    # table would copy the table, and its drop would cascade to the user's rows
+    home_domain_id: Mapped[int | None] = mapped_column(
+        Integer, nullable=True, index=True, default=None
+    )
 
     @property
     def is_active(self) -> bool:

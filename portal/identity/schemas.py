@@ -42,6 +42,11 @@ class UserSchema(Schema):
     is_platform_admin = fields.Boolean()
     active = fields.Boolean()
     created_at = fields.DateTime()
+    home_domain_id = fields.Integer(
+        dump_only=True,
+        allow_none=True,
+        metadata={"description": "the domain whose admins manage the account (none: platform)"},
+    )
 
 
 class UserCreateSchema(Schema):

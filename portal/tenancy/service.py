@@ -6,13 +6,14 @@ import re
 from collections.abc import Mapping
 from typing import Any, cast
 
-from sqlalchemy import Select, select
+from sqlalchemy import Select, select, update
 from sqlalchemy.orm import Session
 
 from portal.audit.service import record
 from portal.authz import Access, Perm
 from portal.errors import Conflict, ValidationFailed
 from portal.i18n import gettext
+from portal.identity.models import User
 from portal.tenancy.models import Domain, GroupGrant, Membership, Project
 from translations import N_
 
@@ -114,6 +115,10 @@ def delete_domain(session: Session, access: Access, domain_id: int) -> None:
     domain = get_domain(session, access, domain_id, Perm.DOMAIN_MANAGE)
     if session.scalar(select(Project.id).where(Project.domain_id == domain.id).limit(1)):
         raise Conflict(gettext("The domain still has projects: delete them first."))
+    # its users' accounts become the platform admins' (a later domain may get this id)
+    session.execute(
+        update(User).where(User.home_domain_id == domain.id).values(home_domain_id=None)
+    )
     record(
         session,
         access.user,

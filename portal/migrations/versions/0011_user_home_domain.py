@@ -17,12 +17,10 @@ depends_on = None
 
 
 def upgrade() -> None:
-    with op.batch_alter_table("users") as batch:
-        batch.add_column(sa.Column("home_domain_id", sa.Integer(), nullable=True))
-        batch.create_index("ix_users_home_domain_id", ["home_domain_id"])
-        batch.create_foreign_key(
-            "fk_users_home_domain_id", "domains", ["home_domain_id"], ["id"], ondelete="SET NULL"
-        )
+    # plain ALTER TABLE, no foreign key: adding one on SQLite copies the table, and dropping
+    # the old users table would cascade to memberships, sessions and tokens
+    op.add_column("users", sa.Column("home_domain_id", sa.Integer(), nullable=True))
+    op.create_index("ix_users_home_domain_id", "users", ["home_domain_id"])
     _backfill()
 
 
@@ -47,7 +45,5 @@ def _backfill() -> None:
 
 
 def downgrade() -> None:
-    with op.batch_alter_table("users") as batch:
-        batch.drop_constraint("fk_users_home_domain_id", type_="foreignkey")
-        batch.drop_index("ix_users_home_domain_id")
-        batch.drop_column("home_domain_id")
+    op.drop_index("ix_users_home_domain_id", table_name="users")
+    op.drop_column("users", "home_domain_id")
