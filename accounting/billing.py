@@ -230,7 +230,7 @@ def post_bill(
         acct,
         kind="bill",
         amount=-total,
-        note=f"bill {start:%Y-%m}",
+        note="",  # the bill says which month; notes are what people write
         actor=actor,
         bill_id=bill.id,
     )
@@ -245,9 +245,7 @@ def top_up(session: Session, tenant: str, amount: Decimal, actor: str, note: str
     if amount != amount.quantize(CENT):
         raise _refuse(N_("%(amount)s has more than 2 decimal places."), amount=amount)
     acct = account_of(session, tenant)
-    _move(
-        session, acct, kind="topup", amount=amount, note=note or "top-up", actor=actor, bill_id=None
-    )
+    _move(session, acct, kind="topup", amount=amount, note=note, actor=actor, bill_id=None)
     session.commit()
     return acct.balance
 

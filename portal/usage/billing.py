@@ -20,6 +20,7 @@ from accounting.report import ReportError, parse_month
 from portal.audit.service import record
 from portal.authz import Access, Perm
 from portal.errors import Conflict, NotFound, ValidationFailed
+from portal.i18n import current, gettext
 from portal.tenancy.models import Domain, Project
 
 
@@ -43,7 +44,7 @@ def _may_read(session: Session, access: Access, tenant: str) -> bool:
 def require_account(session: Session, access: Access, tenant: str) -> BillingAccount:
     acct = session.scalar(select(BillingAccount).where(BillingAccount.tenant == tenant))
     if acct is None or not _may_read(session, access, tenant):
-        raise NotFound("billing account not found")
+        raise NotFound(gettext("There is no billing account of %(tenant)s.", tenant=tenant))
     return acct
 
 
@@ -56,7 +57,7 @@ def view(session: Session, access: Access, tenant: str) -> dict[str, Any]:
     acct = require_account(session, access, tenant)
     plan = session.get(PricePlan, acct.plan_id)
     if plan is None:
-        raise NotFound("price plan not found")
+        raise NotFound(gettext("The price plan of this account no longer exists."))
     package = session.get(Package, acct.package_id) if acct.package_id else None
     bills = session.scalars(
         select(Bill).where(Bill.account_id == acct.id).order_by(Bill.month.desc())
@@ -103,7 +104,7 @@ def top_up(
         billing.top_up(session, tenant, amount, access.username, note)
     except billing.BillingError as exc:
         session.rollback()
-        raise ValidationFailed({"amount": [str(exc)]}) from exc
+        raise ValidationFailed({"amount": [exc.message.render(current())]}) from exc
     return view(session, access, tenant)
 
 
@@ -113,7 +114,7 @@ def post_bill(session: Session, access: Access, tenant: str, month_text: str) ->
     try:
         month, _ = parse_month(month_text)
     except ReportError as exc:
-        raise ValidationFailed({"month": [str(exc)]}) from exc
+        raise ValidationFailed({"month": [exc.message.render(current())]}) from exc
     record(
         session,
         access.user,
@@ -129,5 +130,5 @@ def post_bill(session: Session, access: Access, tenant: str, month_text: str) ->
         # the month is billed already or not over yet, the plan lacks a rate: the state of
         # the account, not the request, is in the way
         session.rollback()
-        raise Conflict(str(exc)) from exc
+        raise Conflict(exc.message.render(current())) from exc
     return view(session, access, tenant)

@@ -8,7 +8,7 @@ are :mod:`accounting.plans`'; this adds who may, the portal's tenants (passed to
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import yaml
@@ -21,8 +21,10 @@ from accounting.plan_schema import PlanSpec
 from portal.audit.service import record
 from portal.authz import Access
 from portal.errors import Conflict, NotFound, ValidationFailed
+from portal.i18n import current, gettext, translate_message
 from portal.tenancy.models import Domain, Project
 from portal.usage import billing
+from translations import Message
 
 
 def tenant_check(session: Session) -> plans.TenantCheck:
@@ -37,11 +39,24 @@ def tenant_check(session: Session) -> plans.TenantCheck:
     return exists
 
 
+def localised(errors: Mapping[str, Sequence[object]]) -> dict[str, list[str]]:
+    """Accounting's field errors (sentences, marked texts, marshmallow's own) in the reader's
+    language."""
+    return {path: [_text(m) for m in messages] for path, messages in errors.items()}
+
+
+def _text(message: object) -> str:
+    if isinstance(message, Message):
+        return message.render(current())
+    return translate_message(str(message))
+
+
 def _refusal(exc: plans.PlanError) -> NotFound | ValidationFailed:
     """A change naming a plan or tenant that does not exist is 404; any other problem 422."""
+    errors = localised(exc.errors)
     if isinstance(exc, plans.UnknownName):
-        return NotFound("; ".join(m for ms in exc.errors.values() for m in ms))
-    return ValidationFailed(exc.errors)
+        return NotFound("; ".join(m for ms in errors.values() for m in ms))
+    return ValidationFailed(errors)
 
 
 def plan_list(session: Session, access: Access) -> list[dict[str, Any]]:
@@ -59,7 +74,7 @@ def plan(session: Session, access: Access, name: str) -> dict[str, Any]:
     try:
         doc = plans.plan_document(session, name)
     except plans.NotFoundError as exc:
-        raise NotFound("price plan not found") from exc
+        raise NotFound(gettext("There is no price plan named %(name)s.", name=name)) from exc
     return {**doc, "accounts": plans.accounts_by_plan(session).get(name, [])}
 
 
@@ -77,7 +92,8 @@ def put_plan(session: Session, access: Access, name: str, spec: PlanSpec) -> dic
     """Create or replace the plan ``name`` with the validated document ``spec``."""
     access.require_platform_admin()
     if spec.name != name:
-        raise ValidationFailed({"name": [f"must be the plan's name in the URL, {name!r}"]})
+        wrong = gettext("Must be the plan's name in the address, %(name)s.", name=name)
+        raise ValidationFailed({"name": [wrong]})
     try:
         before: dict[str, Any] | None = plans.plan_document(session, name)
     except plans.NotFoundError:
@@ -103,13 +119,34 @@ def put_plan(session: Session, access: Access, name: str, spec: PlanSpec) -> dic
 def apply_text(
     session: Session, access: Access, text: str, check: Callable[[str], None] | None = None
 ) -> str:
-    """The page's editor: a YAML or JSON document, applied under the name it gives, once
+    """The advanced editor: a YAML or JSON document, applied under the name it gives, once
     ``check`` (given that name) raised nothing."""
     access.require_platform_admin()
     try:
         spec = plans.parse_plan(text)
     except plans.PlanError as exc:
         raise _refusal(exc) from exc
+    return _apply(session, access, spec, check)
+
+
+def apply_document(
+    session: Session,
+    access: Access,
+    doc: Mapping[str, Any],
+    check: Callable[[str], None] | None = None,
+) -> str:
+    """The plan form: the document it makes, applied as :func:`apply_text` applies text."""
+    access.require_platform_admin()
+    try:
+        spec = plans.load_plan(doc)
+    except plans.PlanError as exc:
+        raise _refusal(exc) from exc
+    return _apply(session, access, spec, check)
+
+
+def _apply(
+    session: Session, access: Access, spec: PlanSpec, check: Callable[[str], None] | None
+) -> str:
     if check is not None:
         check(spec.name)
     put_plan(session, access, spec.name, spec)
@@ -135,7 +172,7 @@ def open_account(
         raise _refusal(exc) from exc
     except plans.AccountExists as exc:
         session.rollback()
-        raise Conflict(str(exc)) from exc
+        raise Conflict(exc.message.render(current())) from exc
     record(
         session,
         access.user,
@@ -225,11 +262,13 @@ def account_choices(session: Session, access: Access) -> dict[str, list[str]]:
 def account_rows(session: Session, access: Access) -> list[dict[str, Any]]:
     """The accounts the caller may see, with plan and package names."""
     names = dict(session.execute(select(PricePlan.id, PricePlan.name)).all())
+    currencies = dict(session.execute(select(PricePlan.id, PricePlan.currency)).all())
     packages = dict(session.execute(select(Package.id, Package.name)).all())
     return [
         {
             "tenant": a.tenant,
             "plan": names.get(a.plan_id, ""),
+            "currency": currencies.get(a.plan_id, "CNY"),
             "package": packages.get(a.package_id) if a.package_id else None,
             "balance": a.balance,
         }

@@ -7,19 +7,36 @@ from typing import Any
 
 from marshmallow import RAISE, Schema, ValidationError, fields, validate, validates_schema
 
+from accounting import labels
 from accounting.export import FORMATS
 from accounting.report import Dim, Report
+from accounting.timeline import Step
+from portal.i18n import current
 from portal.schemas import ChangeSchema
+from portal.usage.windows import Window
+from translations import N_
 
 DIMS = [d.value for d in Dim]
+
+
+def _decimal() -> fields.String:
+    """An exact decimal, sent as a string ("4.5000")."""
+    return fields.String(metadata={"description": "an exact decimal, as a string"})
 
 
 def _month(*, required: bool = False) -> fields.String:
     return fields.String(
         required=required,
         validate=validate.Regexp(
-            r"^(19[7-9][0-9]|2[0-9]{3})-(0[1-9]|1[0-2])$", error="month must be YYYY-MM, 1970-2999"
+            r"^(19[7-9][0-9]|2[0-9]{3})-(0[1-9]|1[0-2])$",
+            error=N_("Must be a month written YYYY-MM, from 1970 to 2999."),
         ),
+    )
+
+
+def _name(what: str) -> fields.String:
+    return fields.String(
+        validate=validate.Length(1, 64), metadata={"description": f"only this {what}"}
     )
 
 
@@ -28,15 +45,66 @@ class UsageQuerySchema(Schema):
     from_ = fields.AwareDateTime(default_timezone=UTC, data_key="from")
     to = fields.AwareDateTime(default_timezone=UTC)
     by = fields.String(load_default="project", validate=validate.OneOf(DIMS))
+    domain = _name("domain")
+    project = _name("project")
+    user = _name("user")
 
 
 class ExportQuerySchema(UsageQuerySchema):
     format = fields.String(required=True, validate=validate.OneOf(FORMATS))
 
 
-def _decimal() -> fields.String:
-    """An exact decimal, sent as a string ("4.5000")."""
-    return fields.String(metadata={"description": "an exact decimal, as a string"})
+class SeriesQuerySchema(UsageQuerySchema):
+    by = fields.String(validate=validate.OneOf(DIMS), metadata={"description": "left out: all"})
+    step = fields.String(
+        validate=validate.OneOf([s.value for s in Step]),
+        metadata={"description": "hour, day or month; left out: by the period's length"},
+    )
+
+
+class JobsQuerySchema(UsageQuerySchema):
+    limit = fields.Integer(load_default=200, validate=validate.Range(1, 1000))
+
+
+class WindowQuerySchema(Schema):
+    """A usage page's period: a day, week or month holding ``day`` (the current month when
+    none), or an own period from ``first`` to ``last``; and what the top page groups by."""
+
+    window = fields.String(load_default="month", validate=validate.OneOf([w.value for w in Window]))
+    day = fields.Date()
+    month = _month()  # YYYY-MM: that month (as links from before the windows have it)
+    first = fields.Date()
+    last = fields.Date()
+    by = fields.String(load_default="project", validate=validate.OneOf(DIMS))
+
+
+class SeriesSchema(Schema):
+    """Card-hours per bucket: ``values[i][j]`` is group ``keys[i]`` in bucket ``starts[j]``;
+    the groups past the largest few summed in ``other``."""
+
+    step = fields.String()
+    starts = fields.List(fields.DateTime())
+    keys = fields.List(fields.String())
+    values = fields.List(fields.List(_decimal()))
+    other = fields.List(_decimal(), allow_none=True)
+
+
+class JobUseSchema(Schema):
+    cluster = fields.String()
+    job_id = fields.Integer()
+    user = fields.String()
+    project = fields.String()
+    pool = fields.String()
+    state = fields.String()
+    start = fields.DateTime()
+    end = fields.DateTime()
+    finished = fields.Boolean()
+    gpu_model = fields.String()
+    gpu_card_hours = _decimal()
+    npu_model = fields.String()
+    npu_card_hours = _decimal()
+    cpu_hours = _decimal()
+    wait_min = _decimal()
 
 
 class UsageLineSchema(Schema):
@@ -89,7 +157,14 @@ def report_data(rep: Report) -> dict[str, Any]:
 
 
 class BillLineSchema(Schema):
-    description = fields.String()
+    description = fields.String(metadata={"description": "the line in English"})
+    label = fields.Function(
+        lambda line: labels.item(current(), line),
+        metadata={"description": "the line in the reader's language"},
+    )
+    item = fields.String(metadata={"description": "package, gpu, npu, cpu, mem or storage"})
+    model = fields.String(metadata={"description": "the card model, or the package's name"})
+    in_package = fields.Boolean()
     quantity = _decimal()
     unit_price = _decimal()
     amount = _decimal()
@@ -104,7 +179,8 @@ class BillSchema(Schema):
 
 class LedgerEntrySchema(Schema):
     at = fields.DateTime()
-    kind = fields.String()
+    kind = fields.String(metadata={"description": "topup or bill"})
+    bill_id = fields.Integer(allow_none=True)
     amount = _decimal()
     balance_after = _decimal()
     note = fields.String()
@@ -129,9 +205,9 @@ class BillingAccountSchema(Schema):
 def _cents(value: Decimal) -> None:
     # a plain function, not validate.Range: apispec would publish Decimal bounds as strings
     if not Decimal(0) < value <= Decimal(1_000_000_000):
-        raise ValidationError("must be more than 0 and at most 1,000,000,000")
+        raise ValidationError(N_("Must be more than 0 and at most 1,000,000,000."))
     if value != value.quantize(Decimal("0.01")):
-        raise ValidationError("at most 2 decimal places")
+        raise ValidationError(N_("At most 2 decimal places."))
 
 
 class TopUpSchema(Schema):
@@ -176,6 +252,8 @@ class PricePlanSchema(Schema):
 
     name = fields.String()
     currency = fields.String()
+    effective_from = fields.String(metadata={"description": "first day billed (ISO date)"})
+    effective_until = fields.String(metadata={"description": "last day billed (ISO date)"})
     storage_price = _decimal()
     prices = fields.List(fields.Nested(RateSchema))
     packages = fields.List(fields.Nested(PackageSchema))
@@ -209,4 +287,4 @@ class ChangeAccountSchema(ChangeSchema):
     @validates_schema
     def _something(self, data: dict[str, Any], **kwargs: Any) -> None:
         if not data:
-            raise ValidationError("give plan and/or package")
+            raise ValidationError(N_("Give a plan, a package or both."))

@@ -2,22 +2,30 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Any
 
 from flask import Response
 
-from accounting import export
+from accounting.models import UsageRecord
 from accounting.plan_schema import PlanSchema
+from accounting.report import Dim
+from accounting.timeline import Step, jobs, series
 from portal.slurm import slurm
 from portal.usage import billing, plans, service
+from portal.usage.exports import download, zone
 from portal.usage.schemas import (
     BillingAccountSchema,
     BillingSchema,
     ChangeAccountSchema,
     ExportQuerySchema,
+    JobsQuerySchema,
+    JobUseSchema,
     OpenAccountSchema,
     PostBillSchema,
     PricePlanSchema,
+    SeriesQuerySchema,
+    SeriesSchema,
     TopUpSchema,
     UsageQuerySchema,
     UsageReportSchema,
@@ -28,12 +36,6 @@ from portal.web import AuthedView, Blueprint, current_access, session
 
 blp = Blueprint("usage", __name__, url_prefix="/api/v1/usage", description="Usage")
 
-MIME = {
-    "csv": "text/csv",
-    "xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
-    "pdf": "application/pdf",
-}
-
 
 @blp.route("")
 class Usage(AuthedView):
@@ -43,7 +45,8 @@ class Usage(AuthedView):
         """Card-hours, CPU-hours, waits by domain, project, user, GPU type or pool.
 
         The period is ``month``, or ``from`` and ``to`` (both, ``from`` before ``to``); none:
-        the current month. Any other combination is 422."""
+        the current month. Any other combination is 422. ``domain``, ``project`` and ``user``
+        narrow it; what the caller may not read is never in it."""
         rep = service.report(session(), current_access(), args_of(args), slurm())
         return report_data(rep)
 
@@ -53,15 +56,62 @@ class Export(AuthedView):
     @blp.arguments(ExportQuerySchema, location="query")
     @blp.response(200, description="the report as a CSV, XLSX or PDF file")
     def get(self, args: dict[str, Any]) -> Response:
-        """The same report as a file (the period as for ``GET /usage``: ``month``, or ``from``
-        and ``to``; any other combination is 422)."""
+        """The same report as a file in the reader's language, headed by the site's name
+        (the period as for ``GET /usage``: ``month``, or ``from`` and ``to``; any other
+        combination is 422). CSV is UTF-8 with a byte order mark, for Excel."""
         fmt = args.pop("format")
         rep = service.report(session(), current_access(), args_of(args), slurm())
-        name = f"usage-{rep.by.value}-{rep.start:%Y%m%d%H}-{rep.end:%Y%m%d%H}.{fmt}"
-        return Response(
-            export.render(rep, fmt),
-            mimetype=MIME[fmt],
-            headers={"Content-Disposition": f"attachment; filename={name}"},
+        return download(rep, fmt)
+
+
+@blp.route("/series")
+class UsageSeries(AuthedView):
+    @blp.arguments(SeriesQuerySchema, location="query")
+    @blp.response(200, SeriesSchema)
+    def get(self, args: dict[str, Any]) -> dict[str, Any]:
+        """GPU and NPU card-hours over time, per hour, day or month in the site's time zone,
+        per group of ``by`` (left out: in all).
+
+        The period and filters as for ``GET /usage``: ``month``, or ``from`` and ``to`` (both,
+        whole hours, ``from`` before ``to``); any other combination is 422."""
+        args = args_of(args)
+        start, end = service.period(args)
+        access = current_access()
+        by = Dim(args["by"]) if args.get("by") else None
+        step = Step(args["step"]) if args.get("step") else None
+        found = series(
+            session().connection(),
+            start,
+            end,
+            by=by,
+            step=step,
+            zone=zone(),
+            where=service.filters(args),
+            scope=service.scope(session(), access),
+        )
+        return asdict(found)
+
+
+@blp.route("/jobs")
+class UsageJobs(AuthedView):
+    @blp.arguments(JobsQuerySchema, location="query")
+    @blp.response(200, JobUseSchema(many=True))
+    def get(self, args: dict[str, Any]) -> list[Any]:
+        """The metered jobs that ran in the period (newest first, at most ``limit``), with
+        what each held over its whole run; only jobs the caller may read.
+
+        The period as for ``GET /usage``: ``month``, or ``from`` and ``to`` (both, whole hours,
+        ``from`` before ``to``); any other combination is 422."""
+        args = args_of(args)
+        start, end = service.period(args)
+        access = current_access()
+        return jobs(
+            session().connection(),
+            start,
+            end,
+            where=service.filters(args),
+            scope=service.scope(session(), access, UsageRecord),
+            limit=args["limit"],
         )
 
 

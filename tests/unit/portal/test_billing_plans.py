@@ -176,23 +176,20 @@ def test_the_page_edits_plans_and_opens_accounts_for_admins(env: Env) -> None:
     page = client.get("/usage/billing").get_data(as_text=True)
     assert "Price plans" in page
     assert "No price plan yet." in page
-    editor = client.get("/usage/billing/plans").get_data(as_text=True)
+    advanced = "/usage/billing/plans/advanced"
+    editor = client.get(advanced).get_data(as_text=True)
     assert "name: new-plan" in editor
     text = "name: lab\nprices:\n  - {resource: gpu, rate: 8.5}\n  - {resource: gpu, rate: '1'}\n"
-    assert client.post("/usage/billing/plans", data={"document": text}).status_code == 400
-    res = client.post(
-        "/usage/billing/plans", data={"document": text, "csrf_token": csrf_of(editor)}
-    )
+    assert client.post(advanced, data={"document": text}).status_code == 400
+    res = client.post(advanced, data={"document": text, "csrf_token": csrf_of(editor)})
     assert res.status_code == 422
     shown = res.get_data(as_text=True)
-    assert "<code>prices[0].rate</code>: must be a decimal string" in shown
+    assert "<code>prices[0].rate</code>: Must be a decimal string" in shown
     assert "8.5" in shown  # the operator's text is kept for the next try
     good = text.replace("8.5", "'8.50'").replace("rate: '1'}", "model: a100, rate: '1'}")
-    res = client.post(
-        "/usage/billing/plans", data={"document": good, "csrf_token": csrf_of(editor)}
-    )
+    res = client.post(advanced, data={"document": good, "csrf_token": csrf_of(editor)})
     assert res.status_code == 302, res.get_data(as_text=True)
-    editor = client.get("/usage/billing/plans?name=lab").get_data(as_text=True)
+    editor = client.get(f"{advanced}?name=lab").get_data(as_text=True)
     assert "rate: &#39;8.50&#39;" in editor  # pre-filled from the stored plan, as YAML
     page = client.get("/usage/billing").get_data(as_text=True)
     assert 'id="plan-lab"' in page
@@ -200,7 +197,7 @@ def test_the_page_edits_plans_and_opens_accounts_for_admins(env: Env) -> None:
     res = client.post("/usage/billing/accounts", data=form)
     assert res.status_code == 302
     assert res.headers["Location"].endswith("/usage/billing/vision")
-    assert "Plan lab." in client.get("/usage/billing/vision").get_data(as_text=True)
+    assert "Price plan lab." in client.get("/usage/billing/vision").get_data(as_text=True)
     res = client.post("/usage/billing/accounts", data=form)  # vision is no longer a choice
     assert res.status_code == 422
     assert len(audit(env, "billing.plan")) == 1
@@ -229,23 +226,23 @@ def test_the_account_page_tops_up_bills_and_moves_plans_for_admins(planned: Env)
     client = login(planned, "admin")
     url = "/usage/billing/research"
     page = client.get(url).get_data(as_text=True)
-    for title in ("Top up", "Post a month's bill", "Plan and package"):
+    for title in ("Top up", "Post a month's bill", "Price plan and package"):
         assert title in page
     token = csrf_of(page)
     assert client.post(f"{url}/topup", data={"amount": "10"}).status_code == 400
     res = client.post(f"{url}/topup", data={"amount": "1e3", "csrf_token": token})
     assert res.status_code == 422
-    assert "a positive amount, at most 2 decimals" in res.get_data(as_text=True)
+    assert "A positive amount, with at most 2 decimals." in res.get_data(as_text=True)
     res = client.post(
         f"{url}/topup", data={"amount": "250.50", "note": "grant", "csrf_token": token}
     )
     assert res.status_code == 302
     page = client.get(url).get_data(as_text=True)
-    assert "Balance <strong>250.5 CNY</strong>" in page
+    assert "Balance <strong>CN¥250.50</strong>" in page
     assert "grant" in page
     res = client.post(f"{url}/bill", data={"month": "2026-13", "csrf_token": token})
     assert res.status_code == 422
-    assert "month must be YYYY-MM" in res.get_data(as_text=True)
+    assert "Write the month as YYYY-MM." in res.get_data(as_text=True)
     assert (
         client.post(f"{url}/bill", data={"month": "2026-10", "csrf_token": token}).status_code
         == 302
@@ -257,10 +254,10 @@ def test_the_account_page_tops_up_bills_and_moves_plans_for_admins(planned: Env)
         f"{url}/settings", data={"plan": "lab", "package": "lab-100", "csrf_token": token}
     )
     assert res.status_code == 422  # lab-100 is a package of another plan
-    assert "Plan standard, package lab-100." in client.get(url).get_data(as_text=True)
+    assert "Price plan standard, package lab-100." in client.get(url).get_data(as_text=True)
     res = client.post(f"{url}/settings", data={"plan": "lab", "package": "", "csrf_token": token})
     assert res.status_code == 302
-    assert "Plan lab." in client.get(url).get_data(as_text=True)
+    assert "Price plan lab." in client.get(url).get_data(as_text=True)
     assert [len(audit(planned, a)) for a in ("billing.topup", "billing.bill")] == [1, 1]
     assert len(audit(planned, "billing.account_change")) == 1
 

@@ -185,27 +185,27 @@ def test_the_plan_editor_refuses_a_stale_save_and_a_blind_overwrite(env: Env) ->
     promote(env, "erin")
     assert env.api("admin").put(f"{API}/usage/billing/plans/lab", json=PLAN).status_code == 200
     admin, erin = login(env, "admin"), login(env, "erin")
-    page_a = admin.get("/usage/billing/plans?name=lab").get_data(as_text=True)
-    page_b = erin.get("/usage/billing/plans?name=lab").get_data(as_text=True)
+    page_a = admin.get("/usage/billing/plans/advanced?name=lab").get_data(as_text=True)
+    page_b = erin.get("/usage/billing/plans/advanced?name=lab").get_data(as_text=True)
     assert _editor_field(page_a, "version") == _editor_field(page_b, "version")
 
     def apply(client: FlaskClient, page: str, rate: str) -> TestResponse:
         text = f"name: lab\ncurrency: CNY\nprices:\n  - {{resource: gpu, rate: '{rate}'}}\n"
         form = {"document": text, "csrf_token": csrf_of(page)}
         form |= {name: _editor_field(page, name) for name in ("opened", "version")}
-        return client.post("/usage/billing/plans", data=form)
+        return client.post("/usage/billing/plans/advanced", data=form)
 
     assert apply(admin, page_a, "9.00").status_code == 302
     refused = apply(erin, page_b, "7.00")
     assert refused.status_code == 412
-    assert "Someone else changed price plan lab since you opened it" in refused.get_data(
+    assert "Someone else changed the price plan lab since you opened it" in refused.get_data(
         as_text=True
     )
     assert "7.00" in refused.get_data(as_text=True)  # the operator's text is kept
     rate = env.api("admin").get(f"{API}/usage/billing/plans/lab").json["prices"][0]["rate"]
     assert rate == "9.00"
     # the starter renamed to a plan that exists would overwrite a plan never shown: refused
-    starter = erin.get("/usage/billing/plans").get_data(as_text=True)
+    starter = erin.get("/usage/billing/plans/advanced").get_data(as_text=True)
     blind = apply(erin, starter, "1.00")
     assert blind.status_code == 409
     assert "A price plan named lab already exists" in blind.get_data(as_text=True)

@@ -30,6 +30,8 @@ from tests.unit.portal.world import World
 RULES_IN_WORDS = {
     "GET /api/v1/usage": "month, or from and to",
     "GET /api/v1/usage/export": "month, or from and to",
+    "GET /api/v1/usage/series": "month, or from and to",
+    "GET /api/v1/usage/jobs": "month, or from and to",
     "PUT /api/v1/usage/billing/plans/{name}": "rates unique per resource and model",
     "POST /api/v1/users": "the password's strength",
     "POST /api/v1/jobs": "one kind of device: gpus, shards or npus",

@@ -165,6 +165,9 @@ def _seed(env: Env) -> tuple[dict[str, str], dict[str, dict[str, str]], dict[str
         "models.VersionFile": {"path": "config.json"},
         "usage.PricePlan": {"name": plans[0]["name"]},
         "usage_pages.bills": {"tenant": values["tenant"]},
+        "usage_pages.domain": {"name": "research"},
+        "usage_pages.project": {"name": "nlp"},
+        "usage_pages.user": {"name": "nlp", "user": "alice"},
         "jupyter_proxy.forward": {"path": "lab"},
     }
     return values, by_endpoint, headers

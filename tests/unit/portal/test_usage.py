@@ -77,10 +77,11 @@ def test_exports(usage: Env) -> None:
     csv = usage.api("erin").get("/api/v1/usage/export?month=2026-11&by=project&format=csv")
     assert csv.status_code == 200
     assert csv.mimetype == "text/csv"
-    assert csv.get_data(as_text=True).splitlines()[1:] == [
+    assert csv.data.startswith(b"\xef\xbb\xbf")  # UTF-8 with a byte order mark, for Excel
+    assert csv.data.decode("utf-8-sig").splitlines()[1:] == [
         "nlp,2,5.0000,0.0000,4.0000,0.0000,1.0000",
         "vision,1,1.0000,0.0000,1.0000,0.0000,1.0000",
-        "total,3,6.0000,0.0000,5.0000,0.0000,1.0000",
+        "Total,3,6.0000,0.0000,5.0000,0.0000,1.0000",
     ]
     pdf = usage.api("admin").get("/api/v1/usage/export?month=2026-11&format=pdf")
     assert pdf.mimetype == "application/pdf"
