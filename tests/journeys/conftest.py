@@ -98,7 +98,7 @@ def as_user(browser: Browser, site: Site) -> Iterator[Callable[[str], Page]]:  #
         page.goto(f"{site.url}/login")
         page.fill("input[name=username]", user)
         page.fill("input[name=password]", site.passwords[user])
-        page.click("button[type=submit]")
+        page.click("main button[type=submit]")  # not the header's language switcher
         page.wait_for_url(re.compile(r"^(?!.*/login).*$"))
         return page
 
