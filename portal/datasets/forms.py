@@ -38,8 +38,10 @@ class DatasetForm(FlaskForm):
 
 
 class SettingsForm(FlaskForm):
-    description = StringField(_l("Description"), validators=[Length(max=255)])
-    visibility = SelectField(_l("Visibility"))
+    description = StringField(
+        _l("Description"), validators=[Length(max=255)], id="settings-description"
+    )
+    visibility = SelectField(_l("Visibility"), id="settings-visibility")
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -47,23 +49,23 @@ class SettingsForm(FlaskForm):
 
 
 class UploadForm(FlaskForm):
-    files = MultipleFileField(_l("Files"))
-    extract = BooleanField(_l("Unpack zip and tar archives"), default=True)
-    keep_previous = BooleanField(_l("Start from the previous version's files"))
-    note = StringField(_l("Note"), validators=[Length(max=255)])
+    files = MultipleFileField(_l("Files"), id="upload-files")
+    extract = BooleanField(_l("Unpack zip and tar archives"), default=True, id="upload-extract")
+    keep_previous = BooleanField(_l("Start from the previous version's files"), id="keep-previous")
+    note = StringField(_l("Note"), validators=[Length(max=255)], id="upload-note")
 
 
 class ImportForm(FlaskForm):
-    source = RadioField(_l("From"), default=Source.PATH.value)
-    path = StringField(_l("Directory on the cluster"), validators=[Length(max=1024)])
-    store = SelectField(_l("Object store"), validate_choice=False)
-    bucket = StringField(_l("Bucket"), validators=[Length(max=63)])
-    prefix = StringField(_l("Prefix (folder) in the bucket"), validators=[Length(max=512)])
+    source = RadioField(_l("From"), default=Source.PATH.value, id="import-source")
+    path = StringField(_l("Directory on the cluster"), [Length(max=1024)], id="import-path")
+    store = SelectField(_l("Object store"), validate_choice=False, id="import-store")
+    bucket = StringField(_l("Bucket"), [Length(max=63)], id="import-bucket")
+    prefix = StringField(_l("Prefix (folder) in the bucket"), [Length(max=512)], id="import-prefix")
     access_key = StringField(
-        _l("Access key (empty: the store's own)"), validators=[Length(max=128)]
+        _l("Access key (empty: the store's own)"), [Length(max=128)], id="import-access-key"
     )
-    secret_key = PasswordField(_l("Secret key"), validators=[Length(max=256)])
-    note = StringField(_l("Note"), validators=[Length(max=255)])
+    secret_key = PasswordField(_l("Secret key"), [Length(max=256)], id="import-secret-key")
+    note = StringField(_l("Note"), [Length(max=255)], id="import-note")
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -73,11 +75,15 @@ class ImportForm(FlaskForm):
 
 
 class ShareForm(FlaskForm):
-    grantee_kind = SelectField(_l("Share with"))
+    grantee_kind = SelectField(_l("Share with"), id="share-kind")
     grantee = StringField(
-        _l("Name of the user, project or domain"), validators=[DataRequired(), Length(max=64)]
+        _l("Name of the user, project or domain"),
+        validators=[DataRequired(), Length(max=64)],
+        id="share-grantee",
     )
-    expires = DateField(_l("Until the end of (empty: no end)"), validators=[Optional()])
+    expires = DateField(
+        _l("Until the end of (empty: no end)"), validators=[Optional()], id="share-expires"
+    )
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

@@ -20,7 +20,7 @@ HEALTH = {
 DEVICE = {
     "cpu": N_("CPU only"),
     "fraction": N_("Part of a GPU (shards)"),
-    "gpu": N_("Whole GPUs"),
+    "gpu": N_("Whole GPU cards"),
 }
 FIELD = {
     "texts": N_("Texts, one per line"),

@@ -25,20 +25,30 @@ LAYOUTS = ("config.json", "configuration.json", "README.md")  # what import_vers
 
 
 class UploadForm(FlaskForm):
-    file = FileField(_l("Model file or archive (.tar, .tar.gz, .zip)"), validators=[FileRequired()])
+    file = FileField(
+        _l("Model file or archive (.tar, .tar.gz, .zip)"),
+        validators=[FileRequired()],
+        id="upload-file",
+    )
 
 
 class ImportForm(FlaskForm):
-    path = StringField(_l("Directory"), validators=[DataRequired(), Length(max=1024)])
+    path = StringField(
+        _l("Directory"), validators=[DataRequired(), Length(max=1024)], id="import-path"
+    )
 
 
 class ShareForm(FlaskForm):
-    grantee_kind = SelectField(_l("Share with"))
+    grantee_kind = SelectField(_l("Share with"), id="share-kind")
     grantee = StringField(
-        _l("Name of the user, project or domain"), validators=[DataRequired(), Length(max=64)]
+        _l("Name of the user, project or domain"),
+        validators=[DataRequired(), Length(max=64)],
+        id="share-grantee",
     )
-    mode = SelectField(_l("Access"))
-    expires = DateField(_l("Until the end of (empty: no end)"), validators=[Optional()])
+    mode = SelectField(_l("Access"), id="share-mode")
+    expires = DateField(
+        _l("Until the end of (empty: no end)"), validators=[Optional()], id="share-expires"
+    )
 
 
 def share_choices(form: ShareForm) -> ShareForm:

@@ -169,7 +169,7 @@ def test_draw_the_four_kinds_review_and_export_coco(page: Page, site: Site, tmp_
     log_in(page, site.url, "alice")
     page.click("nav >> text=Labelling")
     page.click("#tasks >> text=pets-1")
-    expect(page.locator("#progress")).to_contain_text("new 2")
+    expect(page.locator("#progress")).to_contain_text("Not annotated yet: 2")
     page.click("#items >> text=a.png")
     expect(page.locator("#labeller[data-ready='1']")).to_have_count(1)
     # a box for "cat": key 1, key b, drag
@@ -195,7 +195,7 @@ def test_draw_the_four_kinds_review_and_export_coco(page: Page, site: Site, tmp_
     expect(page.locator("#shapes li")).to_have_count(4)
     page.keyboard.press("s")
     expect(page.locator("#message")).to_have_text("Saved 4 annotations.")
-    expect(page.locator("#status")).to_have_text("annotated")
+    expect(page.locator("#status")).to_have_text("Annotated")
     SHOTS.mkdir(exist_ok=True)
     page.screenshot(path=str(SHOTS / "labelling.png"), full_page=True)
 
@@ -215,9 +215,9 @@ def test_draw_the_four_kinds_review_and_export_coco(page: Page, site: Site, tmp_
     expect(page.locator("#labeller[data-ready='1']")).to_have_count(1)
     expect(page.locator("#shapes li")).to_have_count(4)
     page.keyboard.press("a")
-    expect(page.locator("#status")).to_have_text("accepted")
+    expect(page.locator("#status")).to_have_text("Accepted")
     page.goto(f"{site.url}/labelling/tasks/{site.task}")
-    expect(page.locator("#progress")).to_contain_text("accepted 1")
+    expect(page.locator("#progress")).to_contain_text("accepted: 1")
     page.select_option("#export select[name=format]", "coco")
     page.check("#export input[name=only_accepted]")
     with page.expect_download() as info:

@@ -124,7 +124,7 @@ def test_a_refused_upload_names_the_problem_and_leaves_nothing(env: Env, store: 
     page = client.get(url).get_data(as_text=True)
     r = post_files(client, url, {"x.zip": b"junk"}, extract="y", csrf_token=csrf(page))
     assert r.status_code == 422
-    assert "不是可读取的压缩包" in error_on(r.get_data(as_text=True), "files")
+    assert "不是可读取的压缩包" in error_on(r.get_data(as_text=True), "upload-files")
     r = post_files(client, url, {}, csrf_token=csrf(page))
     assert r.status_code == 422
     assert "请至少选择一个要上传的文件" in r.get_data(as_text=True)
@@ -167,10 +167,10 @@ def test_copy_from_a_cluster_directory(env: Env, store: Path, tmp_path: Path) ->
     zh = client_of(env, "alice", "zh")
     r = zh.post(f"{url}/import", data={**form, "path": "/etc", "csrf_token": token_of(zh, url)})
     assert r.status_code == 422
-    assert "不在允许导入的根目录下" in error_on(r.get_data(as_text=True), "path")
+    assert "不在允许导入的根目录下" in error_on(r.get_data(as_text=True), "import-path")
     r = zh.post(f"{url}/import", data={**form, "path": "", "csrf_token": token_of(zh, url)})
     assert r.status_code == 422
-    assert "来源为集群目录时必须提供路径" in error_on(r.get_data(as_text=True), "path")
+    assert "来源为集群目录时必须提供路径" in error_on(r.get_data(as_text=True), "import-path")
     dave = client_of(env, "dave", "en")
     r = dave.post(f"{url}/import", data={**form, "csrf_token": token_of(dave, "/datasets")})
     assert r.status_code == 404
@@ -198,10 +198,10 @@ def test_copy_from_an_object_store(
     bad = {**form, "prefix": "nothing", "csrf_token": token_of(zh, url)}
     r = zh.post(f"{url}/import", data=bad)
     assert r.status_code == 422
-    assert "下没有对象" in error_on(r.get_data(as_text=True), "prefix")
+    assert "下没有对象" in error_on(r.get_data(as_text=True), "import-prefix")
     r = zh.post(f"{url}/import", data={**bad, "prefix": "set", "store": "elsewhere"})
     assert r.status_code == 422
-    assert "没有名为 elsewhere 的对象存储" in error_on(r.get_data(as_text=True), "store")
+    assert "没有名为 elsewhere 的对象存储" in error_on(r.get_data(as_text=True), "import-store")
     assert version_rows(env) == 1
 
 
@@ -253,10 +253,10 @@ def test_share_a_dataset_until_a_day(env: Env, store: Path, clock: Clock, lang: 
         data={**form, "grantee_kind": "project", "grantee": "nope", "csrf_token": token},
     )
     assert r.status_code == 422
-    assert no_project in error_on(r.get_data(as_text=True), "grantee")
+    assert no_project in error_on(r.get_data(as_text=True), "share-grantee")
     r = client.post(f"{url}/shares", data={**form, "expires": "2026-11-01", "csrf_token": token})
     assert r.status_code == 422
-    assert past in error_on(r.get_data(as_text=True), "expires")
+    assert past in error_on(r.get_data(as_text=True), "share-expires")
     # the day ends: dave reads nothing any more
     clock.at = datetime(2026, 12, 6, 0, 0, 1, tzinfo=UTC)
     assert dave.get(url).status_code == 404

@@ -119,4 +119,4 @@ def test_the_form_follows_the_input_schema() -> None:
     pixels = trying.pixels(drawn_digit(0))
     expected = load_digits().images[0].flatten()
     assert len(pixels) == 64
-    assert max(abs(a - b) for a, b in zip(pixels, expected, strict=True)) < 2.5
+    assert max(abs(a - b) for a, b in zip(pixels, expected, strict=True)) < 0.1

@@ -105,7 +105,7 @@ def test_upload_form(reg: Env, lang: str, uploaded: str, too_big: str, not_found
     r = client.post(f"{url}/versions/upload", data=data, content_type="multipart/form-data")
     reg.app.config["MODEL_UPLOAD_MAX_BYTES"] = 512 * 1024**2
     assert r.status_code == 422
-    assert too_big in error_on(r.get_data(as_text=True), "file")
+    assert too_big in error_on(r.get_data(as_text=True), "upload-file")
     assert state(reg) == before
     # no file: the form says so
     r = client.post(f"{url}/versions/upload", data={"csrf_token": csrf_of(page)})
@@ -161,7 +161,7 @@ def test_import_form_offers_the_mirror(
         f"{url}/versions/import", data={"path": str(source.parent / "empty"), "csrf_token": token}
     )
     assert r.status_code == 422
-    assert not_a_layout in error_on(r.get_data(as_text=True), "path")
+    assert not_a_layout in error_on(r.get_data(as_text=True), "import-path")
     r = client.post(f"{url}/versions/import", data={"path": "/etc", "csrf_token": token})
     assert r.status_code == 422
     dave = client_of(reg, "dave", lang)
@@ -208,10 +208,10 @@ def test_share_form_with_an_expiry_day(reg: Env, lang: str) -> None:
     before = shares_of(reg, model)
     r = client.post(f"{url}/shares", data={**form, "grantee": "nobody2"})
     assert r.status_code == 422
-    assert no_user in error_on(r.get_data(as_text=True), "grantee")
+    assert no_user in error_on(r.get_data(as_text=True), "share-grantee")
     r = client.post(f"{url}/shares", data={**form, "expires": "2026-11-01"})  # T0 is Nov 30
     assert r.status_code == 422
-    assert past in error_on(r.get_data(as_text=True), "expires")
+    assert past in error_on(r.get_data(as_text=True), "share-expires")
     # another tenant cannot share it, nor withdraw the share
     dave = client_of(reg, "dave", lang)
     dave_token = token_of(dave, "/models")
