@@ -8,10 +8,11 @@ import math
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
+from typing import Any
 
 from babel.dates import format_skeleton
 
-from accounting.timeline import Series, Step
+from accounting.timeline import Series, Step, advance
 from portal.i18n import current, gettext, number
 
 WIDTH, HEIGHT = 720, 240
@@ -116,3 +117,19 @@ def stacked(series: Series, names: list[str]) -> StackChart:
     )
     legend = tuple((min(i, 6), name) for i, name in enumerate(names[: len(rows_of)]))
     return StackChart(tuple(bars), ticks, marks, legend, table, series.empty)
+
+
+def data(series: Series, names: list[str], zone: str) -> dict[str, Any]:
+    """What the page's script draws with uPlot: bucket starts (epoch seconds), the groups'
+    names and card-hours, the step and the site's time zone (days are the site's days)."""
+    rows = [*series.values, *([series.other] if series.other is not None else [])]
+    return {
+        # the middle of each bucket, where its bar stands
+        "t": [int((t + (advance(t, series.step) - t) / 2).timestamp()) for t in series.starts],
+        "names": names[: len(rows)],
+        "values": [[float(v) for v in row] for row in rows],
+        "step": series.step.value,
+        "zone": zone,
+        "unit": gettext("card-hours"),
+        "time": gettext("Time"),
+    }

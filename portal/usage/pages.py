@@ -94,6 +94,7 @@ def _page(level: drill.Level, template: str = "usage/level.html", **extra: Any) 
         earlier_url=_nearby(span, -1, kept),
         later_url=_nearby(span, 1, kept),
         chart=charts.stacked(view.series, names),
+        chart_data=charts.data(view.series, names, str(zone())),
         links={ln.key: _link(level, ln.key) for ln in view.report.lines},
         groups=GROUPS,
         download={**span.api_args(), **level.args},

@@ -6,6 +6,7 @@ the series and jobs API; reports downloaded in Chinese."""
 from __future__ import annotations
 
 import io
+import json
 import re
 from datetime import UTC, datetime
 
@@ -158,6 +159,13 @@ def test_the_chart_draws_stacked_bars_per_day_with_their_numbers(usage: Env) -> 
     ]
     assert '<span class="swatch series-1" aria-hidden="true"></span>sam' in figure
     assert '<th scope="row">Nov 2</th>' in figure  # the table behind the chart
+    # where scripts run, the vendored uPlot redraws it from the numbers the figure carries
+    assert "/static/vendor/uplot/uPlot.iife.min.js" in html
+    carried = json.loads(figure.split('<script type="application/json">')[1].split("</script>")[0])
+    assert carried["names"] == ["alice", "sam"]
+    assert carried["step"] == "day"
+    assert carried["values"][1][1] == 1.0  # sam, 2 Nov
+    assert carried["t"][1] == int(datetime(2026, 11, 2, 12, tzinfo=UTC).timestamp())  # mid-day
 
 
 def test_the_pages_speak_chinese(usage: Env) -> None:
