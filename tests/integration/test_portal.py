@@ -55,6 +55,8 @@ class Portal:
     def api(self, user: str) -> FlaskClient:
         client = self.app.test_client()
         client.environ_base["HTTP_AUTHORIZATION"] = f"Bearer {self.tokens[user]}"
+        # the lab's site speaks Chinese by default; these checks read the English words
+        client.environ_base["HTTP_ACCEPT_LANGUAGE"] = "en"
         return client
 
 
@@ -374,6 +376,7 @@ def test_a_thousand_queued_jobs_are_shown_with_their_states(
     assert all(shown[j][1] != "JobHeldUser" for j in released)
     # the queue page, 50 a page, newest first: ours are the newest jobs
     browser = portal.app.test_client()
+    browser.environ_base["HTTP_ACCEPT_LANGUAGE"] = "en"
     form = browser.get("/login").get_data(as_text=True)
     token = re.search(r'name="csrf_token" type="hidden" value="([^"]+)"', form)
     assert token is not None
