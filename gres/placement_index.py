@@ -69,6 +69,13 @@ class ShapeIndex:
     def __contains__(self, name: object) -> bool:
         return name in self._shape_of
 
+    def rescore(self, workload: Workload) -> None:
+        """Score against another workload from now on: the grouping stays, the scores go."""
+        self.workload = workload
+        self._scores.clear()
+        self._heaps.clear()
+        self._log.clear()
+
     # ------------------------------------------------------------------ changes
     def update(self, view: NodeView) -> None:
         """Add ``view``'s node, or move it to its new shape."""

@@ -9,6 +9,10 @@ rounds it: probabilities to hundredths and the CPU and memory per GPU milli to t
 significant digits. Every scorer cache is keyed by the workload, so a model that moved with
 each job would empty them all; a rounded one only changes when the mix does. Equal models
 are the same object (interned), so caches keyed by identity hit across cycles.
+
+A daemon keeps its model from cycle to cycle and takes a new one only when the mix has
+moved by more than :data:`TOLERANCE` (:func:`settled`): near a rounding step a model would
+otherwise flip back and forth with every job.
 """
 
 from __future__ import annotations
@@ -28,6 +32,9 @@ _INTERNED: dict[_Key, Workload] = {}
 _MAX_INTERNED = 512
 
 EMPTY = Workload(())
+#: How far the mix may move (total variation of the shape distribution; relative change of
+#: the CPU and memory per GPU milli) before a kept model is replaced.
+TOLERANCE = 0.02
 
 
 def task_model(
@@ -67,6 +74,31 @@ def task_model(
             _INTERNED.clear()
         found = _INTERNED[key] = Workload(key[0], key[1], key[2])
     return found
+
+
+def drift(a: Workload, b: Workload) -> float:
+    """How far apart two models are: the total variation distance of their shape
+    distributions, or the relative change of their CPU or memory per GPU milli if larger."""
+    pa, pb = dict(a.shapes), dict(b.shapes)
+    tv = 0.5 * sum(abs(pa.get(s, 0.0) - pb.get(s, 0.0)) for s in pa.keys() | pb.keys())
+    rel = max(
+        _relative(a.cpu_per_gpu_milli, b.cpu_per_gpu_milli),
+        _relative(a.mem_per_gpu_milli, b.mem_per_gpu_milli),
+    )
+    return max(tv, rel)
+
+
+def settled(previous: Workload | None, current: Workload, tolerance: float = TOLERANCE) -> Workload:
+    """``previous`` while ``current`` is within ``tolerance`` of it, else ``current``."""
+    if previous is None or previous is current:
+        return current
+    return previous if drift(previous, current) <= tolerance else current
+
+
+def _relative(x: float, y: float) -> float:
+    if x == y:
+        return 0.0
+    return abs(x - y) / max(abs(x), abs(y))
 
 
 def per_gpu_milli(cpu_milli: float, mem_mib: float, gpu_milli: float) -> tuple[float, float]:

@@ -24,6 +24,7 @@ from typing import Any, ClassVar
 
 from marshmallow import Schema
 
+from gres.placement_model import Workload
 from slurm_plugins.policy.cluster import Chooser, ClusterView
 from slurm_plugins.policy.plan import JobAction, NodeWeight
 from slurm_plugins.policy.resources import ZERO, Amounts
@@ -213,3 +214,5 @@ class Cycle:
     admitted: dict[int, bool] = field(default_factory=dict)
     memo: dict[str, Any] = field(default_factory=dict)
     wake: list[float] = field(default_factory=list)
+    #: The task models placement used, per family (kept in the daemon's state).
+    task_models: dict[str, Workload] = field(default_factory=dict)

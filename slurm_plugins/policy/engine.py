@@ -115,6 +115,7 @@ def plan(
         actions=actions,
         verdicts=verdicts,
         node_weights=node_weights,
+        task_models=cycle.task_models,
     )
     return Plan(
         now=snapshot.now,

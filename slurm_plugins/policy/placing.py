@@ -89,46 +89,48 @@ def view_of(fn: FreeNode, family: str) -> NodeView:
     return NodeView(fn.name, model, fn.cpus * 1000, fn.mem_mb, free, info.cpus * 1000, info.mem_mb)
 
 
+class TaskCounter:
+    """The shapes of one family's jobs, counted, and the CPU and memory its card work brings
+    per GPU milli (AIPool's stranding measure); jobs can be added and taken away."""
+
+    def __init__(self) -> None:
+        self.counts: Counter[Shape] = Counter()
+        self._sums = [0.0, 0.0, 0.0]  # CPU milli, memory MiB, GPU milli of card work
+
+    def add(self, r: Request, n: int = 1) -> None:
+        """Count ``n`` jobs of request ``r`` (negative ``n``: jobs that left)."""
+        self.counts[Shape(r.cpu_milli, r.gpu_milli, r.gpu_count, r.gpu_models)] += n
+        if r.gpu_count:
+            self._sums[0] += n * r.cpu_milli
+            self._sums[1] += n * r.mem_mib
+            self._sums[2] += n * r.total_gpu_milli
+
+    def model(self) -> Workload:
+        """The rounded task model (:func:`gres.placement_tasks.task_model`)."""
+        cpu, mem = per_gpu_milli(*self._sums)
+        return task_model(self.counts, cpu_per_gpu_milli=cpu, mem_per_gpu_milli=mem)
+
+
 def task_counts(
     jobs: Iterable[JobInfo],
     usage: Iterable[UsageRecord],
     kinds: Mapping[str, str],
-) -> dict[str, tuple[Counter[Shape], tuple[float, float]]]:
-    """Per family: how many jobs of each shape the daemon sees (queued, running, and ended
-    within the usage window), and the CPU and memory per GPU milli of its card work.
+) -> dict[str, TaskCounter]:
+    """Per family: the daemon's task model, counted: the jobs it sees (queued and running)
+    and the work that ended within the usage window.
 
     ``kinds`` maps a partition to the family its CPU work is scored on (:func:`kind_of`)."""
-    counts: dict[str, Counter[Shape]] = {}
-    sums: dict[str, list[float]] = {}
+    out: dict[str, TaskCounter] = {}
     # counted by what a job asks and where before anything per job is worked out: a queue of
     # 100k jobs holds a few hundred distinct requests
     for (demand, partition), n in Counter(map(_DEMAND_WHERE, jobs)).items():
         family = family_of(demand, kinds.get(partition.split(",", 1)[0], CPU))
-        _add(counts, sums, family, request_of(demand), n)
+        out.setdefault(family, TaskCounter()).add(request_of(demand), n)
     for amounts, n in Counter(map(_AMOUNTS, usage)).items():
         r = _request_of_usage(amounts)  # ended work in totals: one node's worth, GPUs only
         if r is not None:
-            _add(counts, sums, GPU, r, n)
-    return {
-        f: (c, per_gpu_milli(*sums[f])) if f in sums else (c, (0.0, 0.0)) for f, c in counts.items()
-    }
-
-
-def _add(
-    counts: dict[str, Counter[Shape]],
-    sums: dict[str, list[float]],
-    family: str,
-    r: Request,
-    n: int,
-) -> None:
-    counts.setdefault(family, Counter())[
-        Shape(r.cpu_milli, r.gpu_milli, r.gpu_count, r.gpu_models)
-    ] += n
-    if r.gpu_count:
-        s = sums.setdefault(family, [0.0, 0.0, 0.0])
-        s[0] += n * r.cpu_milli
-        s[1] += n * r.mem_mib
-        s[2] += n * r.total_gpu_milli
+            out.setdefault(GPU, TaskCounter()).add(r, n)
+    return out
 
 
 _DEMAND_WHERE = attrgetter("demand", "partition")

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from gres.naming import DEFAULT_SHARDS_PER_GPU
+from gres.placement_model import Workload
 from slurm_plugins.common import codec
 from slurm_plugins.node import Sample
 from slurm_plugins.policy.resources import Amounts, Demand
@@ -195,6 +196,9 @@ class DaemonState:
     targets: Mapping[int, str] = field(default_factory=dict)
     #: Jobs the daemon moved to another QOS -> the QOS they were submitted with.
     base_qos: Mapping[int, str] = field(default_factory=dict)
+    #: The task model placement scored against, per family of cards; kept until the mix of
+    #: jobs moves (``gres.placement_tasks.settled``).
+    task_models: Mapping[str, Workload] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from gres.placement_model import Workload
 from slurm_plugins.policy.base import Verdict, released_by_daemon
 from slurm_plugins.policy.plan import Action, Hold, JobAction, JobChange, NodeWeight
 from slurm_plugins.policy.resources import hostlist
@@ -24,6 +25,7 @@ def next_state(
     actions: Sequence[JobAction],
     verdicts: Mapping[int, Verdict],
     node_weights: Sequence[NodeWeight],
+    task_models: Mapping[str, Workload] | None = None,
 ) -> DaemonState:
     s, now = snap.state, snap.now
     jobs = {j.job_id: j for j in snap.jobs}
@@ -97,4 +99,5 @@ def next_state(
         base_weights=weights,
         targets=targets,
         base_qos=base_qos,
+        task_models=dict(task_models) if task_models else s.task_models,
     )

@@ -11,8 +11,9 @@ nodes that fit now, equal scores to the lowest name, scored against the daemon's
   nodes, NPUs and vNPUs alike) and the engine starts it (``StartTime=now``) in the same
   update. A job that fits nowhere now is started unpinned: it queues as usual.
 * **pending jobs** it pinned earlier keep their pin while it still fits; one that stopped
-  fitting is pinned anew, or handed back to Slurm (its own node list) when nothing fits; the
-  first ``lookahead`` others that fit now (behind higher priorities) are pinned too.
+  fitting is pinned anew, or handed back to Slurm (its own node list) when nothing fits.
+  Work that waits in the queue for room is Slurm's to place when room frees (by ``Weight``,
+  below); ``lookahead`` > 0 also pins the first N other pending jobs that fit now.
 * **node ``Weight``**: slurmctld tries lower weights first, so GPU nodes are weighted by how
   full they are (fuller first, in ``levels`` steps): what Slurm places by itself (work that
   waited in the queue, or all of it while the daemon is down) packs onto busy nodes.
@@ -23,13 +24,13 @@ very card. A job with its own node list is never pinned (but its wait is ended a
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, cast
 
 from marshmallow import Schema, ValidationError, fields, validate
 
 from gres.placement import SCORERS, Workload
-from gres.placement_tasks import task_model
+from gres.placement_tasks import settled
 from slurm_plugins.policy.base import Context, Cycle, Policy, Verdict, register
 from slurm_plugins.policy.placing import Placing, kind_of, task_counts
 from slurm_plugins.policy.plan import NodeWeight
@@ -45,8 +46,10 @@ def _scorer(name: str) -> None:
 
 class PlacementArgs(Schema):
     scorer = fields.String(load_default="aipool", validate=_scorer)
-    #: Pending jobs (beyond the deferred ones) pinned per cycle when they fit now.
-    lookahead = fields.Integer(load_default=50, validate=validate.Range(min=0))
+    #: Other pending jobs pinned per cycle when they fit now (0: none; Slurm places queued
+    #: work by node Weight when room frees, which the simulator's live rules model; a daemon
+    #: that pins them races slurmctld's scheduler for them).
+    lookahead = fields.Integer(load_default=0, validate=validate.Range(min=0))
     #: Deferred jobs pinned per cycle; the rest wait for the next cycle (straight after).
     max_pins = fields.Integer(load_default=5000, validate=validate.Range(min=1))
     #: Count the shapes of work that ended within the usage window in the task model.
@@ -66,7 +69,7 @@ class Placement(Policy):
         self,
         *,
         scorer: str = "aipool",
-        lookahead: int = 50,
+        lookahead: int = 0,
         max_pins: int = 5000,
         history: bool = True,
         node_weights: bool = True,
@@ -83,14 +86,13 @@ class Placement(Policy):
         self.levels = levels
         self.base_weight = base_weight
 
-    def models(self, ctx: Context) -> Mapping[str, Workload]:
-        """The task model per family of cards: every job the daemon sees, and what ended."""
+    def models(self, ctx: Context) -> dict[str, Workload]:
+        """The task model per family of cards: every job the daemon sees, and what ended;
+        the one it used before while the mix has not moved beyond the tolerance."""
         usage = ctx.snapshot.usage if self.history else ()
-        counts = task_counts(ctx.snapshot.jobs, usage, self.kinds(ctx))
-        return {
-            f: task_model(c, cpu_per_gpu_milli=per[0], mem_per_gpu_milli=per[1])
-            for f, (c, per) in counts.items()
-        }
+        counted = task_counts(ctx.snapshot.jobs, usage, self.kinds(ctx))
+        kept = ctx.state.task_models
+        return {f: settled(kept.get(f), c.model()) for f, c in counted.items()}
 
     def kinds(self, ctx: Context) -> dict[str, str]:
         by_part: dict[str, list[Any]] = {}
@@ -102,7 +104,9 @@ class Placement(Policy):
     def _placing(self, ctx: Context, cycle: Cycle) -> Placing:
         found = cycle.memo.get("placement.placing")
         if found is None:
-            found = Placing(self.scorer, cycle.view, self.models(ctx), self.kinds(ctx))
+            models = self.models(ctx)
+            cycle.task_models.update(models)
+            found = Placing(self.scorer, cycle.view, models, self.kinds(ctx))
             cycle.memo["placement.placing"] = found
         return cast(Placing, found)
 

@@ -203,6 +203,8 @@ def apply_state(s: Snapshot, p: Plan, **changes: Any) -> Snapshot:
                 j = replace(j, required_nodes=tuple(filter(None, c.req_nodes.split(","))))
             if c.qos is not None and j.pending:  # Slurm moves pending jobs only
                 j = replace(j, qos=c.qos)
+            if c.start_now:  # its begin time is now: no longer waiting for the daemon
+                j = replace(j, deferred=False, reason="Resources")
         if j.job_id in held:
             j = replace(j, held=True, reason="JobHeldAdmin")
         if j.job_id in rel:

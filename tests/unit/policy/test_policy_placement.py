@@ -15,7 +15,6 @@ from datetime import UTC, datetime
 import pytest
 
 from gres.placement import SCORERS, decide
-from gres.placement_tasks import task_model
 from slurm_plugins.client.models import Job, JobState
 from slurm_plugins.policy.cluster import ClusterView
 from slurm_plugins.policy.collect import job_info
@@ -84,8 +83,7 @@ def test_the_pin_is_decides_choice_against_the_task_model() -> None:
     jobs = [deferred(1, gpus=1, cpus=2), deferred(2, shards=16, cpus=1)]
     s = snap(jobs, nodes)
     kinds = {"gpu": kind_of(nodes)}
-    (counts, per) = task_counts(s.jobs, (), kinds)["gpu"]
-    model = task_model(counts, cpu_per_gpu_milli=per[0], mem_per_gpu_milli=per[1])
+    model = task_counts(s.jobs, (), kinds)["gpu"].model()
     view = ClusterView(s.nodes)
     want = decide(
         request_of(jobs[0].demand),
@@ -173,11 +171,11 @@ def test_the_task_model_counts_queue_nodes_and_history() -> None:
     ]
     usage = [UsageRecord("nlp", "alice", NOW - 100, NOW - 10, Amounts(0.25, 0, 2, 4))]
     counts = task_counts(jobs, usage, {"gpu": "gpu", "cpu": "cpu"})
-    gpu, per = counts["gpu"]
+    gpu = counts["gpu"].counts
     assert sum(gpu.values()) == 4  # 1 whole card, 1 share, 1 CPU job on GPU nodes, 1 ended
     assert Counter(s.gpu_count for s in gpu.elements()) == {1: 3, 0: 1}
-    assert sum(counts["cpu"][0].values()) == 1
-    assert per[0] > 0
+    assert sum(counts["cpu"].counts.values()) == 1
+    assert counts["gpu"].model().cpu_per_gpu_milli > 0
 
 
 def test_the_collector_knows_a_deferred_job() -> None:
@@ -223,3 +221,28 @@ def test_deferred_jobs_are_reserved_beyond_the_lookahead() -> None:
     assert got[3].req_nodes == "gpu2"
     assert build_policies(config(PLACE))  # builds without a state
     assert DaemonState().base_req == {}
+
+
+def test_the_task_model_is_kept_until_the_mix_moves(tmp_path: object) -> None:
+    from pathlib import Path
+
+    from slurm_plugins.policy.state import StateStore
+
+    def whole(i: int) -> object:  # the same CPU and memory per GPU milli as the shares
+        return job(i, gpus=1, cpus=8, mem=8000)
+
+    nodes = [gpu_node(f"gpu{i}") for i in range(1, 5)]
+    base = [job(100 + i, shards=4) for i in range(90)] + [whole(300 + i) for i in range(10)]
+    s = snap([*base, deferred(1, shards=4)], nodes)
+    first = run(s, PLACE).state.task_models["gpu"]
+    assert len(first.shapes) == 2
+    nudged = replace(s, state=run(s, PLACE).state, jobs=(*s.jobs, whole(2)))
+    kept = run(nudged, PLACE).state.task_models["gpu"]
+    assert kept is first  # one more whole card: the mix moved 1 %, within the tolerance
+    moved = replace(nudged, jobs=(*nudged.jobs, *(whole(10 + i) for i in range(10))))
+    second = run(moved, PLACE).state.task_models["gpu"]
+    assert second is not first
+    assert dict(second.shapes) != dict(first.shapes)
+    store = StateStore(Path(str(tmp_path)))
+    store.save(run(moved, PLACE).state)
+    assert store.load().task_models["gpu"].shapes == second.shapes

@@ -331,7 +331,7 @@ def test_idle_ignores_cpu_jobs_and_missing_samples() -> None:
 def test_placement_pins_fractions_tightly_and_weights_nodes() -> None:
     nodes = [gpu_node("gpu1"), replace(gpu_node("gpu2"), card_used=(24, 32, 32, 32))]
     jobs = [running(9, "gpu2", shards=0, gpus=0, cards=()), job(1, shards=8)]
-    p = run(snap(jobs, nodes), pol("placement", scorer="best-fit"))
+    p = run(snap(jobs, nodes), pol("placement", scorer="best-fit", lookahead=50))
     pins = {c.job_id: c.req_nodes for c in p.job_changes if c.req_nodes}
     assert pins == {1: "gpu2"}  # fills the partly used card instead of breaking a fresh one
     weights = {w.node: w.weight for w in p.node_weights}
@@ -344,7 +344,7 @@ def test_placement_respects_user_node_lists_and_exclusions() -> None:
     p = run(snap([own], nodes), pol("placement", scorer="best-fit"))
     assert not [c for c in p.job_changes if c.req_nodes]
     aa = [running(5, "gpu2", shards=4, labels=AA), job(2, shards=8, labels=AA)]
-    p2 = run(snap(aa, nodes), "affinity", pol("placement", scorer="best-fit"))
+    p2 = run(snap(aa, nodes), "affinity", pol("placement", scorer="best-fit", lookahead=50))
     change = next(c for c in p2.job_changes if c.job_id == 2)
     assert change.req_nodes == "gpu1"
     assert change.exc_nodes == "gpu2"
@@ -353,10 +353,10 @@ def test_placement_respects_user_node_lists_and_exclusions() -> None:
 def test_placement_repins_when_the_node_filled_up() -> None:
     nodes = [gpu_node("gpu1"), replace(gpu_node("gpu2"), card_used=(24, 32, 32, 32))]
     s = snap([job(1, shards=8)], nodes)
-    p = run(s, pol("placement", scorer="best-fit", node_weights=False))
+    p = run(s, pol("placement", scorer="best-fit", node_weights=False, lookahead=50))
     s2 = apply_state(s, p)
     full = replace(s2, nodes=(nodes[0], replace(nodes[1], card_used=(32, 32, 32, 32))))
-    p2 = run(full, pol("placement", scorer="best-fit", node_weights=False))
+    p2 = run(full, pol("placement", scorer="best-fit", node_weights=False, lookahead=50))
     assert [(c.job_id, c.req_nodes) for c in p2.job_changes] == [(1, "gpu1")]
 
 
