@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -92,6 +92,29 @@ def cli() -> None:
     type=click.Choice(["policy", "slurm"]),
     help="Who picks the card in a node: the policy (default) and/or slurmctld.",
 )
+@click.option(
+    "--rules",
+    "rules",
+    multiple=True,
+    type=click.Choice(["ideal", "live"]),
+    help="ideal (default): the protocol as published (the upper bound for AIPool); live: "
+    "what the live path does (k/32 shards, whole CPUs, the daemon's task model, "
+    "slurmctld's cards); --grid and --cards apply to ideal only.",
+)
+@click.option(
+    "--batch",
+    default=1,
+    show_default=True,
+    type=click.IntRange(1, 10_000),
+    help="live: arrivals one daemon cycle sees at once.",
+)
+@click.option(
+    "--order",
+    default="arrival",
+    show_default=True,
+    type=click.Choice(["arrival", "largest"]),
+    help="live: the order a cycle places its arrivals in.",
+)
 @_WORKERS
 @click.option(
     "--out",
@@ -108,6 +131,9 @@ def fgd(  # noqa: PLR0917 - click passes every option as an argument
     ratio: float,
     grids: tuple[str, ...],
     cards: tuple[str, ...],
+    rules: tuple[str, ...],
+    batch: int,
+    order: str,
     workers: int | None,
     out_dir: Path | None,
     as_json: bool,
@@ -116,22 +142,36 @@ def fgd(  # noqa: PLR0917 - click passes every option as an argument
     from sim import report
     from sim.cluster import Grid
     from sim.placer import CardChoice
-    from sim.runner import DEFAULT_POLICIES, Job, Variant, parse_seeds, run_matrix, summarise
+    from sim.runner import (
+        DEFAULT_POLICIES,
+        LIVE,
+        Job,
+        Variant,
+        parse_seeds,
+        run_matrix,
+        summarise,
+    )
 
     try:
         seed_list = parse_seeds(seeds)
     except ValueError as exc:
         raise click.ClickException(str(exc)) from exc
     nodes, tasks = _load_trace(nodes_csv, pods_csv)
-    variants = [
-        Variant(Grid(GRIDS[g]), CardChoice(c))
-        for g in (grids or ("raw",))
-        for c in (cards or ("policy",))
-    ]
+    variants: list[Variant] = []
+    if "ideal" in rules or not rules:
+        variants += [
+            Variant(Grid(GRIDS[g]), CardChoice(c))
+            for g in (grids or ("raw",))
+            for c in (cards or ("policy",))
+        ]
+    if "live" in rules:
+        variants.append(replace(LIVE, batch=batch, order=order))
+    chosen = policies or DEFAULT_POLICIES
     jobs = [
         Job(p, s, v, ratio)
         for v in variants
-        for p in (policies or DEFAULT_POLICIES)
+        for p in chosen
+        if v.rules != "live" or not SCORERS[p].random_ties  # the daemon needs a fixed order
         for s in seed_list
     ]
     started = time.perf_counter()
@@ -229,6 +269,23 @@ QUEUE_POLICIES = ("fifo", "fair", "priority", "capacity")
     type=click.Choice(["scorer", "weight"]),
     help="Node of work not pinned: the scorer's, or slurmctld's by the daemon's node Weight.",
 )
+@click.option(
+    "--rules",
+    default="ideal",
+    show_default=True,
+    type=click.Choice(["ideal", "live"]),
+    help="live: what the live path does (every job deferred by the admission hook and "
+    "pinned by the daemon at its submission, queued work placed by Weight); ideal: the "
+    "settings above.",
+)
+@click.option(
+    "--defer",
+    "defer_s",
+    default=15.0,
+    show_default=True,
+    type=click.FloatRange(0.01),
+    help="live: the admission hook's deferral (seconds).",
+)
 @_WORKERS
 @click.option(
     "--out",
@@ -249,6 +306,8 @@ def replay(  # noqa: PLR0917 - click passes every option as an argument
     placement: str,
     daemon_placement: bool,
     unpinned: str,
+    rules: str,
+    defer_s: float,
     workers: int | None,
     out_dir: Path | None,
     as_json: bool,
@@ -267,6 +326,8 @@ def replay(  # noqa: PLR0917 - click passes every option as an argument
         placement,
         daemon_placement,
         unpinned,
+        rules,
+        defer_s,
     )
     nodes, tasks = _load_trace(nodes_csv, pods_csv)
     chosen = policies or QUEUE_POLICIES

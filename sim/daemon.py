@@ -81,6 +81,8 @@ class Daemon:
                 job.excluded = expand_hostlist(change.exc_nodes)
             if change.qos is not None and job.state == "PENDING":
                 job.qos_now = change.qos
+            if change.start_now:
+                job.deferred_until = None
         for hold in result.holds:
             if hold.job_id in sim.pending:
                 sim.pending[hold.job_id].held = True
@@ -99,6 +101,7 @@ class Daemon:
     def _info(self, job: SimJob, sim: QueueSim, now: float) -> JobInfo:
         """The job as the collector would report it, rebuilt only when it changed."""
         waiting = job.eligible > now
+        deferred = job.deferred_until is not None and job.deferred_until > now
         key = (
             job.state,
             job.held,
@@ -108,10 +111,11 @@ class Daemon:
             job.start,
             waiting,
             job.qos_now,
+            deferred,
         )
         cached = self._infos.get(job.job_id)
         if cached is None or cached[0] != key:
-            cached = (key, job_info(job, sim, waiting=waiting))
+            cached = (key, job_info(job, sim, waiting=waiting, deferred=deferred))
             self._infos[job.job_id] = cached
         return cached[1]
 
@@ -148,7 +152,9 @@ def demand_of(job: SimJob) -> Demand:
     return Demand(max(1, math.ceil(r.cpu_milli / 1000)), r.mem_mib, gpus, gpu_type, shards)
 
 
-def job_info(job: SimJob, sim: QueueSim, *, waiting: bool = False) -> JobInfo:
+def job_info(
+    job: SimJob, sim: QueueSim, *, waiting: bool = False, deferred: bool = False
+) -> JobInfo:
     running = job.state == "RUNNING"
     node = sim.cluster.names[job.node] if running else ""
     demand = demand_of(job)
@@ -165,7 +171,7 @@ def job_info(job: SimJob, sim: QueueSim, *, waiting: bool = False) -> JobInfo:
         state=job.state,
         submit=job.submit,
         name=job.name,
-        reason=_reason(job, running=running, waiting=waiting),
+        reason=_reason(job, running=running, waiting=waiting or deferred),
         held=job.held,
         start=job.start if running else None,
         demand=demand,
@@ -174,6 +180,7 @@ def job_info(job: SimJob, sim: QueueSim, *, waiting: bool = False) -> JobInfo:
         required_nodes=job.required,
         excluded_nodes=job.excluded,
         restart_count=job.restarts,
+        deferred=deferred and not running,
     )
 
 

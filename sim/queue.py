@@ -17,6 +17,12 @@ after ``requeue_delay_s`` (12 s, as measured on the lab cluster with a tuned del
 With ``hold_new`` jobs are submitted held and only the daemon releases them, as
 quota-managed work is on the live system (held, with the ``admit`` label); without it Slurm
 may start a job before the daemon's next cycle has judged it.
+
+With ``defer_s`` (the live path's rules) every job arrives deferred as the admission hook
+defers it while the placement daemon's heartbeat is fresh: it may not start before
+``submit + defer_s`` unless the daemon starts it, and the daemon, woken by each submission,
+cycles at every arrival. Work the daemon did not pin (it fitted nowhere when it arrived)
+is placed by slurmctld when room frees: by node ``Weight`` (``unpinned="weight"``).
 """
 
 from __future__ import annotations
@@ -71,6 +77,8 @@ class SimJob:
     restarts: int = 0
     #: Not before this time (a requeued job waits out slurmctld's requeue delay).
     eligible: float = 0.0
+    #: Deferred by the admission hook until this time unless the daemon starts it first.
+    deferred_until: float | None = None
     gpu: float = 0.0
     #: (start, end) of every stretch it ran; more than one after a requeue.
     runs: list[tuple[float, float]] = field(default_factory=list)
@@ -117,6 +125,7 @@ class QueueSim:
         workload: Workload | None = None,
         seed: int = 0,
         unpinned: str = "scorer",
+        defer_s: float | None = None,
     ) -> None:
         if unpinned not in UNPINNED:
             raise ValueError(f"unpinned must be one of {', '.join(UNPINNED)}, got {unpinned!r}")
@@ -132,6 +141,7 @@ class QueueSim:
         self.placer = Placer(self.cluster, SCORERS[scorer], wl, rng, CardChoice.SLURM)
         self.daemon = daemon
         self.cycle_s = cycle_s
+        self.defer_s = defer_s
         self.requeue_delay_s = requeue_delay_s
         self.pending: dict[int, SimJob] = {}
         self.running: dict[int, SimJob] = {}
@@ -163,11 +173,13 @@ class QueueSim:
             while self._wakes and self._wakes[0] <= now:
                 heapq.heappop(self._wakes)
                 changed = True
+            arrived = False
             while arrivals < len(self.jobs) and self.jobs[arrivals].submit <= now:
                 self._arrive(self.jobs[arrivals])
                 arrivals += 1
-                changed = True
-            if self.daemon is not None and now >= next_cycle:
+                changed = arrived = True
+            woken = arrived and self.defer_s is not None  # the daemon watches submissions
+            if self.daemon is not None and (now >= next_cycle or woken):
                 before = self._signature()
                 self.daemon(self, now)
                 self.cycles += 1
@@ -190,6 +202,9 @@ class QueueSim:
 
     def _arrive(self, job: SimJob) -> None:
         self.pending[job.job_id] = job
+        if self.defer_s is not None:
+            job.deferred_until = job.submit + self.defer_s
+            heapq.heappush(self._wakes, job.deferred_until)
 
     def _finish_due(self, now: float) -> bool:
         done = False
@@ -208,7 +223,13 @@ class QueueSim:
     def schedule(self, now: float) -> int:
         """Start every pending, unheld job that fits, highest priority first."""
         order = sorted(
-            (j for j in self.pending.values() if not j.held and j.eligible <= now),
+            (
+                j
+                for j in self.pending.values()
+                if not j.held
+                and j.eligible <= now
+                and (j.deferred_until is None or j.deferred_until <= now)
+            ),
             key=lambda j: (-j.site_factor, j.submit, j.job_id),
         )
         started = 0

@@ -120,11 +120,21 @@ class ReplaySetup:
     daemon_placement: bool = True
     #: slurmctld's node for work not pinned (yet): ``scorer`` or ``weight`` (sim.queue).
     unpinned: str = "scorer"
+    #: ``ideal``: the settings above; ``live``: what the live path does — every job deferred
+    #: by the admission hook and pinned by the daemon woken by its submission, unpinned work
+    #: placed by Weight (``daemon_placement`` and ``unpinned`` are then implied).
+    rules: str = "ideal"
+    #: The hook's deferral (the lab's ``defer``), for ``live``.
+    defer_s: float = 15.0
 
     def policies(self, name: str) -> tuple[PolicyConfig, ...]:
         chosen = POLICY_SETS[name]
+        if self.rules == "live":
+            return (*chosen, PolicyConfig("placement", weight=0, args={"scorer": self.scorer}))
         if self.daemon_placement:
-            chosen += (PolicyConfig("placement", weight=0, args={"scorer": self.scorer}),)
+            # pending shares pinned each cycle, as the daemon did before it deferred work
+            args = {"scorer": self.scorer, "lookahead": 50}
+            chosen += (PolicyConfig("placement", weight=0, args=args),)
         return chosen
 
 
@@ -142,13 +152,15 @@ def run_replay(
     daemon = Daemon(
         setup.policies(policy), tenants(sliced, setup.tenant_count), hold_new=policy == "capacity"
     )
+    live = setup.rules == "live"
     sim = QueueSim(
         sliced,
         sim_jobs,
         daemon,
         scorer=setup.scorer,
         cycle_s=setup.cycle_s,
-        unpinned=setup.unpinned,
+        unpinned="weight" if live else setup.unpinned,
+        defer_s=setup.defer_s if live else None,
     )
     run = sim.run()
     alloc, span = metrics.overload_allocation(run)
@@ -156,6 +168,7 @@ def run_replay(
     by_qos = metrics.service_ratio(run.jobs, lambda j: j.qos)
     return {
         "policy": policy,
+        "rules": setup.rules,
         "nodes": len(sliced),
         "gpus": gpus,
         "tasks": len(sim_jobs),

@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 
-from sim.cluster import Grid
+from sim.cluster import SHARDS, Grid
 from sim.fgd import DEFAULT_RATIO, RunResult, run_one
 from sim.placer import CardChoice
 from sim.trace import NodeSpec, Task
@@ -22,15 +22,27 @@ DEFAULT_SEEDS = tuple(range(42, 52))
 
 @dataclass(frozen=True, slots=True)
 class Variant:
-    """How a run is measured: the share grid and who picks the card in a node."""
+    """How a run is measured: the share grid and who picks the card in a node, or the live
+    path's rules (``sim.live``: k/32 shards, whole CPUs, the daemon's task model and index,
+    slurmctld's cards), optionally with ``batch`` arrivals per daemon cycle."""
 
     grid: Grid
     cards: CardChoice
+    rules: str = "ideal"
+    batch: int = 1
+    order: str = "arrival"
 
     @property
     def label(self) -> str:
+        if self.rules == "live":
+            extra = f", {self.batch} a cycle, {self.order} first" if self.batch > 1 else ""
+            return f"live{extra}"
         grid = "raw" if self.grid.units == 1000 else f"k/{self.grid.units}"
         return f"{grid}, cards by {self.cards.value}"
+
+
+#: The live path's rules (``--rules live``).
+LIVE = Variant(SHARDS, CardChoice.SLURM, "live")
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +85,18 @@ def _init(nodes: Sequence[NodeSpec], tasks: Sequence[Task]) -> None:
 
 def _run(job: Job) -> RunResult:
     v = job.variant
+    if v.rules == "live":
+        from sim.live import run_live
+
+        return run_live(
+            _NODES,
+            _TASKS,
+            job.seed,
+            ratio=job.ratio,
+            scorer=job.policy,
+            batch=v.batch,
+            order=v.order,
+        )
     return run_one(
         _NODES, _TASKS, job.policy, job.seed, grid=v.grid, cards=v.cards, ratio=job.ratio
     )
