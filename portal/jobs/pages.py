@@ -162,7 +162,7 @@ def detail(job_id: int) -> str:
         job=job,
         times=words.times(job, datetime.now(UTC)),
         per_card=_per_card(view),
-        policy=words.policy_reasons(job_id),
+        policy=words.policy_reasons(job),
         chart=line_chart([(s.ts, s.util) for s in metrics.samples], y_max=100.0),
         window=window,
         windows=WINDOWS,

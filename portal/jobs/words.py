@@ -39,15 +39,26 @@ def reason(job: Job) -> explain.Explained | None:
     return explain.explain_reason(job.reason, current())
 
 
-def policy_reasons(job_id: int) -> list[str]:
-    """The policy daemon's latest decisions about the job, in words (``POLICY_STATE_DIR``:
-    the daemon's state directory, readable by the portal; none when unset)."""
+def policy_reasons(job: Job) -> list[str]:
+    """The policy daemon's latest decisions about a queued or running job, in words
+    (``POLICY_STATE_DIR``: the daemon's state directory, readable by the portal; none when
+    unset). The log is parsed once per change of its file, not once per page."""
     directory = current_app.config.get("POLICY_STATE_DIR")
-    if not directory:
+    if not directory or not job.state.is_active:
         return []
-    from slurm_plugins.policy import reasons_for
+    from slurm_plugins.policy import decision_log, decisions
 
-    return [explain.policy_words(r, current()) for r in reasons_for(job_id, Path(directory))]
+    path = decision_log(Path(directory))
+    try:
+        st = path.stat()
+    except OSError:
+        return []
+    cache = current_app.extensions.setdefault("aipool.policy_reasons", {})
+    key = (str(path), st.st_mtime_ns, st.st_size)
+    if cache.get("key") != key:
+        cache["key"], cache["log"] = key, decisions(Path(directory))
+    said: list[str] = cache["log"].get(job.job_id, [])
+    return [explain.policy_words(r, current()) for r in said]
 
 
 def cards_text(cards: Fraction) -> str:

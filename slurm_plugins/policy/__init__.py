@@ -18,4 +18,23 @@ def reasons_for(job_id: int, state_dir: Path) -> list[str]:
     return read(job_id, Path(state_dir))
 
 
-__all__ = ["reasons_for"]
+def decision_log(state_dir: Path) -> Path:
+    """The decision log's file in ``state_dir`` (a reader may cache it while it is unchanged)."""
+    from slurm_plugins.policy.state import REASONS
+
+    return Path(state_dir) / REASONS
+
+
+def decisions(state_dir: Path) -> dict[int, list[str]]:
+    """Every job's latest reasons in the decision log, read once (a reader showing many jobs,
+    or caching the log while its file is unchanged)."""
+    from slurm_plugins.policy.state import ReasonLog
+
+    out: dict[int, list[str]] = {}
+    for key, entry in ReasonLog(Path(state_dir)).read().items():
+        if key.isdigit() and isinstance(entry, dict):
+            out[int(key)] = [str(r) for r in entry.get("reasons", [])]
+    return out
+
+
+__all__ = ["decision_log", "decisions", "reasons_for"]

@@ -88,6 +88,30 @@ def test_the_policy_daemons_reasons_show_in_words(env: Env, tmp_path: Path) -> N
     assert "JobHeldAdmin" in page
 
 
+def test_the_decision_log_is_read_once_while_it_is_unchanged(
+    env: Env, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from slurm_plugins import policy
+
+    reads: list[Path] = []
+    real = policy.decisions
+    monkeypatch.setattr(policy, "decisions", lambda d: reads.append(d) or real(d))
+    jobs = [env.slurm.add_job("alice", "nlp", JobState.PENDING) for _ in range(2)]
+    log = {str(j): {"at": 1.0, "reasons": [f"capacity: job {j} waits"]} for j in jobs}
+    (tmp_path / "reasons.json").write_text(json.dumps(log))
+    monkeypatch.setitem(env.app.config, "POLICY_STATE_DIR", str(tmp_path))
+    client = login(env, "alice")
+    for j in [*jobs, *jobs]:
+        assert f"Capacity guarantee: job {j} waits" in client.get(f"/jobs/{j}").get_data(
+            as_text=True
+        )
+    assert len(reads) == 1
+    log[str(jobs[0])]["reasons"] = ["capacity: now longer"]
+    (tmp_path / "reasons.json").write_text(json.dumps(log))
+    assert "now longer" in client.get(f"/jobs/{jobs[0]}").get_data(as_text=True)
+    assert len(reads) == 2
+
+
 def test_the_log_tail_refreshes_for_its_owner_only(
     env: Env, tmp_path: Path, users_own_files: None
 ) -> None:
