@@ -56,7 +56,7 @@ def page(env: Env, who: str, url: str, **headers: str) -> tuple[int, str]:
 
 def rows(html: str) -> list[str]:
     """The first cell of each row of the usage table's body."""
-    body = html.split('<table class="usage-table">', 1)[1].split("</tbody>", 1)[0]
+    body = html.split('<table class="usage-table" tabindex="0">', 1)[1].split("</tbody>", 1)[0]
     return [
         re.sub(r"<[^>]+>", "", cell).strip()
         for cell in re.findall(r'<th scope="row">(.*?)</th>', body, re.S)
