@@ -26,8 +26,9 @@ from portal.errors import (
     SlurmUnavailable,
     ValidationFailed,
 )
-from portal.i18n import gettext
+from portal.i18n import current, gettext
 from portal.jobs import mounts, queue
+from portal.jobs.explain import state_words
 from portal.jobs.models import FORM, SPEC, JobRecord
 from portal.jobs.specs import cluster_config, spec_job
 from portal.slurm import SlurmPort
@@ -377,7 +378,11 @@ def cancel(session: Session, access: Access, port: SlurmPort, job_id: int) -> Jo
     job = view.job
     if not job.state.is_active:
         raise Conflict(
-            gettext("Job %(id)d has ended (%(state)s).", id=job_id, state=job.state.value)
+            gettext(
+                "Job %(id)d has ended (%(state)s).",
+                id=job_id,
+                state=state_words(job.state, current())[0],
+            )
         )
     if not may_cancel(session, access, view):
         raise Forbidden(gettext("Cancelling others' jobs needs the jobs.cancel_all permission."))

@@ -224,6 +224,6 @@ def test_a_failed_jupyter_session_says_so_with_its_exit_code(
     )
     page = login(env, "alice").get(f"/jobs/{job}").get_data(as_text=True)
     assert "starting" not in page
-    assert "ended (FAILED, exit code 127" in page
+    assert "ended (Failed, exit code 127" in page
     assert '<td id="exit-code">127</td>' in page
     assert "jupyter: command not found" in page  # the log tail says why
