@@ -247,6 +247,8 @@ def unshare(dataset_id: int, share_id: int) -> Response:
     try:
         shares.unshare(session(), current_access(), dataset_id, share_id)
         flash(gettext("The share was withdrawn."), "info")
+    except NotFound:
+        raise
     except DomainError as exc:
         session().rollback()
         flash(exc.message, "error")

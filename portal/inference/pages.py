@@ -10,7 +10,7 @@ from flask_login import login_required
 from werkzeug.wrappers import Response
 
 from portal.authz import Perm
-from portal.errors import DomainError, Forbidden, ValidationFailed
+from portal.errors import DomainError, Forbidden, NotFound, ValidationFailed
 from portal.i18n import gettext, translate_message
 from portal.inference import service, trying, words
 from portal.inference.models import InferenceService, ServiceState
@@ -125,6 +125,8 @@ def act(service_id: int, action: str) -> Response:
             return redirect(url_for(".index"))
         else:
             raise Forbidden(gettext("There is no such action."))
+    except NotFound:
+        raise  # not one's to see: the 404 page, not a message on a page one cannot open
     except DomainError as exc:
         session().rollback()
         flash(_sentence(exc), "error")

@@ -84,7 +84,8 @@ def index() -> str | Response | tuple[str, int]:
             .order_by(Dataset.name, DatasetVersion.version.desc())
         )
     ]
-    status = 200
+    # a form sent but not valid (a field's error, a choice not one's own): the page, 422
+    status = 422 if request.method == "POST" else 200
     try:
         if request.form.get("set-name") is not None and sets_form.validate_on_submit():
             labels = [x.strip() for x in COMMAS.split(sets_form.labels.data or "") if x.strip()]

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import re
+
 from marshmallow import Schema, fields, validate
 
 from portal.labelling.formats import Format
@@ -8,12 +10,12 @@ from portal.schemas import ChangeSchema, ident, name, text
 from translations import N_
 
 # letters of any script (猫, 狗), as Chinese label sets need; they name files of the exports
-_LABEL = validate.Regexp(
-    r"^[^\W_][\w .-]{0,63}\Z",
-    error=N_(
-        "A letter or digit, then letters, digits, spaces, '_', '.' or '-' (at most 64 characters)."
-    ),
+# (VOC's <label>_default.txt), so nothing else: the service checks every label with it too
+LABEL = re.compile(r"^[^\W_][\w .-]{0,63}\Z")
+LABEL_RULE = N_(
+    "A letter or digit, then letters, digits, spaces, '_', '.' or '-' (at most 64 characters)."
 )
+_LABEL = validate.Regexp(LABEL, error=LABEL_RULE)
 _COORD = fields.Float(allow_nan=False, validate=validate.Range(min=0, max=1e6))
 
 

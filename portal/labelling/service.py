@@ -35,6 +35,7 @@ from portal.identity.models import User
 from portal.labelling import words
 from portal.labelling.formats import Format, Item, Shape, export
 from portal.labelling.models import Annotation, ItemStatus, Kind, LabelItem, LabelSet, LabelTask
+from portal.labelling.schemas import LABEL, LABEL_RULE
 from portal.models import utcnow
 from portal.tenancy.models import Project
 
@@ -68,6 +69,11 @@ def project_of(session: Session, project_id: int) -> Project:
 
 
 def _labels(names: Sequence[str]) -> list[str]:
+    """The labels, each one a usable name (the pages do not pass the API's schema)."""
+    for name in names:
+        if not LABEL.match(name):
+            message = gettext("%(label)s: %(rule)s", label=name, rule=gettext(LABEL_RULE))
+            raise ValidationFailed({"labels": [message]})
     if len(set(names)) != len(names):
         raise ValidationFailed({"labels": [gettext("Each label may appear only once.")]})
     return list(names)

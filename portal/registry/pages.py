@@ -15,7 +15,7 @@ from wtforms.validators import DataRequired, Length
 
 from portal.authz import Perm
 from portal.datasets import words as data_words
-from portal.errors import DomainError, ValidationFailed
+from portal.errors import DomainError, NotFound, ValidationFailed
 from portal.i18n import gettext
 from portal.i18n import lazy_gettext as _l
 from portal.inference import service as inference
@@ -129,6 +129,8 @@ def _act(model_id: int, action: Any, done: str) -> Response:
     try:
         action()
         flash(done, "info")
+    except NotFound:
+        raise  # another tenant's model: the 404 page
     except DomainError as exc:
         session().rollback()
         flash(exc.message, "error")
@@ -169,6 +171,8 @@ def deploy(model_id: int, number: int) -> Response:
         svc, token = inference.create(
             session(), access, {"version_id": version.id, "device": device}
         )
+    except NotFound:
+        raise
     except DomainError as exc:
         session().rollback()
         flash(exc.message, "error")
@@ -302,6 +306,8 @@ def unshare(model_id: int, share_id: int) -> Response:
     try:
         sharing.unshare(session(), current_access(), model_id, share_id)
         flash(gettext("The share was withdrawn."), "info")
+    except NotFound:
+        raise
     except DomainError as exc:
         session().rollback()
         flash(exc.message, "error")

@@ -120,3 +120,38 @@ def test_the_form_follows_the_input_schema() -> None:
     expected = load_digits().images[0].flatten()
     assert len(pixels) == 64
     assert max(abs(a - b) for a, b in zip(pixels, expected, strict=True)) < 0.1
+
+
+def test_settings_forms_say_why_in_the_readers_language(deployed: Deployed) -> None:
+    env, svc, _ = deployed
+    url = f"/inference/{svc['id']}"
+    alice = client_of(env, "alice", "zh")
+    token = token_of(alice, url)
+    before = env.api("alice").get(url.replace("/inference", "/api/v1/inference")).json
+    r = alice.post(f"{url}/edit", data={"allow_ips": "nope", "expires_at": "", "csrf_token": token})
+    assert "nope 既不是 IP 地址，也不是网段（CIDR）。" in alice.get(r.headers["Location"]).get_data(
+        as_text=True
+    )
+    r = alice.post(f"{url}/scale", data={"replicas": "9", "csrf_token": token})
+    assert "副本数为 0 到 8。" in alice.get(r.headers["Location"]).get_data(as_text=True)
+    r = alice.post(f"{url}/edit", data={"expires_at": "2026-11-01T08:00", "csrf_token": token})
+    assert "过期时间必须晚于现在" in alice.get(r.headers["Location"]).get_data(as_text=True)
+    # another tenant: 404, nothing changed; a viewer of the project: not offered, refused
+    dave = client_of(env, "dave", "zh")
+    r = dave.post(
+        f"{url}/scale", data={"replicas": "0", "csrf_token": token_of(dave, "/inference")}
+    )
+    assert r.status_code == 404
+    gina = client_of(env, "gina", "zh")
+    page = gina.get(url).get_data(as_text=True)
+    assert 'id="scale"' not in page
+    r = gina.post(f"{url}/scale", data={"replicas": "0", "csrf_token": token_of(gina, url)})
+    assert "只有服务的所有者或项目管理员可以修改它。" in gina.get(r.headers["Location"]).get_data(
+        as_text=True
+    )
+    after = env.api("alice").get(url.replace("/inference", "/api/v1/inference")).json
+    assert (after["replicas"], after["allow_ips"], after["expires_at"]) == (
+        before["replicas"],
+        before["allow_ips"],
+        before["expires_at"],
+    )

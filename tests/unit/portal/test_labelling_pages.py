@@ -13,7 +13,8 @@ import pytest
 from portal.labelling import pages as labelling_pages
 from tests.unit.portal.conftest import Env
 from tests.unit.portal.test_datasets import configure, make_dataset, png, upload
-from tests.unit.portal.test_model_pages import client_of
+from tests.unit.portal.test_model_pages import client_of, error_on
+from tests.unit.portal.test_pages import csrf_of
 
 STATIC = Path(labelling_pages.__file__).resolve().parent.parent / "static"
 
@@ -132,3 +133,39 @@ def test_the_canvas_gets_every_text_it_uses_in_the_readers_language(env: Env, st
         en, zh = json.dumps(texts["en"][key]), json.dumps(texts["zh"][key], ensure_ascii=False)
         assert en != zh, key
         assert re.search(r"[\u4e00-\u9fff]", zh), key
+
+
+# ------------------------------------------------------------------ the managers' forms
+def label_sets(env: Env) -> list[tuple[str, list[str]]]:
+    rows = env.api("admin").get("/api/v1/labelling/label-sets").json
+    return [(s["name"], s["labels"]) for s in rows]
+
+
+@pytest.mark.parametrize(
+    ("lang", "made", "rule"),
+    [
+        ("en", "Labels (separated by commas)", "A letter or digit, then"),
+        ("zh", "标签（以逗号分隔）", "以字母或数字开头"),
+    ],
+)
+def test_label_set_form(env: Env, store: Path, lang: str, made: str, rule: str) -> None:
+    erin = client_of(env, "erin", lang)  # a domain admin: manages nlp
+    page = erin.get("/labelling").get_data(as_text=True)
+    assert made in page
+    nlp = env.world.projects["nlp"]
+    form = {"set-project_id": nlp, "set-name": "animals", "set-labels": "猫，狗、bird",
+            "set-csrf_token": csrf_of(page)}  # fmt: skip
+    assert erin.post("/labelling", data=form).status_code == 302
+    assert label_sets(env) == [("animals", ["猫", "狗", "bird"])]
+    # a label that would name a file elsewhere is refused on the field, nothing made
+    r = erin.post("/labelling", data={**form, "set-name": "bad", "set-labels": "../../x, y"})
+    assert r.status_code == 422
+    assert rule in error_on(r.get_data(as_text=True), "set-labels")
+    # another tenant's admin has no nlp to choose: refused, nothing made
+    tina = client_of(env, "tina", lang)
+    page = tina.get("/labelling").get_data(as_text=True)
+    theirs = {**form, "set-name": "theirs", "set-csrf_token": csrf_of(page)}
+    r = tina.post("/labelling", data=theirs)
+    assert r.status_code == 422
+    assert 'class="error"' in error_on(r.get_data(as_text=True), "set-project_id")
+    assert label_sets(env) == [("animals", ["猫", "狗", "bird"])]
