@@ -8,6 +8,7 @@ from typing import Any
 from flask import jsonify, request
 from flask.views import MethodView
 
+from portal.i18n import translate_message
 from portal.inference import schemas, service
 from portal.inference.models import InferenceService, ServiceState
 from portal.pagination import PageParams, page_of_query
@@ -132,6 +133,9 @@ def _proxied(service_id: int, path: str) -> Any:
         path=path,
         body=body,
     )
+    if status >= 400 and isinstance(payload, dict) and isinstance(payload.get("message"), str):
+        # the replica's refusals are marked in the catalogue: said in the caller's language
+        payload = {**payload, "message": translate_message(payload["message"])}
     return jsonify(payload), status
 
 

@@ -17,6 +17,8 @@ from typing import Any, ClassVar
 import numpy as np
 import yaml
 
+from translations import N_
+
 DATA = Path(__file__).with_name("data")
 SEED = 0
 
@@ -101,9 +103,9 @@ def _image_folder(path: Path) -> tuple[list[Any], list[str]]:
 def _pixels(body: dict[str, Any]) -> list[np.ndarray]:
     pixels = body.get("pixels")
     if not isinstance(pixels, list) or len(pixels) != 64:
-        raise ValueError("pixels: 64 numbers (an 8x8 image, 0-16)")
+        raise ValueError(N_("pixels: 64 numbers (an 8x8 image, 0-16)."))
     if not all(isinstance(v, (int, float)) and 0 <= v <= 16 for v in pixels):
-        raise ValueError("pixels: numbers between 0 and 16")
+        raise ValueError(N_("pixels: numbers between 0 and 16."))
     return [np.asarray(pixels, dtype=float)]
 
 
@@ -303,9 +305,9 @@ class _MiniLMHead(Kind):
     def parse(self, body: dict[str, Any]) -> list[Any]:
         texts = body.get("texts")
         if not isinstance(texts, list) or not 1 <= len(texts) <= 64:
-            raise ValueError("texts: a list of 1-64 strings")
+            raise ValueError(N_("texts: a list of 1-64 strings."))
         if not all(isinstance(t, str) and len(t) <= 2000 for t in texts):
-            raise ValueError("texts: strings of at most 2000 characters")
+            raise ValueError(N_("texts: strings of at most 2000 characters."))
         return texts
 
     def from_directory(self, path: Path) -> tuple[list[Any], list[str]]:

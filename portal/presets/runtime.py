@@ -20,6 +20,7 @@ from typing import Any
 from portal.presets import metrics
 from portal.presets.catalog import RESULTS, get
 from portal.presets.kinds import KINDS, Kind
+from translations import N_
 
 
 def _kind(args: argparse.Namespace) -> Kind:
@@ -90,7 +91,7 @@ def serve(kind: Kind, model: Path, conn: Path, host: str | None) -> None:
     def predict() -> Any:
         body = request.get_json(silent=True)
         if not isinstance(body, dict):
-            return error_response(422, "validation_failed", "a JSON object is expected")
+            return error_response(422, "validation_failed", N_("A JSON object is expected."))
         try:
             inputs = kind.parse(body)
         except ValueError as exc:

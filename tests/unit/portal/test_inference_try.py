@@ -45,6 +45,10 @@ def send(client: Any, url: str, token: str, image: bytes | None) -> Any:
     return client.post(f"{url}/try", data=data, content_type="multipart/form-data")
 
 
+REFUSED = {
+    "en": "pixels: 64 numbers (an 8x8 image, 0-16).",
+    "zh": "pixels：64 个数（一张 8x8 图像，取值 0-16）。",
+}
 SAID = {
     "en": ("Try it", "no replica is ready yet", "Fill this in.", "not an image", "stopped"),
     "zh": ("在线试用", "还没有就绪的副本", "请填写此项。", "不是门户能读取的图像", "已停止"),
@@ -74,8 +78,14 @@ def test_try_it_form(deployed: Deployed, lang: str) -> None:
         html = r.get_data(as_text=True)
         assert f'<td class="label">{digits.target[i]}</td>' in html
         assert 'id="answer-json"' in html
+    # the replica's own refusal, through the API, in the caller's language too
+    language = {"en": "en", "zh": "zh-CN"}[lang]
+    headers = {"X-Service-Token": svc["token"], "Accept-Language": language}
+    r = env.app.test_client().post(svc["url"], json={"pixels": [1]}, headers=headers)
+    assert r.status_code == 422
+    assert r.json["message"] == REFUSED[lang]
     calls = env.api("alice").get(f"/api/v1/inference/{svc['id']}").json["calls"]
-    assert calls == 3
+    assert calls == 4
     # refused before any call: on the field, in the reader's language
     r = send(alice, url, token, None)
     assert r.status_code == 422
