@@ -16,17 +16,24 @@ from slurm_plugins.policy.snapshot import JobInfo, NodeInfo
 
 
 class FreeNode:
-    """What is left on one node; ``card_free`` in shards per card."""
+    """What is left on one node; ``card_free`` in shards per card.
+
+    slurmctld gives a whole-card request the lowest cards it believes free; Slurm 22.05
+    believes a card free once any shard job on it has ended, even while others still hold
+    shards there (``NodeInfo.slurm_busy``). ``slurm_free`` is that belief: a whole-card
+    job fits only where the cards slurmctld would pick are really free, since elsewhere it
+    would share a GPU with shard jobs.
+    """
 
     __slots__ = (
         "card_free",
         "cpus",
-        "full",
         "info",
         "mem_mb",
         "name",
         "npus",
         "ok",
+        "slurm_free",
         "spg",
         "version",
     )
@@ -40,7 +47,10 @@ class FreeNode:
         self.mem_mb = max(n.mem_mb - n.alloc_mem_mb, 0)
         used = n.card_used or (0,) * n.gpus
         self.card_free = [max(self.spg - u, 0) for u in used]
-        self.full = sum(1 for f in self.card_free if f >= self.spg)
+        busy = (
+            set(n.slurm_busy) if n.slurm_busy is not None else {i for i, u in enumerate(used) if u}
+        )
+        self.slurm_free = [i not in busy for i in range(len(used))]
         self.npus = {t: c - n.npus_used.get(t, 0) for t, c in n.npus.items()}
         #: Bumped on every change, so derived views can be cached.
         self.version = 0
@@ -51,7 +61,7 @@ class FreeNode:
         if d.gpus or d.shards:
             if d.gpu_type and d.gpu_type != self.info.gpu_type:
                 return False
-            if d.gpus > self.full:
+            if d.gpus and not self.whole_ok(d.gpus):
                 return False
             if d.shards and not any(f >= d.shards for f in self.card_free):
                 return False
@@ -61,10 +71,30 @@ class FreeNode:
             return sum(self.npus.values()) >= d.npus
         return True
 
-    def _set_card(self, i: int, free: int) -> None:
-        was_full = self.card_free[i] >= self.spg
-        self.card_free[i] = free
-        self.full += (free >= self.spg) - was_full
+    def whole_picks(self, n: int) -> list[int] | None:
+        """The ``n`` cards slurmctld would give a whole-card request, or None."""
+        picks = [i for i, free in enumerate(self.slurm_free) if free][:n]
+        return picks if len(picks) == n else None
+
+    def whole_ok(self, n: int) -> bool:
+        """Would ``n`` whole cards go to really free cards here (and not to shared ones)?"""
+        picks = self.whole_picks(n)
+        return picks is not None and all(self.card_free[i] >= self.spg for i in picks)
+
+    def unsafe_for(self, d: Demand) -> bool:
+        """Would slurmctld start ``d`` here on a card that still holds shards?"""
+        if not d.gpus or not self.shared_hazard or self.whole_ok(d.gpus):
+            return False
+        if d.cpus > self.cpus or d.mem_mb > self.mem_mb:
+            return False
+        if d.gpu_type and d.gpu_type != self.info.gpu_type:
+            return False
+        return self.whole_picks(d.gpus) is not None
+
+    @property
+    def shared_hazard(self) -> bool:
+        """slurmctld believes a card free that still holds shards (Slurm 22.05)."""
+        return any(f and c < self.spg for f, c in zip(self.slurm_free, self.card_free, strict=True))
 
     def take(self, d: Demand) -> list[tuple[int, int]]:
         """Reserve ``d`` the way slurmctld picks cards; returns (card, shards) taken."""
@@ -73,15 +103,14 @@ class FreeNode:
         self.mem_mb -= d.mem_mb
         taken: list[tuple[int, int]] = []
         if d.gpus:
-            for i, f in enumerate(self.card_free):
-                if len(taken) == d.gpus:
-                    break
-                if f >= self.spg:
-                    self._set_card(i, 0)
-                    taken.append((i, self.spg))
+            for i in self.whole_picks(d.gpus) or ():
+                self.card_free[i] = 0
+                self.slurm_free[i] = False
+                taken.append((i, self.spg))
         if d.shards:
             card = next(i for i, f in enumerate(self.card_free) if f >= d.shards)
-            self._set_card(card, self.card_free[card] - d.shards)
+            self.card_free[card] -= d.shards
+            self.slurm_free[card] = False
             taken.append((card, d.shards))
         if d.npus:
             self._npus(d, -1)
@@ -94,7 +123,9 @@ class FreeNode:
         self.mem_mb += sign * d.mem_mb
         for card, shards in cards:
             if 0 <= card < len(self.card_free):
-                self._set_card(card, min(self.spg, self.card_free[card] + sign * shards))
+                self.card_free[card] = min(self.spg, self.card_free[card] + sign * shards)
+                # slurmctld forgets the card's shards when any of its jobs ends (22.05)
+                self.slurm_free[card] = sign > 0
         if d.npus:
             self._npus(d, sign)
 
@@ -220,6 +251,10 @@ class ClusterView:
             chosen.append(pick.name)
             pool = [p for p in pool if p is not pick]
         return tuple(chosen)
+
+    def held(self, job_id: int) -> list[tuple[str, int, int]]:
+        """(node, card, shards) a job reserved this cycle, the cards as slurmctld picks."""
+        return [(n, c, s) for n, picks in self._taken.get(job_id, []) for c, s in picks]
 
     def reserve(self, job: JobInfo, nodes: Sequence[str]) -> None:
         self._taken[job.job_id] = [(n, self.nodes[n].take(job.demand)) for n in nodes]

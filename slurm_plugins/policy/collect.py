@@ -132,6 +132,13 @@ def node_info(n: Node, running: Sequence[JobInfo]) -> NodeInfo:
             for i in _indexes(g.indexes):
                 if 0 <= i < gpus:
                     used[i] = per_gpu
+    busy = {
+        i
+        for g in n.gres_used
+        if g.name in ("gpu", "shard")
+        for i in _indexes(g.indexes)
+        if 0 <= i < gpus
+    }
     npus = {g.type or "": g.count for g in n.gres if g.name == "npu"}
     npus_used = {g.type or "": g.count for g in n.gres_used if g.name == "npu" and g.count}
     gpu_types = [g.type for g in n.gres if g.name == "gpu" and g.type]
@@ -153,6 +160,7 @@ def node_info(n: Node, running: Sequence[JobInfo]) -> NodeInfo:
         card_used=tuple(used),
         npus=npus,
         npus_used=npus_used,
+        slurm_busy=tuple(sorted(busy)) if gpus else None,
     )
 
 

@@ -163,6 +163,8 @@ class Placing:
         self.kinds = kinds
         self._indexes: dict[tuple[str, str], ShapeIndex] = {}
         self._synced = 0
+        self._hazards: set[str] | None = None
+        self._hazard_seen = 0
 
     def workload(self, family: str) -> Workload:
         return self.models.get(family) or task_model({})
@@ -189,15 +191,20 @@ class Placing:
     ) -> tuple[Decision, ...] | None:
         excluded = exclude | set(job.excluded_nodes)
         required = set(job.required_nodes)
+        whole = job.demand.gpus
+        hazard = bool(whole) and bool(self.hazards())
         plain = not excluded and not required and not job.features and job.node_count <= 1
-        if plain:
+        if plain and not hazard:
             d = index.best(request)
             return (d,) if d is not None else None
         chosen: list[Decision] = []
         taken: set[str] = set()
+        nodes = self.view.nodes
 
         def allowed(name: str) -> bool:
             if name in excluded or name in taken or (required and name not in required):
+                return False
+            if hazard and name in self.hazards() and not nodes[name].whole_ok(whole):
                 return False
             return not job.features or self.view.feature_ok(job, name)
 
@@ -208,6 +215,26 @@ class Placing:
             chosen.append(d)
             taken.add(d.node)
         return tuple(chosen)
+
+    def hazards(self) -> set[str]:
+        """Nodes where slurmctld believes a card free that still holds shards (followed
+        through the cycle's reservations)."""
+        changed = self.view.changed
+        if self._hazards is None:
+            self._hazards = {n for n, fn in self.view.nodes.items() if fn.ok and fn.shared_hazard}
+            self._hazard_seen = len(changed)
+        for name in set(changed[self._hazard_seen :]):
+            fn = self.view.nodes.get(name)
+            if fn is not None and fn.ok and fn.shared_hazard:
+                self._hazards.add(name)
+            else:
+                self._hazards.discard(name)
+        self._hazard_seen = len(changed)
+        return self._hazards
+
+    def unsafe(self, job: JobInfo) -> frozenset[str]:
+        """Nodes slurmctld would start this whole-card job on, on a card still shared."""
+        return frozenset(n for n in self.hazards() if self.view.nodes[n].unsafe_for(job.demand))
 
     def _index(self, part: str, family: str) -> ShapeIndex:
         key = (part, family)

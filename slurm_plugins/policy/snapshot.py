@@ -114,6 +114,11 @@ class NodeInfo:
     card_used: tuple[int, ...] = ()
     npus: Mapping[str, int] = field(default_factory=dict)
     npus_used: Mapping[str, int] = field(default_factory=dict)
+    #: Cards slurmctld counts as in use (``sinfo``'s GRES_USED indexes); None: as the jobs
+    #: say. Slurm 22.05 forgets that a card holds shards as soon as any shard job on it
+    #: ends, so this can miss cards that are still shared: slurmctld would give such a
+    #: card whole to the next whole-card job (see ``cluster.FreeNode``).
+    slurm_busy: tuple[int, ...] | None = None
 
     @property
     def draining(self) -> bool:

@@ -111,6 +111,19 @@ class Placement(Policy):
         return cast(Placing, found)
 
     def admit(self, job: JobInfo, ctx: Context, cycle: Cycle) -> Verdict | None:
+        verdict = self._admit(job, ctx, cycle)
+        if job.demand.gpus and (verdict is None or not verdict.pin):
+            # Slurm 22.05 may give a card that still holds shards to a whole-card job it
+            # places itself: keep such work off those nodes until they are right again
+            unsafe = self._placing(ctx, cycle).unsafe(job) - set(job.required_nodes)
+            if unsafe:
+                why = (
+                    f"placement: not on {','.join(sorted(unsafe))} (a card there still has shards)"
+                )
+                return Verdict(reason=why, exclude=unsafe)
+        return verdict
+
+    def _admit(self, job: JobInfo, ctx: Context, cycle: Cycle) -> Verdict | None:
         ours = job.job_id in ctx.state.base_req
         if job.required_nodes and not ours:
             return None  # the user's own node list

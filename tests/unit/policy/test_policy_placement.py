@@ -21,7 +21,7 @@ from slurm_plugins.policy.collect import job_info
 from slurm_plugins.policy.engine import build_policies
 from slurm_plugins.policy.placing import kind_of, request_of, task_counts, view_of
 from slurm_plugins.policy.plan import JobChange
-from slurm_plugins.policy.resources import Amounts
+from slurm_plugins.policy.resources import Amounts, Demand
 from slurm_plugins.policy.snapshot import DaemonState, UsageRecord
 from tests.unit.policy.builders import (
     NOW,
@@ -246,3 +246,57 @@ def test_the_task_model_is_kept_until_the_mix_moves(tmp_path: object) -> None:
     store = StateStore(Path(str(tmp_path)))
     store.save(run(moved, PLACE).state)
     assert store.load().task_models["gpu"].shapes == second.shapes
+
+
+# ------------------------------------------------------------------ Slurm 22.05's shard marks
+def test_slurm_forgets_a_shared_card_and_whole_card_work_is_kept_off_it() -> None:
+    from slurm_plugins.policy.cluster import FreeNode
+
+    # card 0 still holds 16 shards, but a shard job on it ended: slurmctld marks only card 1
+    ghost = replace(gpu_node("gpu1"), card_used=(16, 32, 0, 0), slurm_busy=(1,))
+    fn = FreeNode(ghost)
+    assert fn.shared_hazard
+    assert fn.whole_picks(1) == [0]  # what slurmctld would give a whole-card job
+    assert not fn.whole_ok(1)
+    assert fn.unsafe_for(Demand(1, 1000, gpus=1))
+    assert fn.fits(Demand(1, 1000, shards=16))  # shares still see the shards in use
+    honest = FreeNode(replace(ghost, slurm_busy=(0, 1)))
+    assert honest.whole_ok(2)
+    assert honest.whole_picks(2) == [2, 3]
+
+
+def test_a_whole_card_job_goes_where_slurm_picks_a_really_free_card() -> None:
+    ghost = replace(gpu_node("gpu1"), card_used=(16, 0, 0, 0), slurm_busy=())
+    other = replace(gpu_node("gpu2"), card_used=(32, 32, 0, 0), slurm_busy=(0, 1))
+    s = snap([deferred(1, gpus=1), deferred(2, shards=8)], [ghost, other])
+    got = changes(run(s, PLACE))
+    assert got[1].req_nodes == "gpu2"  # gpu1 would have given it the shared card 0
+    assert got[2].start_now
+
+
+def test_whole_card_work_that_fits_nowhere_safely_is_kept_off_shared_cards() -> None:
+    ghost = replace(gpu_node("gpu1"), card_used=(16, 32, 32, 32), slurm_busy=(1, 2, 3))
+    s = snap([deferred(1, gpus=1), job(2, gpus=1, reason="Resources")], [ghost])
+    got = changes(run(s, PLACE))
+    assert got[1].req_nodes is None
+    assert got[1].exc_nodes == "gpu1"
+    assert got[1].start_now
+    assert got[2].exc_nodes == "gpu1"  # queued work too, until the node is right again
+    mended = replace(s, nodes=(replace(ghost, slurm_busy=(0, 1, 2, 3)),))
+    mended = apply_state(mended, run(s, PLACE))
+    assert changes(run(mended, PLACE))[2].exc_nodes == ""  # handed back
+
+
+def test_the_collector_reads_slurms_marks() -> None:
+    from slurm_plugins.client.models import Gres, Node, NodeState
+    from slurm_plugins.policy.collect import node_info
+
+    node = Node(
+        name="gpu1",
+        state=NodeState.MIXED,
+        cpus=16,
+        real_memory=64000,
+        gres=(Gres("gpu", "a100", 4), Gres("shard", "a100", 128)),
+        gres_used=(Gres("gpu", "a100", 1, "3"), Gres("shard", "a100", 1, "1")),
+    )
+    assert node_info(node, []).slurm_busy == (1, 3)
