@@ -273,8 +273,22 @@ class Daemon:
             sched.shutdown(wait=False)
 
         signal.signal(signal.SIGTERM, stop)
-        with self.store.locked():
-            sched.start()
+        try:
+            with self.store.locked():
+                sched.start()
+        finally:
+            self.stop_beating()
+
+    def stop_beating(self) -> None:
+        """A daemon that stops on purpose takes its heartbeat with it: the admission hook
+        stops deferring jobs at once instead of after the lapse."""
+        path = self.config.heartbeat
+        if path is None or self.dry_run:
+            return
+        try:
+            path.unlink(missing_ok=True)
+        except OSError as exc:
+            log.warning("cannot remove the heartbeat %s: %s", path, exc)
 
 
 def _replace(path: Path) -> None:

@@ -224,8 +224,14 @@ def test_run_forever_cycles_until_sigterm(tmp_path: Path) -> None:
             ("sacctmgr",): Completed((), 0, "", ""),
         }
     )
+    beat = tmp_path / "alive"
     cfg = parse_config(
-        {"interval": 0.2, "state_dir": str(tmp_path), "policies": [{"name": "fifo"}]}
+        {
+            "interval": 0.2,
+            "state_dir": str(tmp_path),
+            "policies": [{"name": "fifo"}],
+            "placement": {"heartbeat": str(beat), "watch": 0},
+        }
     )
     d = Daemon(cfg, SlurmClient(runner))
     timer = threading.Timer(1.0, lambda: os.kill(os.getpid(), signal.SIGTERM))
@@ -239,6 +245,7 @@ def test_run_forever_cycles_until_sigterm(tmp_path: Path) -> None:
         timer.cancel()
         signal.signal(signal.SIGTERM, old)
     assert sum(1 for argv, _ in runner.calls if argv[0] == "squeue") >= 2
+    assert not beat.exists()  # stopped on purpose: the hook need not wait for a lapse
 
 
 # ------------------------------------------------------------------ the watch and the heartbeat
