@@ -422,37 +422,46 @@ def kueue(  # noqa: PLR0917 - click passes every option as an argument
 
 
 @cli.command()
-@click.option("--nodes", "nodes_csv", type=_CSV, required=True, help="The lab's nodes as CSV.")
-@click.option("--pods", "pods_csv", type=_CSV, required=True, help="The slice of tasks.")
+@click.option(
+    "--nodes",
+    "nodes_json",
+    type=_JSON,
+    required=True,
+    help="The lab's GPU and NPU nodes, idle (JSON list, as tests/data/sim/lab_nodes.json).",
+)
+@click.option(
+    "--slice", "slice_csv", type=_CSV, required=True, help="A lab slice (aipool sim slice)."
+)
 @click.option("--policy", default="aipool", show_default=True, type=click.Choice(sorted(SCORERS)))
-@click.option("--limit", type=click.IntRange(1), help="Only the first N tasks.")
-def predict(nodes_csv: Path, pods_csv: Path, policy: str, limit: int | None) -> None:
-    """Where the live system should place a slice of tasks (JSON, for the lab check)."""
-    from sim.consistency import predict as run_predict
+def predict(nodes_json: Path, slice_csv: Path, policy: str) -> None:
+    """Where the live path places a lab slice: the daemon's engine on a copy of the lab
+    (JSON, for ``aipool sim agree``)."""
+    from sim.labslice import load_nodes, load_slice, predict_live
 
-    nodes, tasks = _load_trace(nodes_csv, pods_csv)
-    placements = run_predict(nodes, tasks, scorer=policy, limit=limit)
+    try:
+        nodes, tasks = load_nodes(nodes_json), load_slice(slice_csv)
+    except (ValueError, KeyError) as exc:
+        raise click.ClickException(f"{exc}") from exc
+    placements = predict_live(nodes, tasks, scorer=policy)
     click.echo(json.dumps({"policy": policy, "placements": placements}, indent=2))
 
 
 @cli.command("slice")
-@click.option("--nodes", "nodes_csv", type=_CSV, required=True, help="The trace's nodes as CSV.")
 @click.option("--pods", "pods_csv", type=_CSV, required=True, help="The trace's tasks as CSV.")
-@click.option("--lab", "lab_csv", type=_CSV, required=True, help="The lab's GPU nodes as CSV.")
 @click.option("--start", default=0, show_default=True, type=click.IntRange(0))
-@click.option("--count", default=16, show_default=True, type=click.IntRange(1))
-def slice_(nodes_csv: Path, pods_csv: Path, lab_csv: Path, start: int, count: int) -> None:
-    """A slice of GPU tasks scaled to the lab's nodes (CSV on stdout, for predict)."""
+@click.option("--count", default=210, show_default=True, type=click.IntRange(1))
+@click.option("--batch", default=3, show_default=True, type=click.IntRange(1), help="Tasks a step.")
+def slice_(pods_csv: Path, start: int, count: int, batch: int) -> None:
+    """Trace tasks as lab jobs of every shape, with arrival and leaving steps (CSV on
+    stdout, for predict and the lab check)."""
     import sys
 
-    from sim.consistency import scale_slice, typical_node, write_rows
-    from sim.trace import TraceError, load_nodes, load_tasks
+    from sim.labslice import make_slice, write_rows
+    from sim.trace import TraceError, load_tasks
 
     try:
-        reference = typical_node(load_nodes(nodes_csv))
-        lab = load_nodes(lab_csv)
-        tasks = scale_slice(load_tasks(pods_csv), lab[0], reference, count=count, start=start)
-    except (TraceError, ValueError) as exc:
+        tasks = make_slice(load_tasks(pods_csv), start=start, count=count, batch=batch)
+    except TraceError as exc:
         raise click.ClickException(str(exc)) from exc
     write_rows(tasks, sys.stdout)
 

@@ -1,13 +1,10 @@
-"""Does the live system place jobs where the simulator says it will?
+"""Does the live system place jobs where the simulator says it will? Shared pieces.
 
-For the lab check: :func:`scale_slice` cuts a small slice of a trace and scales it to the
-lab's GPU nodes; :func:`predict` places it, in submission order and without departures, on
-the lab's nodes as the live system does (the daemon pins shares of a card to the scorer's
-node, Slurm takes other work by node ``Weight``, slurmctld picks the card, ties to the
-lowest node name); :func:`agreement` compares that with what the lab did
-(:mod:`sim.labcheck` runs the slice on the lab). Observed placements are a JSON list of
-``{"name", "node", "cards"}`` (card indices from ``scontrol show job -d``'s
-``GRES=...(IDX:...)``; ``cards`` may be omitted).
+:func:`agreement` compares predicted placements (:func:`sim.labslice.predict_live`) with
+what the lab did (:mod:`sim.labrun`); both are JSON lists of ``{"name", "node", "cards"}``
+(card indices from ``scontrol show job -d``'s ``GRES=...(IDX:...)``; ``cards`` may be
+omitted). :func:`scale_slice` and :func:`sbatch_resources` turn trace tasks into jobs for
+the lab's GPU nodes.
 """
 
 from __future__ import annotations
@@ -15,62 +12,16 @@ from __future__ import annotations
 import csv
 import json
 import math
-import random
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from gres.placement import SCORERS, Request, Workload
-from sim.cluster import SHARDS, Cluster, Grid
-from sim.placer import CardChoice, Placer, by_weight
+from gres.placement import Request
+from sim.cluster import SHARDS, Grid
 from sim.trace import NodeSpec, Task
 
 SLICE_COLUMNS = ("name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli", "gpu_spec", "qos")
-
-
-def predict(
-    nodes: Sequence[NodeSpec],
-    tasks: Sequence[Task],
-    *,
-    scorer: str = "aipool",
-    grid: Grid = SHARDS,
-    limit: int | None = None,
-    levels: int = 10,
-) -> list[dict[str, Any]]:
-    """Where each task of the slice lands, submitted one at a time with no departures, as
-    the live system places it; ``node`` is None for one that fits nowhere.
-
-    * a share of a card is pinned by the daemon's ``placement`` policy: the scorer's node,
-      scored against the GPU work the daemon sees (the tasks arrived so far), ties to the
-      lowest node name;
-    * other work is not pinned: slurmctld takes the node with the lowest ``Weight`` the
-      daemon gave it (fuller GPU nodes first, in ``levels`` steps), ties to the lowest name;
-    * slurmctld picks the cards (:func:`gres.placement.cards_slurm`).
-    """
-    chosen = list(tasks[:limit] if limit else tasks)
-    cluster = Cluster(nodes, grid)
-    rng = random.Random(0)  # noqa: S311 - only random-fit draws from it
-    arrived: list[Request] = []
-    out: list[dict[str, Any]] = []
-    for task in chosen:
-        request = grid.snap(task.request)
-        if request.gpu_count:
-            arrived.append(request)
-        if request.is_fractional:
-            workload = Workload.from_requests(arrived)
-            placer = Placer(cluster, SCORERS[scorer], workload, rng, CardChoice.SLURM)
-            choice = placer.choose(request)
-        else:
-            choice = by_weight(cluster, request, levels=levels)
-        if choice is None:  # it fails (the lab cancels it): the daemon no longer sees it
-            if request.gpu_count:
-                arrived.pop()
-            out.append({"name": task.name, "node": None, "cards": []})
-            continue
-        cluster.allocate(choice[0], request, choice[1])
-        out.append({"name": task.name, "node": cluster.names[choice[0]], "cards": list(choice[1])})
-    return out
 
 
 def typical_node(nodes: Sequence[NodeSpec]) -> NodeSpec:

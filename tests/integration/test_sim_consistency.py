@@ -1,28 +1,34 @@
-"""The simulator against the lab: a scaled-down slice of the default trace, submitted in order
-through the policy daemon's placement steering, lands where ``sim predict`` says; and
-slurmctld's own card choice inside a node is the one the simulator models.
+"""The simulator against the lab: a slice of the default trace in every shape the placement
+daemon places (whole and several GPUs, shares, NPUs and vNPUs, CPU work on GPU nodes), with
+departures, run through the real admission hook, a placement daemon and slurmctld, lands
+where the live rules (``sim.labslice.predict_live``) say; and slurmctld's own card choice
+inside a node is the one the simulator models.
 
-The slice is committed (``tests/data/sim/lab_slice.csv``: tasks 4416 to 4436 of the default
-trace, CPU and memory scaled to the lab's GPU nodes, see ``bench/sim_consistency.py``), so
-the test needs no trace on disk.
+The slice is committed (``tests/data/sim/lab_live_slice.csv``: 210 tasks from task 4000 of
+the default trace, see ``bench/sim_consistency.py``), so the test needs no trace on disk.
 """
 
 from __future__ import annotations
 
+import tempfile
 import uuid
 from pathlib import Path
 
 import pytest
 
+from aipool.lab import placement
 from aipool.lab.cluster import Lab
-from sim.consistency import agreement, predict
-from sim.labcheck import lab_nodes, probe_cards, run_slice
-from sim.trace import NodeSpec, load_tasks
+from sim.consistency import agreement
+from sim.labcheck import lab_nodes, probe_cards
+from sim.labrun import lab_nodes as live_lab_nodes
+from sim.labrun import run_live_slice
+from sim.labslice import load_slice, predict_live
+from sim.trace import NodeSpec
 from slurm_plugins.client import SlurmClient
 
 pytestmark = pytest.mark.slurm
 
-SLICE = Path(__file__).resolve().parents[1] / "data" / "sim" / "lab_slice.csv"
+SLICE = Path(__file__).resolve().parents[1] / "data" / "sim" / "lab_live_slice.csv"
 
 
 @pytest.fixture
@@ -36,34 +42,36 @@ def gpu_nodes(client: SlurmClient) -> list[NodeSpec]:
     return nodes
 
 
-def test_trace_slice_lands_where_the_simulator_predicts(
-    lab: Lab, client: SlurmClient, gpu_nodes: list[NodeSpec], tmp_path: Path
+def test_trace_slice_lands_where_the_live_rules_predict(
+    lab: Lab, client: SlurmClient, gpu_nodes: list[NodeSpec]
 ) -> None:
-    tasks = load_tasks(SLICE)
-    predicted = predict(gpu_nodes, tasks)
-    run = run_slice(
-        client,
-        tasks,
-        slurm_conf=lab.cfg.env()["SLURM_CONF"],
-        state_dir=tmp_path / "state",
-        workdir=lab.cfg.jobs,
-        prefix=f"sc{uuid.uuid4().hex[:6]}-",
-    )
+    tasks = load_slice(SLICE)
+    nodes = live_lab_nodes(client)
+    predicted = predict_live(nodes, tasks)
+    with tempfile.TemporaryDirectory(prefix="sim-consistency-", dir=lab.cfg.jobs) as tmp:
+        run = run_live_slice(
+            client,
+            tasks,
+            slurm_conf=lab.cfg.env()["SLURM_CONF"],
+            heartbeat=placement.heartbeat(lab),
+            state_dir=Path(tmp) / "state",
+            workdir=Path(tmp),
+            prefix=f"sc{uuid.uuid4().hex[:6]}-",
+        )
     result = agreement(predicted, run.placements)
     started = sum(p["node"] is not None for p in run.placements)
     print(
         f"\nlab consistency: {len(tasks)} tasks, {started} started in {run.seconds:.0f} s; "
-        f"node agreement {result['node_agreement']:.0%}, cards {result['card_agreement']:.0%}"
+        f"node agreement {result['node_agreement']:.1%}, cards {result['card_agreement']:.1%}"
     )
-    assert result["compared"] == len(tasks)
-    assert result["differences"] == []
-    assert result["node_agreement"] == 1.0
-    assert result["card_agreement"] == 1.0
-    # the slice fills the lab: some tasks fit nowhere, as predicted, and most start
+    assert result["compared"] == len(tasks) >= 200
+    assert result["node_agreement"] >= 0.99, result["differences"]
+    assert result["card_agreement"] >= 0.99
+    # the slice crowds the lab: some tasks fit nowhere, most start
     assert 0 < len(tasks) - started < started
-    # slurmctld's card choice on every start, against the node as it was just before
-    assert run.card_choices
-    assert [c["cards"] for c in run.card_choices] == [c["model"] for c in run.card_choices]
+    # the agreement is the daemon's: Slurm alone would place much of it elsewhere
+    alone = agreement(predict_live(nodes, tasks, daemon=False), run.placements)
+    assert alone["node_agreement"] < result["node_agreement"] - 0.2
 
 
 def test_slurmctld_card_choice_is_the_modelled_one(

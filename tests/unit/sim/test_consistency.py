@@ -1,6 +1,7 @@
-"""The consistency check's pure side: slicing and scaling a trace, the live model of
-placement (pins for shares, Weight for the rest, slurmctld's card), against what the lab did
-(recorded in ``tests/data/sim/lab_observed.json`` by ``bench/sim_consistency.py``)."""
+"""The consistency check's pure side: slicing a trace for the lab, the live rules' prediction
+(the daemon's engine on a copy of the lab, slurmctld's cards and its shard marks), against
+what the lab did (recorded by ``bench/sim_consistency.py``: ``lab_live_observed.json``;
+slurmctld's card choices and the card probe in ``lab_observed.json``)."""
 
 from __future__ import annotations
 
@@ -10,32 +11,45 @@ from pathlib import Path
 import pytest
 
 from gres.placement import Request
-from sim.cluster import SHARDS, Cluster
 from sim.consistency import (
     agreement,
-    predict,
     sbatch_resources,
     scale_slice,
     typical_node,
     write_tasks,
 )
 from sim.labcheck import model_cards
-from sim.placer import by_weight
+from sim.labslice import load_nodes, load_slice, predict_live
 from sim.trace import NodeSpec, Task, load_tasks
 from slurm_plugins.policy.snapshot import NodeInfo
 from tests.unit.sim.conftest import DATA
 
 LAB = [NodeSpec("gpu1", 16000, 64000, 4, "a100"), NodeSpec("gpu2", 16000, 64000, 4, "a100")]
 OBSERVED = json.loads((DATA / "lab_observed.json").read_text())
+LIVE = json.loads((DATA / "lab_live_observed.json").read_text())
 
 
-def test_the_committed_slice_lands_as_the_lab_placed_it() -> None:
-    """Recorded on the lab: every task on the predicted node and cards."""
-    predicted = predict(LAB, load_tasks(DATA / "lab_slice.csv"))
-    result = agreement(predicted, OBSERVED["placements"])
-    assert result["compared"] == 16
+def test_the_live_slice_lands_as_the_lab_placed_it() -> None:
+    """Recorded on the lab: 210 tasks of every shape, through the hook, the daemon and
+    slurmctld, each on the node and cards the daemon's engine predicts."""
+    tasks = load_slice(DATA / "lab_live_slice.csv")
+    predicted = predict_live(load_nodes(DATA / "lab_nodes.json"), tasks)
+    result = agreement(predicted, LIVE["placements"])
+    assert result["compared"] == len(tasks) >= 200
     assert result["differences"] == []
     assert (result["node_agreement"], result["card_agreement"]) == (1.0, 1.0)
+    shapes = {t.gres.split(":")[0] or "cpu" for t in tasks}
+    assert shapes == {"gpu", "shard", "npu", "cpu"}
+    assert any(t.gres.startswith("gpu:") and t.gres != "gpu:1" for t in tasks)  # multi-card
+    assert any("vir" in t.gres for t in tasks)  # vNPUs
+    assert 0 < sum(p["node"] is None for p in predicted) < len(tasks) // 4  # some fit nowhere
+
+
+def test_slurm_alone_would_place_the_slice_elsewhere() -> None:
+    """The baseline: no daemon (first node by Weight). The agreement is the daemon's doing."""
+    tasks = load_slice(DATA / "lab_live_slice.csv")
+    alone = predict_live(load_nodes(DATA / "lab_nodes.json"), tasks, daemon=False)
+    assert agreement(alone, LIVE["placements"])["node_agreement"] < 0.8
 
 
 @pytest.mark.parametrize("key", ["card_choices", "probe"])
@@ -117,36 +131,6 @@ def test_write_tasks_reads_back(tmp_path: Path) -> None:
     assert [(t.name, t.request, t.qos) for t in back] == [(t.name, t.request, t.qos) for t in tasks]
 
 
-def test_unpinned_work_goes_to_the_fuller_node_then_the_lower_name() -> None:
-    cluster = Cluster(LAB, SHARDS)
-    whole = Request(1000, 100, 1000, 1)
-    assert by_weight(cluster, whole) == (0, (0,))  # equal weights: lowest name
-    cluster.allocate(1, Request(1000, 100, 1000, 2), (0, 1))  # gpu2 half full
-    assert by_weight(cluster, whole) == (1, (2,))  # fuller first, lowest free card
-    cluster.allocate(1, Request(1000, 100, 1000, 2), (2, 3))  # gpu2 full
-    assert by_weight(cluster, whole) == (0, (0,))
-    cluster.allocate(0, Request(1000, 100, 1000, 4), (0, 1, 2, 3))
-    assert by_weight(cluster, whole) is None
-
-
-def test_predict_pins_shares_but_lets_weight_place_whole_cards() -> None:
-    """A whole card follows Weight (the fuller node), not the scorer; a share follows the
-    scorer; a task that fits nowhere fails and leaves the daemon's workload."""
-    tasks = [
-        Task("s1", Request(1000, 100, 500, 1)),
-        Task("big", Request(1000, 100, 1000, 8)),
-        Task("w1", Request(1000, 100, 1000, 1)),
-        Task("s2", Request(1000, 100, 500, 1)),
-    ]
-    got = predict(LAB, tasks)
-    assert [(p["node"], p["cards"]) for p in got] == [
-        ("gpu1", [0]),
-        (None, []),
-        ("gpu1", [1]),  # gpu1 holds a share: fuller, so a lower Weight
-        ("gpu1", [0]),  # slurmctld's card: the lowest with room
-    ]
-
-
 def test_model_cards_reads_the_node_as_slurm_reports_it() -> None:
     node = NodeInfo("gpu1", gpus=4, gpu_type="a100", card_used=(20, 16, 30, 0))
     assert model_cards(Request(1000, 1, 62, 1), node) == (0,)  # 2 shards: lowest with room
@@ -161,25 +145,27 @@ def test_cli_slice_predict_agree(tmp_path: Path) -> None:
 
     from sim.cli import cli
 
-    lab = str(DATA / "lab_nodes.csv")
-    args = ["slice", "--nodes", str(DATA / "nodes.csv"), "--pods", str(DATA / "pods.csv")]
-    out = CliRunner().invoke(cli, [*args, "--lab", lab, "--count", "5"])
+    out = CliRunner().invoke(cli, ["slice", "--pods", str(DATA / "pods.csv"), "--count", "12"])
     assert out.exit_code == 0, out.output
     path = tmp_path / "slice.csv"
     path.write_text(out.output)
-    sliced = load_tasks(path)
-    assert len(sliced) == 5
-    assert all(t.request.gpu_count and t.request.cpu_milli % 1000 == 0 for t in sliced)
-    bad = CliRunner().invoke(cli, [*args, "--lab", str(DATA / "pods.csv")])
+    sliced = load_slice(path)
+    assert len(sliced) == 12
+    assert [t.step for t in sliced] == [k // 3 for k in range(12)]
+    assert all(t.leaves > t.step for t in sliced)
+    bad = CliRunner().invoke(
+        cli,
+        ["predict", "--nodes", str(DATA / "lab_nodes.json"), "--slice", str(DATA / "pods.csv")],
+    )
     assert bad.exit_code != 0
     assert "missing column" in bad.output
 
-    pred = CliRunner().invoke(
-        cli, ["predict", "--nodes", lab, "--pods", str(DATA / "lab_slice.csv")]
-    )
+    nodes = str(DATA / "lab_nodes.json")
+    live = str(DATA / "lab_live_slice.csv")
+    pred = CliRunner().invoke(cli, ["predict", "--nodes", nodes, "--slice", live])
     assert pred.exit_code == 0, pred.output
     (tmp_path / "p.json").write_text(pred.output)
-    (tmp_path / "o.json").write_text(json.dumps(OBSERVED["placements"]))
+    (tmp_path / "o.json").write_text(json.dumps(LIVE["placements"]))
     agree = CliRunner().invoke(cli, ["agree", str(tmp_path / "p.json"), str(tmp_path / "o.json")])
     assert agree.exit_code == 0, agree.output
     assert json.loads(agree.output)["node_agreement"] == 1.0
