@@ -49,7 +49,14 @@ class _Heap:
 class ShapeIndex:
     """The nodes of one pool of nodes, grouped by shape, for one scorer and workload."""
 
-    def __init__(self, scorer: Scorer, workload: Workload) -> None:
+    def __init__(
+        self,
+        scorer: Scorer,
+        workload: Workload,
+        scores: dict[Request, dict[Shape, float | None]] | None = None,
+    ) -> None:
+        """``scores`` may be kept from an earlier index of the same scorer and workload: a
+        shape scores the same whichever index it is in (a daemon's next cycle reuses them)."""
         if scorer.random_ties:
             raise ValueError(f"{scorer.name} breaks ties at random: no index can answer for it")
         self.scorer = scorer
@@ -57,7 +64,7 @@ class ShapeIndex:
         self._shape_of: dict[str, Shape] = {}
         self._members: dict[Shape, list[str]] = {}
         self._views: dict[Shape, NodeView] = {}
-        self._scores: dict[Request, dict[Shape, float | None]] = {}
+        self._scores: dict[Request, dict[Shape, float | None]] = {} if scores is None else scores
         self._heaps: dict[Request, _Heap] = {}
         #: shapes whose first member changed, in order (heaps catch up on their next query)
         self._log: list[Shape] = []

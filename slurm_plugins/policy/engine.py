@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
@@ -82,6 +83,23 @@ def plan(
     policies: Sequence[tuple[PolicyConfig, Policy]] | None = None,
 ) -> Plan:
     """The changes the configured policies want; pure (same input, same plan)."""
+    # A cycle makes hundreds of thousands of small objects and no reference cycles worth
+    # chasing: the cyclic collector's passes over a big snapshot would cost more than the
+    # plan itself. It runs again when the plan is made.
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        return _plan(snapshot, config, policies)
+    finally:
+        if was:
+            gc.enable()
+
+
+def _plan(
+    snapshot: Snapshot,
+    config: EngineConfig,
+    policies: Sequence[tuple[PolicyConfig, Policy]] | None,
+) -> Plan:
     pols = list(policies) if policies is not None else build_policies(config)
     ctx = Context(snapshot, select=config.select)
     cycle = Cycle(ClusterView(snapshot.nodes, ctx.running), first_fit)
@@ -170,15 +188,18 @@ def _admit(
     )
     out: dict[int, Verdict] = {}
     reserved = 0
+    nothing = Verdict()
     for job in order:
         by_tier: dict[int, list[Verdict]] = {}
         exclude: frozenset[str] = frozenset()
         pin: tuple[str, ...] = ()
         qos: str | None = None
+        said = False
         for tier, _, _, p in admitters:
             v = p.admit(job, ctx, cycle)
             if v is None:
                 continue
+            said = True
             if v.exclude:
                 exclude |= v.exclude
                 cycle.exclude[job.job_id] = exclude
@@ -186,7 +207,12 @@ def _admit(
             qos = v.qos or qos
             if v.vote is not None:
                 by_tier.setdefault(tier, []).append(v)
-        verdict = replace(_decide(by_tier, exclude, pin), qos=qos)
+        if not said:  # most jobs of a long queue: no policy has a word about them
+            verdict = nothing
+        else:
+            verdict = _decide(by_tier, exclude, pin)
+            if qos is not None:
+                verdict = replace(verdict, qos=qos)
         out[job.job_id] = verdict
         admitted = verdict.vote is not Vote.HOLD
         cycle.admitted[job.job_id] = admitted

@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from operator import attrgetter
+from typing import Any
 
 from gres.naming import DEFAULT_SHARDS_PER_GPU
 from gres.placement import MILLI, Decision, NodeView, Request, Scorer, Shape, Workload
@@ -147,6 +148,31 @@ def _request_of_usage(amounts: Amounts) -> Request | None:
     return Request(cpu, mem, MILLI, round(gpu))
 
 
+class ScoreStore:
+    """Scores of node shapes, kept from cycle to cycle while the scorer and the task model
+    stay the same (the model is kept until the mix moves): a cycle only scores shapes its
+    nodes have not had before. Bounded: emptied past ``limit`` entries."""
+
+    def __init__(self, limit: int = 2_000_000) -> None:
+        self.limit = limit
+        self._by_model: dict[tuple[str, int], dict[Request, dict[Any, float | None]]] = {}
+        self._models: dict[tuple[str, int], Workload] = {}
+
+    def for_model(self, scorer: Scorer, model: Workload) -> dict[Request, dict[Any, float | None]]:
+        key = (scorer.name, id(model))
+        if self._models.get(key) is not model:  # an id reused by another object
+            self._by_model.pop(key, None)
+        self._models[key] = model
+        self._trim()
+        return self._by_model.setdefault(key, {})
+
+    def _trim(self) -> None:
+        size = sum(len(d) for per in self._by_model.values() for d in per.values())
+        if size > self.limit or len(self._by_model) > 16:
+            self._by_model.clear()
+            self._models.clear()
+
+
 class Placing:
     """One cycle's placement: an index per (partition, family), built on first use."""
 
@@ -156,11 +182,13 @@ class Placing:
         view: ClusterView,
         models: Mapping[str, Workload],
         kinds: Mapping[str, str],
+        scores: ScoreStore | None = None,
     ) -> None:
         self.scorer = scorer
         self.view = view
         self.models = models
         self.kinds = kinds
+        self.scores = scores if scores is not None else ScoreStore()
         self._indexes: dict[tuple[str, str], ShapeIndex] = {}
         self._synced = 0
         self._hazards: set[str] | None = None
@@ -240,7 +268,8 @@ class Placing:
         key = (part, family)
         index = self._indexes.get(key)
         if index is None:
-            index = ShapeIndex(self.scorer, self.workload(family))
+            workload = self.workload(family)
+            index = ShapeIndex(self.scorer, workload, self.scores.for_model(self.scorer, workload))
             for fn in self.view.by_partition.get(part, ()):
                 if fn.ok:
                     index.update(view_of(fn, family))

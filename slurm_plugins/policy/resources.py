@@ -6,7 +6,7 @@ Pure helpers over strings Slurm prints; nothing here talks to Slurm.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from gres.hostlist import expand_hostlist
 from gres.model import TEMPLATES
@@ -67,6 +67,17 @@ class Demand:
     shards: int = 0  # of one card: Slurm 22.05 takes one job's shards from one card
     npus: int = 0
     npu_type: str | None = None  # may be a vNPU type such as 910b_vir05
+    #: computed once: a queue of 100k jobs is counted by demand every cycle
+    _hash: int = field(init=False, repr=False, compare=False, default=0)
+
+    def __post_init__(self) -> None:
+        fields_ = (
+            self.cpus, self.mem_mb, self.gpus, self.gpu_type, self.shards, self.npus, self.npu_type
+        )  # fmt: skip
+        object.__setattr__(self, "_hash", hash(fields_))
+
+    def __hash__(self) -> int:
+        return self._hash
 
     @property
     def fractional(self) -> bool:

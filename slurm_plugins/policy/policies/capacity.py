@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from marshmallow import Schema, fields, validate
@@ -62,6 +63,7 @@ class CapacityArgs(Schema):
     )
 
 
+@lru_cache(maxsize=4096)
 def _fmt(x: float) -> str:
     return f"{round(x, 2):g}"
 
@@ -157,9 +159,17 @@ class Capacity(Policy):
         self.rank = dict(DEFAULT_RANK if qos_rank is None else qos_rank)
         self.max_reclaims = max_reclaims
         self.borrow_qos = borrow_qos
+        self._score_memo: tuple[Context, dict[tuple[object, ...], float | None]] | None = None
+        self._demands: dict[tuple[float, ...], dict[str, float]] = {}
 
     def demand(self, job: JobInfo) -> dict[str, float]:
-        return {r: v for r in self.resources if (v := job.amounts.get(r)) > 0}
+        """What the job draws from quotas (shared between jobs alike: read it, never write)."""
+        a = job.amounts
+        key = (a.gpu, a.npu, a.cpu, a.mem)
+        found = self._demands.get(key)
+        if found is None:
+            found = self._demands[key] = {r: v for r in self.resources if (v := a.get(r)) > 0}
+        return found
 
     def ledger(self, ctx: Context, cycle: Cycle | None = None) -> Ledger:
         key = "capacity.ledger"
@@ -176,13 +186,21 @@ class Capacity(Policy):
         return led
 
     def score(self, job: JobInfo, ctx: Context) -> float | None:
+        a = job.amounts
+        key = (job.account, a.gpu, a.npu, a.cpu, a.mem)  # all the score depends on
+        memo = self._score_memo
+        if memo is None or memo[0] is not ctx:
+            memo = self._score_memo = (ctx, {})
+        if key in memo[1]:
+            return memo[1][key]
         t, q = ctx.tenant(job), self.demand(job)
-        if t is None or not q:
-            return None
-        led = self._static(ctx)
-        if led.within_nominal(t, q):
-            return 1.0
-        return 0.5 if led.check(t, q) is None else 0.0
+        value: float | None = None
+        if t is not None and q:
+            led = self._static(ctx)
+            within = led.within_nominal(t, q)
+            value = 1.0 if within else (0.5 if led.check(t, q) is None else 0.0)
+        memo[1][key] = value
+        return value
 
     def _static(self, ctx: Context) -> Ledger:
         cached = getattr(self, "_static_cache", None)
@@ -263,9 +281,14 @@ class Capacity(Policy):
     def _borrowed(self, ctx: Context, led: Ledger) -> dict[str, list[JobInfo]]:
         """Requeueable running jobs of borrowing tenants, per node, cheapest victim first."""
         out: dict[str, list[JobInfo]] = {}
+        borrowing: dict[str, bool] = {}  # per tenant: tens of thousands of jobs, a few tenants
         for r in ctx.movable:
             rt = ctx.tenant(r)
-            if rt is None or not r.requeue or not led.borrowing(rt, self.resources):
+            if rt is None or not r.requeue:
+                continue
+            if rt.name not in borrowing:
+                borrowing[rt.name] = led.borrowing(rt, self.resources)
+            if not borrowing[rt.name]:
                 continue
             if not self.demand(r):
                 continue

@@ -72,6 +72,7 @@ class Fair(Policy):
         self.weights = dict(weights if weights is not None else dict.fromkeys(RESOURCES, 1.0))
         self.k = tenant_weight
         self._cache: tuple[Context, Standing] | None = None
+        self._scores: tuple[Context, dict[tuple[str, str], float]] | None = None
 
     @staticmethod
     def tenant_key(account: str, ctx: Context) -> str:
@@ -139,11 +140,18 @@ class Fair(Policy):
         return Standing(f_tenant, f_user, tenant_use, norm_share)
 
     def score(self, job: JobInfo, ctx: Context) -> float:
-        st = self.standing(ctx)
-        t = self.tenant_key(job.account, ctx)
-        ft = st.tenant.get(t, 1.0)
-        fu = st.user.get((t, job.user), 1.0)
-        return (self.k * ft + fu) / (self.k + 1)
+        memo = self._scores
+        if memo is None or memo[0] is not ctx:
+            memo = self._scores = (ctx, {})
+        key = (job.account, job.user)  # all a fair-share score depends on
+        found = memo[1].get(key)
+        if found is None:
+            st = self.standing(ctx)
+            t = self.tenant_key(job.account, ctx)
+            ft = st.tenant.get(t, 1.0)
+            fu = st.user.get((t, job.user), 1.0)
+            found = memo[1][key] = (self.k * ft + fu) / (self.k + 1)
+        return found
 
     def explain(self, job: JobInfo, ctx: Context) -> str:
         st = self.standing(ctx)

@@ -92,15 +92,14 @@ class Idle(Policy):
 
     def victims(self, ctx: Context, cycle: Cycle) -> Iterable[JobAction]:
         out = []
+        every = ctx.snapshot.samples
         for job in ctx.movable:
-            if not job.amounts.accelerated or job.start is None:
-                continue
+            if job.job_id not in every or job.start is None or not job.amounts.accelerated:
+                continue  # no samples, no evidence
             threshold, period = self.limits(job, ctx)
             if ctx.now - job.start < period:
                 continue
-            samples = [
-                s for s in ctx.snapshot.samples.get(job.job_id, ()) if s.ts >= ctx.now - period
-            ]
+            samples = [s for s in every[job.job_id] if s.ts >= ctx.now - period]
             if len(samples) < self.min_samples or samples[0].ts > ctx.now - period / 2:
                 continue  # not enough evidence yet
             peak = max(s.util for s in samples)

@@ -32,7 +32,7 @@ from marshmallow import Schema, ValidationError, fields, validate
 from gres.placement import SCORERS, Workload
 from gres.placement_tasks import settled
 from slurm_plugins.policy.base import Context, Cycle, Policy, Verdict, register
-from slurm_plugins.policy.placing import Placing, kind_of, task_counts
+from slurm_plugins.policy.placing import Placing, ScoreStore, kind_of, task_counts
 from slurm_plugins.policy.plan import NodeWeight
 from slurm_plugins.policy.snapshot import JobInfo
 
@@ -85,6 +85,8 @@ class Placement(Policy):
         self.weights = node_weights
         self.levels = levels
         self.base_weight = base_weight
+        #: scores of node shapes, reused by the next cycles (they do not change a decision)
+        self.scores = ScoreStore()
 
     def models(self, ctx: Context) -> dict[str, Workload]:
         """The task model per family of cards: every job the daemon sees, and what ended;
@@ -106,7 +108,7 @@ class Placement(Policy):
         if found is None:
             models = self.models(ctx)
             cycle.task_models.update(models)
-            found = Placing(self.scorer, cycle.view, models, self.kinds(ctx))
+            found = Placing(self.scorer, cycle.view, models, self.kinds(ctx), self.scores)
             cycle.memo["placement.placing"] = found
         return cast(Placing, found)
 
