@@ -6,6 +6,7 @@ from __future__ import annotations
 from flask import Blueprint, render_template
 from flask_login import login_required
 
+from portal.clusters.placement import placement_line
 from portal.errors import SlurmUnavailable
 from portal.jobs.service import list_jobs
 from portal.nodes.service import pool_of, read_nodes
@@ -28,5 +29,10 @@ def index() -> str:
     except SlurmUnavailable as exc:
         nodes, jobs, error = [], [], exc.message
     return render_template(
-        "dashboard/index.html", pool=pool_of(nodes), projects=projects, jobs=jobs, error=error
+        "dashboard/index.html",
+        pool=pool_of(nodes),
+        projects=projects,
+        jobs=jobs,
+        error=error,
+        placement=placement_line(),
     )

@@ -26,6 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from slurm_plugins.admission.heartbeat import write_stopped
 from slurm_plugins.client import SlurmClient, SlurmError
 from slurm_plugins.client.models import AcctJob, Association, SchedulerCounters
 from slurm_plugins.common.errors import ConfigError
@@ -280,15 +281,15 @@ class Daemon:
             self.stop_beating()
 
     def stop_beating(self) -> None:
-        """A daemon that stops on purpose takes its heartbeat with it: the admission hook
-        stops deferring jobs at once instead of after the lapse."""
+        """A daemon that stops on purpose says so in its heartbeat: the admission hook stops
+        deferring jobs at once instead of after the lapse, and the portal shows since when."""
         path = self.config.heartbeat
         if path is None or self.dry_run:
             return
         try:
-            path.unlink(missing_ok=True)
+            write_stopped(path, self.clock())
         except OSError as exc:
-            log.warning("cannot remove the heartbeat %s: %s", path, exc)
+            log.warning("cannot mark the heartbeat %s stopped: %s", path, exc)
 
 
 def _replace(path: Path) -> None:

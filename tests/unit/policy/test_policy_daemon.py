@@ -245,7 +245,14 @@ def test_run_forever_cycles_until_sigterm(tmp_path: Path) -> None:
         timer.cancel()
         signal.signal(signal.SIGTERM, old)
     assert sum(1 for argv, _ in runner.calls if argv[0] == "squeue") >= 2
-    assert not beat.exists()  # stopped on purpose: the hook need not wait for a lapse
+    # stopped on purpose: stale at once (the hook need not wait for a lapse), and when
+    from slurm_plugins.admission.heartbeat import read_status
+
+    assert beat.stat().st_mtime == 0
+    status = read_status(beat, 10, time.time())
+    assert not status.running
+    assert status.since is not None
+    assert abs(status.since - time.time()) < 30
 
 
 # ------------------------------------------------------------------ the watch and the heartbeat
