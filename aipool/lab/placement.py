@@ -15,7 +15,6 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -24,7 +23,7 @@ from typing import Any
 
 import yaml
 
-from aipool.lab import host
+from aipool.lab import host, services
 from aipool.lab.cluster import Lab
 from slurm_plugins.admission.config import LAB_POLICY, load_policy
 
@@ -107,12 +106,15 @@ def daemon(
     path.write_text(yaml.safe_dump(doc, sort_keys=True))
     path.chmod(0o644)
     user = host.SERVICE_USER
+    # the job runtime's Python, as the lab services use: the checkout may lie in a home
+    # (/root in a fresh machine) that the service user cannot enter
+    python = services.service_python(lab.cfg)
     argv = [  # setpriv execs: the process is the daemon itself, to signal and to kill
         "setpriv",
         f"--reuid={user}",
         f"--regid={user}",
         "--init-groups",
-        sys.executable,
+        python,
         "-m",
         "slurm_plugins.policy",
         "-v",

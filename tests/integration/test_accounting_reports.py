@@ -12,10 +12,11 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from sqlalchemy import create_engine
+from sqlalchemy import create_engine, select
 
 from accounting import migrate
 from accounting.ingest import import_from_slurm
+from accounting.models import UsageRecord
 from aipool.cli import main
 from aipool.lab.cluster import Lab
 from slurm_plugins.client import SlurmClient
@@ -61,7 +62,16 @@ def test_a_chinese_report_of_the_labs_jobs(client: SlurmClient, lab: Lab, tmp_pa
     db = tmp_path / "acct.db"
     engine = create_engine(f"sqlite:///{db}")
     migrate.upgrade(engine)
-    import_from_slurm(engine, client, since=t0)
+
+    def imported() -> bool:
+        # slurmdbd learns a job's partition and end a moment after sacct first says COMPLETED
+        # (its record is still the bare allocation): import until both jobs are in
+        import_from_slurm(engine, client, since=t0)
+        with engine.connect() as conn:
+            rows = conn.execute(select(UsageRecord.job_id).where(UsageRecord.job_id.in_(ids)))
+            return len(rows.all()) == len(ids)
+
+    wait_until(imported, 60, interval=1)
     engine.dispose()
 
     start = t0.replace(minute=0, second=0)

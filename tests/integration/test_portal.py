@@ -11,6 +11,7 @@ import os
 import re
 import shutil
 import subprocess
+import tempfile
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -186,9 +187,14 @@ def test_a_ps_worker_spec_runs_as_its_user_as_one_heterogeneous_job(
     portal: Portal, client: SlurmClient, lab: Lab
 ) -> None:
     """Both roles start together as alice's components of one job and find each other."""
+    # alice's job reads the program from where she may (the checkout may lie in root's home)
+    shared = Path(tempfile.mkdtemp(prefix="pt-ps-", dir=lab.cfg.jobs))
+    shared.chmod(0o755)
+    program = shutil.copy(PROGRAMS / "rendezvous.py", shared / "rendezvous.py")
+    Path(program).chmod(0o644)
     spec = {
         "name": "pt-ps",
-        "command": ["python3", str(PROGRAMS / "rendezvous.py")],
+        "command": ["python3", str(program)],
         "resources": {"time": 5},
         "topology": {
             "kind": "ps_worker",
@@ -235,6 +241,7 @@ def test_a_ps_worker_spec_runs_as_its_user_as_one_heterogeneous_job(
         assert len(re.findall(r"PEER worker\d@gpu\d got 'ack from ps0@cpu1'", out)) == 2, out
     finally:
         output.unlink(missing_ok=True)
+        shutil.rmtree(shared, ignore_errors=True)
 
 
 def test_a_job_from_history_runs_again_as_its_owner(portal: Portal, client: SlurmClient) -> None:
