@@ -117,8 +117,15 @@ def check(text: str) -> Card:
 
 
 def render(text: str) -> str:
-    """Safe HTML of a card's body (the header is shown as a table by the page)."""
-    return nh3.clean(_md.render(split(text).body), link_rel="noopener noreferrer nofollow")
+    """Safe HTML of a card's body (the header is shown as a table by the page). The card's
+    headings sit one level below the page's own (its ``#`` is an ``<h2>``: a page has one
+    ``<h1>``)."""
+    tokens = _md.parse(split(text).body)
+    for token in tokens:
+        if token.type in ("heading_open", "heading_close") and token.tag < "h6":
+            token.tag = f"h{int(token.tag[1]) + 1}"
+    html = _md.renderer.render(tokens, _md.options, {})
+    return nh3.clean(html, link_rel="noopener noreferrer nofollow")
 
 
 def compose(meta: dict[str, Any], body: str) -> str:

@@ -3,9 +3,11 @@ that add versions and shares are in :mod:`portal.registry.forms`."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from flask import Blueprint, flash, redirect, render_template, request, url_for
+from flask_babel import force_locale
 from flask_login import login_required
 from flask_wtf import FlaskForm
 from markupsafe import Markup
@@ -16,13 +18,14 @@ from wtforms.validators import DataRequired, Length
 from portal.authz import Perm
 from portal.datasets import words as data_words
 from portal.errors import DomainError, NotFound, ValidationFailed
-from portal.i18n import gettext
+from portal.i18n import LOCALES, gettext
 from portal.i18n import lazy_gettext as _l
 from portal.inference import service as inference
 from portal.inference import words as inference_words
 from portal.inference.models import Device
 from portal.pages import show_error
-from portal.presets.catalog import presets
+from portal.presets.catalog import Preset, presets
+from portal.presets.catalog import get as get_preset
 from portal.presets.texts import summary, title
 from portal.registry import forms, runs, service, sharing, words
 from portal.registry.access import Level
@@ -99,6 +102,22 @@ def detail(model_id: int) -> tuple[str, int]:
     return detail_page(model_id)
 
 
+def in_readers_language(
+    preset_name: str | None, stored: str, write: Callable[[Preset], str]
+) -> str:
+    """A preset's card and description are written by AIPool at import, not by a person: shown
+    in the reader's language while they are what the import wrote (in whichever language);
+    text someone edited is shown as they wrote it."""
+    preset = get_preset(preset_name) if preset_name else None
+    if preset is None:
+        return stored
+    written = set()
+    for locale in LOCALES:
+        with force_locale(locale):
+            written.add(write(preset))
+    return write(preset) if stored in written else stored
+
+
 def detail_page(model_id: int, status: int = 200, **given: Any) -> tuple[str, int]:
     """The model's page; ``given`` are the forms as submitted (with their errors)."""
     access = current_access()
@@ -106,11 +125,15 @@ def detail_page(model_id: int, status: int = 200, **given: Any) -> tuple[str, in
     versions = service.versions(session(), model)
     evaluations = runs.evaluations(session(), access, model_id, None)
     latest = versions[-1] if versions else None
-    card = Markup(render(latest.card)) if latest else Markup("")  # noqa: S704 -- nh3-cleaned
+    text = in_readers_language(model.preset, latest.card, Preset.card) if latest else ""
+    card = Markup(render(text)) if latest else Markup("")  # noqa: S704 -- nh3-cleaned
     shares = sharing.shares(session(), access, model_id) if level >= Level.ADMIN else []
     page = render_template(
         "registry/detail.html",
         model=model,
+        description=in_readers_language(
+            model.preset, model.description or "", lambda p: summary(p)[:1000]
+        ),
         level=level.name.lower(),
         may_write=level >= Level.WRITE,
         may_admin=level >= Level.ADMIN,

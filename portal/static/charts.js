@@ -46,7 +46,7 @@
     var opts = {
       width: Math.max(280, el.clientWidth || 600),
       height: 220,
-      series: [{ value: function (u, v) { return v == null ? "—" : when.format(new Date(v * 1000)); } }],
+      series: [{ label: root.dataset.timeLabel, value: function (u, v) { return v == null ? "—" : when.format(new Date(v * 1000)); } }],
       axes: [timeAxis(span), valueAxis(unit)],
       scales: {
         x: { time: true },

@@ -14,6 +14,7 @@ from playwright.sync_api import Browser, sync_playwright
 from waitress.server import create_server
 
 CHROMIUM = "/usr/bin/chromium"
+LAUNCH_ARGS = ["--headless", "--no-sandbox", "--disable-background-networking"]
 
 
 @pytest.fixture(scope="module")
@@ -23,7 +24,7 @@ def browser() -> Iterator[Browser]:
     with sync_playwright() as pw:
         b = pw.chromium.launch(
             executable_path=CHROMIUM,
-            args=["--headless", "--no-sandbox", "--disable-background-networking"],
+            args=LAUNCH_ARGS,
         )
         yield b
         b.close()
