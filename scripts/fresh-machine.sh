@@ -11,7 +11,9 @@
 # own mount namespace with proc, sys, dev and a tmpfs /run, this host's network, and Debian's
 # default /etc/hosts (the host name resolves to 127.0.1.1). The host's CA bundle, resolver and
 # pip configuration are copied in (local package directories pip names are mounted read-only).
-# Every process left in the root is killed afterwards and the root removed, unless --keep DIR
+# What the command left under the clone's out/ (the page walk's screenshots) is copied to
+# out/fresh-<suite>/ of this checkout. Every process left in the root is killed afterwards and
+# the root removed, unless --keep DIR
 # names where to keep it (a kept DIR is reused: the command then runs in it again).
 # Exit status: the command's.
 set -euo pipefail
@@ -121,5 +123,12 @@ ROOT=$root LOCALDIRS=$localdirs PIPENV=$pipenv CI_FLAG=${CI:-} \
     $PIPENV bash /root/fresh-command.sh' </dev/null
 rc=$?
 set -e
+# what the tests left for a person to look at (screenshots of the page walk, reports): kept
+# beside this checkout, under its ignored out/, before the root goes
+if [ -d "$root/root/aipool/out" ]; then
+  rm -rf "$repo/out/fresh-$suite" && mkdir -p "$repo/out"
+  cp -a "$root/root/aipool/out" "$repo/out/fresh-$suite"
+  echo "fresh-machine: the tests' artifacts are in $repo/out/fresh-$suite"
+fi
 echo "fresh-machine: command exited $rc"
 exit $rc
