@@ -28,10 +28,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from gres.naming import DEFAULT_SHARDS_PER_GPU
-from gres.placement import MILLI, SCORERS, NodeView, Request, Workload
+from gres.placement import MILLI, SCORERS, NodeView, Request, Scorer, Workload
 from gres.placement_index import ShapeIndex
 from gres.placement_tasks import settled
-from sim.cluster import SHARDS, Cluster
+from sim.cluster import SHARDS, Cluster, Grid
 from sim.fgd import RunResult, checkpoints, ranked_nodes, task_sequence
 from sim.trace import NodeSpec, Task
 from slurm_plugins.policy.placing import TaskCounter, request_of
@@ -90,9 +90,9 @@ def node_view(cluster: Cluster, i: int) -> NodeView:
 class LivePlacer:
     """The daemon's placement over a virtual cluster: the task model and the shape index."""
 
-    def __init__(self, cluster: Cluster, scorer: str = "aipool") -> None:
+    def __init__(self, cluster: Cluster, scorer: str | Scorer = "aipool") -> None:
         self.cluster = cluster
-        self.scorer = SCORERS[scorer]
+        self.scorer = SCORERS[scorer] if isinstance(scorer, str) else scorer
         self.counter = TaskCounter()
         self.index: ShapeIndex | None = None
         self.rebuilds = 0
@@ -134,15 +134,17 @@ def run_live(
     seed: int,
     *,
     ratio: float = 1.3,
-    scorer: str = "aipool",
+    scorer: str | Scorer = "aipool",
     batch: int = 1,
     order: str = "arrival",
+    grid: Grid = SHARDS,
 ) -> RunResult:
-    """The FGD protocol for one seed, every task through the live path's rules."""
+    """The FGD protocol for one seed, every task through the live path's rules (``grid``:
+    the shards a card is cut into, 32 by default, a site's ``shards_per_gpu``)."""
     if order not in ORDERS:
         raise ValueError(f"order must be one of {', '.join(ORDERS)}, got {order!r}")
     started, cpu_started = time.perf_counter(), time.process_time()
-    cluster = Cluster(ranked_nodes(nodes, seed), SHARDS)
+    cluster = Cluster(ranked_nodes(nodes, seed), grid)
     capacity = cluster.gpu_count * MILLI
     sequence = task_sequence(tasks, capacity, seed, ratio)
     placer = LivePlacer(cluster, scorer)
@@ -153,7 +155,10 @@ def run_live(
     failed = 0
     for start in range(0, n, batch):
         group = list(range(start, min(start + batch, n)))
-        live = [jobs.setdefault(sequence[k].request, job_of(sequence[k].request)) for k in group]
+        live = [
+            jobs.setdefault(sequence[k].request, job_of(sequence[k].request, grid.units))
+            for k in group
+        ]
         for job in live:
             placer.seen(job)
         ordered = group if order == "arrival" else sorted(group, key=lambda k: _size(sequence[k]))
@@ -167,13 +172,13 @@ def run_live(
         for k in group:
             demand += sequence[k].request.total_gpu_milli
             arrived[k] = demand
-            allocated[k] = cluster.allocated_units * MILLI / SHARDS.units
+            allocated[k] = cluster.allocated_units * MILLI / grid.units
             requested[k] = placed
     last = round(ratio * 100)
     return RunResult(
-        scorer,
+        placer.scorer.name,
         seed,
-        SHARDS.units,
+        grid.units,
         "slurm",
         n,
         failed,

@@ -36,6 +36,8 @@ class Variant:
     def label(self) -> str:
         if self.rules == "live":
             extra = f", {self.batch} a cycle, {self.order} first" if self.batch > 1 else ""
+            if self.grid.units != SHARDS.units:
+                extra += f", k/{self.grid.units} shards"
             return f"live{extra}"
         grid = "raw" if self.grid.units == 1000 else f"k/{self.grid.units}"
         return f"{grid}, cards by {self.cards.value}"
@@ -96,6 +98,7 @@ def _run(job: Job) -> RunResult:
             scorer=job.policy,
             batch=v.batch,
             order=v.order,
+            grid=v.grid,
         )
     return run_one(
         _NODES, _TASKS, job.policy, job.seed, grid=v.grid, cards=v.cards, ratio=job.ratio
