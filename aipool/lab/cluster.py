@@ -566,9 +566,11 @@ class Lab:
 
     # ------------------------------------------------------------------ down / status
     def is_up(self) -> bool:
+        """Every Slurm-side daemon runs (a dead AIPool service does not take the lab down:
+        ``aipool lab services up`` starts it again)."""
         ledger = self.ledger()
         return bool(ledger.get("up")) and all(
-            self._running(ledger, name) for name in ledger["daemons"]
+            self._running(ledger, name) for name in ledger["daemons"] if is_slurm_side(name)
         )
 
     def status(self) -> dict[str, Any]:

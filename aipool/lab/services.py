@@ -134,6 +134,19 @@ def service_python(cfg: LabConfig) -> str:
     return str(cfg.runtime / "bin" / "python")
 
 
+def _reclaim_portal_home(home: Path) -> None:
+    """The portal's own stores (models, datasets, …) back to the service user: a test or a
+    command run as root with the lab's settings may have made them root's, and the portal
+    (not root) must read them. Users' directories (``users``) and model work stay theirs."""
+    for child in home.iterdir():
+        if child.name in ("users", "model-work") or child.is_symlink() or not child.is_dir():
+            continue
+        if child.stat().st_uid == 0:
+            for path in (child, *child.rglob("*")):
+                if not path.is_symlink():
+                    shutil.chown(path, host.SERVICE_USER, host.SERVICE_USER)
+
+
 def up(lab: Lab, *, port: int = 8080) -> ServiceInfo:
     """Start every service that is not running, as the service user (not root); the portal
     first answers before we return."""
@@ -141,6 +154,7 @@ def up(lab: Lab, *, port: int = 8080) -> ServiceInfo:
         raise daemons.LabError("the lab is not up: run `aipool lab up` first")
     cfg, ledger, report = lab.cfg, lab.ledger(), Report()
     host.make_service_dir(cfg.root / "portal", 0o711)
+    _reclaim_portal_home(cfg.root / "portal")
     for root in helper_roots(cfg):
         host.make_service_dir(root, 0o711)
     install_helper(cfg)

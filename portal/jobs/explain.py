@@ -150,6 +150,20 @@ POLICY: tuple[tuple[re.Pattern[str], str], ...] = (
         N_("Anti-affinity group %(group)s: kept off %(nodes)s, where other members run."),
     ),
     (
+        re.compile(
+            r"capacity: tenant (?P<tenant>\S+) within its guarantee \((?P<shown>[^)]*)\); "
+            r"reclaiming"
+        ),
+        N_(
+            "Capacity guarantee: tenant %(tenant)s is within its guarantee (%(shown)s); work "
+            "borrowed by others is being reclaimed for it."
+        ),
+    ),
+    (
+        re.compile(r"capacity: tenant (?P<tenant>\S+) within its guarantee \((?P<shown>[^)]*)\)"),
+        N_("Capacity guarantee: tenant %(tenant)s is within its guarantee (%(shown)s)."),
+    ),
+    (
         re.compile(r"capacity: (?P<why>.*)"),
         N_("Capacity guarantee: %(why)s"),
     ),
@@ -160,6 +174,10 @@ POLICY: tuple[tuple[re.Pattern[str], str], ...] = (
     (
         re.compile(r"reschedule: moved to (?P<node>\S+) to defragment"),
         N_("Rescheduling: moved to node %(node)s to reduce fragmentation."),
+    ),
+    (
+        re.compile(r"score (?P<score>[0-9.]+) \((?P<why>.*)\) -> SiteFactor (?P<factor>\d+)"),
+        N_("Queue order: score %(score)s (%(why)s), given to Slurm as priority factor %(factor)s."),
     ),
     (
         re.compile(r"(?P<policy>fifo|fair|priority) (?P<score>[0-9.]+) \((?P<why>.*)\)"),

@@ -174,6 +174,17 @@ def test_a_code_nothing_explains_says_so_and_keeps_the_code() -> None:
             "Rescheduling: moved to node gpu2 to reduce fragmentation.",
             "碎片",
         ),
+        (
+            "capacity: tenant cs101 within its guarantee (2 of 2 gpu)",
+            "Capacity guarantee: tenant cs101 is within its guarantee (2 of 2 gpu).",
+            "租户 cs101 在其保障额度之内",
+        ),
+        (
+            "score 0.667 (priority 0.500 x2, fair 0.334 x1) -> SiteFactor 666851",
+            "Queue order: score 0.667 (priority 0.500 x2, fair 0.334 x1), given to Slurm as "
+            "priority factor 666851.",
+            "排队顺序：得分 0.667",
+        ),
         ("something new: 1", "Scheduling policy: something new: 1", "调度策略：something new: 1"),
     ],
 )
