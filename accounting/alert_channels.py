@@ -169,7 +169,8 @@ def post_webhook(
 ) -> Outcome:
     url, params, body = webhook_request(channel, alert, locale, now)
     try:
-        res = client.post(url, params=params or None, json=body)
+        # merged, not replaced: DingTalk's URL carries its access_token in the query
+        res = client.post(httpx.URL(url).copy_merge_params(params), json=body)
     except httpx.HTTPError as exc:
         # the exception's text may carry the URL (a credential): say only its kind
         return Outcome(False, None, type(exc).__name__)

@@ -5,10 +5,7 @@ PDF."""
 
 from __future__ import annotations
 
-import email
-import email.policy
-import socket
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from email.message import Message
 from pathlib import Path
@@ -16,7 +13,6 @@ from typing import Any
 
 import pytest
 import yaml
-from aiosmtpd.controller import Controller
 from sqlalchemy import Engine, select
 
 from accounting.alert_delivery import Deliverer
@@ -33,45 +29,13 @@ from slurm_plugins.common.notify import EmailSink, MultiSink, Notification
 from slurm_plugins.policy.config import DaemonConfig, parse_config
 from slurm_plugins.policy.daemon import notifier_for
 from tests.unit.accounting.builders import acct
+from tests.unit.accounting.conftest import Inbox, free_port
 
 NOW = datetime(2026, 11, 20, 12, tzinfo=UTC)
 TOPO = Topology(
     nodes={"gpu1": NodeCards("a100", 32)},
     domains={"nlp": "research", "vision": "research", "cs101": "teaching"},
 )
-
-
-class Inbox:
-    def __init__(self) -> None:
-        self.mails: list[tuple[list[str], Message]] = []
-
-    async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
-        # the default policy decodes headers (a Chinese subject comes RFC 2047-encoded)
-        msg = email.message_from_bytes(envelope.content, policy=email.policy.default)
-        self.mails.append((list(envelope.rcpt_tos), msg))
-        return "250 OK"
-
-    def take(self) -> list[tuple[list[str], Message]]:
-        out, self.mails = self.mails, []
-        return out
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@pytest.fixture
-def smtp() -> Iterator[tuple[Inbox, Mailer]]:
-    inbox = Inbox()
-    port = _free_port()
-    ctl = Controller(inbox, hostname="127.0.0.1", port=port)
-    ctl.start()
-    try:
-        yield inbox, Mailer(SmtpSettings("127.0.0.1", port, "aipool@example.org"))
-    finally:
-        ctl.stop()
 
 
 CONFIG = {
@@ -266,7 +230,7 @@ def _text(msg: Message) -> str:
 def test_a_failed_send_opens_no_episode(used: Engine) -> None:
     """No SMTP server: each mail is tried three times, each try recorded, and the episode
     stays pending, to fire when a send succeeds."""
-    mailer = Mailer(SmtpSettings("127.0.0.1", _free_port(), "aipool@example.org", timeout_s=2))
+    mailer = Mailer(SmtpSettings("127.0.0.1", free_port(), "aipool@example.org", timeout_s=2))
     cfg = load_config({**CONFIG, "users": {}})
     assert cycle(used, cfg, mailer) == ["not delivered budget:research research"]
     with used.connect() as conn:

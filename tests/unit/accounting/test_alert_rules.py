@@ -1,0 +1,481 @@
+"""Alert rules against real receivers on loopback: an HTTP server (one per module, a path per
+channel) that checks each webhook format's body and signature, aiosmtpd for e-mail, and a
+Prometheus HTTP API answered by the same server. A rule fires once per episode after its
+duration, stays quiet, recovers once; a receiver that fails twice gets the third try; each
+attempt is recorded; an urgent rule reaches every channel."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+import logging
+import threading
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import httpx
+import pytest
+from sqlalchemy import Engine, select
+
+from accounting.alert_channels import FIRE, Alert, webhook_request
+from accounting.alert_delivery import Deliverer, DeliverySettings
+from accounting.alert_eval import Facts, PoolCards, prometheus, run_rules
+from accounting.alert_models import AlertDelivery, AlertState
+from accounting.alert_rules import (
+    AlertRuleError,
+    Channel,
+    check_references,
+    lines,
+    load_channel,
+    load_rule,
+    masked,
+)
+from accounting.alerts import AlertConfigError, load_config
+from slurm_plugins.common.mail import MailConfig, Mailer
+from tests.unit.accounting.conftest import Inbox
+from tests.unit.accounting.test_alerts import _text
+
+T0 = datetime(2026, 11, 20, 12, tzinfo=UTC)
+SECRET = "SECfeedface0123456789"
+FULL = {("gpu", "GPU"): PoolCards(8, 8, 3)}
+ROOM = {("gpu", "GPU"): PoolCards(8, 5, 0)}
+
+
+class Receiver(ThreadingHTTPServer):
+    """Records every request; answers each path from its script of statuses (200 when the
+    script is spent) and Prometheus queries from ``samples``."""
+
+    def __init__(self) -> None:
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.requests: list[tuple[str, dict[str, str], dict[str, Any]]] = []
+        self.script: dict[str, list[int]] = {}
+        self.samples: list[dict[str, Any]] = []
+
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}"
+
+    def to(self, path: str) -> list[dict[str, Any]]:
+        return [body for p, _, body in self.requests if p == path]
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: Receiver
+
+    def do_POST(self) -> None:
+        parts = urlsplit(self.path)
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        query = {k: v[0] for k, v in parse_qs(parts.query).items()}
+        self.server.requests.append((parts.path, query, body))
+        script = self.server.script.get(parts.path) or []
+        status = script.pop(0) if script else 200
+        reply = {"code": 0, "msg": "success"} if "feishu" in parts.path else {"errcode": 0}
+        self._answer(status, reply)
+
+    def do_GET(self) -> None:
+        result = {"resultType": "vector", "result": self.server.samples}
+        self._answer(200, {"status": "success", "data": result})
+
+    def _answer(self, status: int, doc: dict[str, Any]) -> None:
+        data = json.dumps(doc).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *_: Any) -> None:
+        pass
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[Receiver]:
+    srv = Receiver()
+    thread = threading.Thread(target=srv.serve_forever, daemon=True)
+    thread.start()
+    yield srv
+    srv.shutdown()
+    srv.server_close()
+
+
+@pytest.fixture
+def receiver(server: Receiver) -> Receiver:
+    server.requests.clear()
+    server.script.clear()
+    server.samples = []
+    return server
+
+
+def _channels(base: str) -> list[Channel]:
+    docs: list[dict[str, Any]] = [
+        {"name": "hook", "type": "webhook", "url": f"{base}/hook"},
+        {"name": "wecom", "type": "wecom", "url": f"{base}/wecom?key=k1"},
+        {"name": "wecom-md", "type": "wecom", "url": f"{base}/wecom-md", "format": "markdown"},
+        {"name": "ding", "type": "dingtalk", "url": f"{base}/ding?access_token=t1"},
+        {"name": "ding-signed", "type": "dingtalk", "url": f"{base}/ding-signed?access_token=t2"}
+        | {"secret": SECRET, "format": "markdown"},
+        {"name": "feishu", "type": "feishu", "url": f"{base}/feishu/hook/x", "secret": SECRET},
+        {"name": "mail", "type": "email", "recipients": ["ops@example.org"]},
+    ]
+    return [load_channel(d) for d in docs]
+
+
+def _rule(channels: list[str], **extra: Any) -> Any:
+    return load_rule(
+        {
+            "name": "pool-full",
+            "query": {"kind": "usage", "measure": "pool_free_cards"},
+            "comparator": "<=",
+            "threshold": 0,
+            "channels": channels,
+            **extra,
+        }
+    )
+
+
+class Run:
+    """Cycles of one rule over one engine, through the receiver's channels."""
+
+    def __init__(self, engine: Engine, receiver: Receiver, smtp_port: int = 1) -> None:
+        self.engine = engine
+        self.sleeps: list[float] = []
+        mail = MailConfig(_smtp(smtp_port), locale="en")
+        self.deliver = Deliverer(
+            engine,
+            _channels(receiver.base()),
+            Mailer(mail.smtp),
+            mail,
+            settings=DeliverySettings(attempts=3, backoff_s=0.5),
+            http=httpx.Client(timeout=5),
+            sleep=self.sleeps.append,
+            clock=T0.timestamp,
+        )
+
+    def __call__(self, rule: Any, pools: Any, at: datetime, **facts: Any) -> list[str]:
+        return run_rules(self.engine, [rule], Facts(at, pools=pools, **facts), self.deliver, at)
+
+    def deliveries(self) -> list[tuple[str, str, int, bool, int | None]]:
+        with self.engine.connect() as conn:
+            rows = conn.execute(
+                select(
+                    AlertDelivery.channel,
+                    AlertDelivery.kind,
+                    AlertDelivery.attempt,
+                    AlertDelivery.ok,
+                    AlertDelivery.http_status,
+                ).order_by(AlertDelivery.id)
+            ).all()
+        return [tuple(r) for r in rows]  # type: ignore[misc]
+
+    def states(self) -> list[tuple[str, str]]:
+        with self.engine.connect() as conn:
+            return [tuple(r) for r in conn.execute(select(AlertState.subject, AlertState.state))]  # type: ignore[misc]
+
+
+def _smtp(port: int) -> Any:
+    from slurm_plugins.common.mail import SmtpSettings
+
+    return SmtpSettings("127.0.0.1", port, "aipool@example.org", timeout_s=2)
+
+
+def test_fires_after_its_duration_once_per_episode_and_recovers_once(
+    engine: Engine, receiver: Receiver
+) -> None:
+    run = Run(engine, receiver)
+    rule = _rule(["hook"], **{"for": "10m"})
+    assert run(rule, FULL, T0) == []  # holds, but not yet for 10 minutes
+    assert run.states() == [("gpu/GPU", "pending")]
+    assert run(rule, FULL, T0 + timedelta(minutes=5)) == []
+    assert run(rule, FULL, T0 + timedelta(minutes=10)) == ["fired pool-full gpu/GPU"]
+    assert run(rule, FULL, T0 + timedelta(minutes=15)) == []  # still holding: quiet
+    assert run(rule, ROOM, T0 + timedelta(minutes=20)) == ["recovered pool-full gpu/GPU"]
+    assert run(rule, ROOM, T0 + timedelta(minutes=25)) == []
+    assert run.states() == []
+    fire, recover = receiver.to("/hook")
+    assert fire["state"] == "firing"
+    assert fire["rule"] == "pool-full"
+    assert fire["subject"] == "gpu/GPU"
+    assert fire["value"] == 0
+    assert fire["since"] == T0.isoformat()
+    assert fire["severity"] == "normal"
+    assert "gpu/GPU" in fire["text"]
+    assert recover["state"] == "resolved"
+    assert recover["value"] == 3
+    assert run.deliveries() == [("hook", "fire", 1, True, 200), ("hook", "recover", 1, True, 200)]
+
+
+def test_a_condition_that_stops_before_its_duration_sends_nothing(
+    engine: Engine, receiver: Receiver
+) -> None:
+    run = Run(engine, receiver)
+    rule = _rule(["hook"], **{"for": "10m"})
+    run(rule, FULL, T0)
+    run(rule, ROOM, T0 + timedelta(minutes=5))
+    run(rule, FULL, T0 + timedelta(minutes=6))  # a new pending spell: the clock restarts
+    assert run(rule, FULL, T0 + timedelta(minutes=12)) == []
+    assert receiver.requests == []
+
+
+def test_a_receiver_that_fails_twice_gets_the_third_try(engine: Engine, receiver: Receiver) -> None:
+    receiver.script["/wecom"] = [500, 500]
+    run = Run(engine, receiver)
+    assert run(_rule(["wecom"]), FULL, T0) == ["fired pool-full gpu/GPU"]
+    assert len(receiver.to("/wecom")) == 3
+    assert run.deliveries() == [
+        ("wecom", "fire", 1, False, 500),
+        ("wecom", "fire", 2, False, 500),
+        ("wecom", "fire", 3, True, 200),
+    ]
+    assert run.sleeps == [0.5, 1.0]  # exponential back-off between the tries
+
+
+def test_a_normal_rule_falls_back_to_its_next_channel_and_retries_next_cycle(
+    engine: Engine, receiver: Receiver
+) -> None:
+    receiver.script["/hook"] = [503] * 6
+    receiver.script["/ding"] = [500] * 3
+    run = Run(engine, receiver)
+    rule = _rule(["hook", "ding", "wecom"])
+    assert run(rule, FULL, T0) == ["fired pool-full gpu/GPU"]
+    # the first two fail all three tries each; the third takes it; nothing after that
+    assert [(c, a, ok) for c, _, a, ok, _ in run.deliveries()] == [
+        ("hook", 1, False),
+        ("hook", 2, False),
+        ("hook", 3, False),
+        ("ding", 1, False),
+        ("ding", 2, False),
+        ("ding", 3, False),
+        ("wecom", 1, True),
+    ]
+    receiver.requests.clear()
+    assert run(rule, FULL, T0 + timedelta(minutes=1)) == []
+    assert receiver.requests == []
+
+
+def test_an_undelivered_firing_is_tried_again_next_cycle(
+    engine: Engine, receiver: Receiver
+) -> None:
+    receiver.script["/hook"] = [500] * 3
+    run = Run(engine, receiver)
+    rule = _rule(["hook"])
+    assert run(rule, FULL, T0) == ["not delivered pool-full gpu/GPU"]
+    assert run.states() == [("gpu/GPU", "pending")]
+    assert run(rule, FULL, T0 + timedelta(minutes=1)) == ["fired pool-full gpu/GPU"]
+    assert run.states() == [("gpu/GPU", "firing")]
+    assert [ok for *_, ok, _ in run.deliveries()] == [False, False, False, True]
+
+
+def _check_dingtalk(query: dict[str, str]) -> None:
+    ts = query["timestamp"]
+    digest = hmac.new(SECRET.encode(), f"{ts}\n{SECRET}".encode(), hashlib.sha256).digest()
+    assert query["sign"] == base64.b64encode(digest).decode()
+    assert int(ts) == int(T0.timestamp() * 1000)  # milliseconds
+    assert query["access_token"] == "t2"
+
+
+def _check_feishu(body: dict[str, Any]) -> None:
+    ts = body["timestamp"]
+    digest = hmac.new(f"{ts}\n{SECRET}".encode(), b"", hashlib.sha256).digest()
+    assert body["sign"] == base64.b64encode(digest).decode()
+    assert ts == str(int(T0.timestamp()))  # seconds, as a string
+
+
+def test_an_urgent_rule_reaches_every_channel_in_its_format(
+    engine: Engine, receiver: Receiver, smtp: tuple[Inbox, Mailer]
+) -> None:
+    inbox, mailer = smtp
+    run = Run(engine, receiver, mailer.settings.port)
+    names = ["hook", "wecom", "wecom-md", "ding", "ding-signed", "feishu", "mail"]
+    rule = _rule(names, severity="urgent")
+    assert run(rule, FULL, T0) == ["fired pool-full gpu/GPU"]
+    assert {c for c, _, _, ok, _ in run.deliveries() if ok} == set(names)
+    (wecom,) = receiver.to("/wecom")
+    assert wecom["msgtype"] == "text"
+    assert wecom["text"]["content"].startswith("AIPool urgent alert: pool-full\n")
+    (wecom_md,) = receiver.to("/wecom-md")
+    assert wecom_md["msgtype"] == "markdown"
+    assert "**AIPool urgent alert: pool-full**" in wecom_md["markdown"]["content"]
+    (ding,) = receiver.to("/ding")
+    assert ding == {"msgtype": "text", "text": {"content": ding["text"]["content"]}}
+    ((_, query, signed),) = [r for r in receiver.requests if r[0] == "/ding-signed"]
+    _check_dingtalk(query)
+    assert signed["msgtype"] == "markdown"
+    assert signed["markdown"]["title"] == "AIPool urgent alert: pool-full"
+    (feishu,) = receiver.to("/feishu/hook/x")
+    _check_feishu(feishu)
+    assert feishu["msg_type"] == "text"
+    assert "gpu/GPU" in feishu["content"]["text"]
+    (hook,) = receiver.to("/hook")
+    assert hook["severity"] == "urgent"
+    ((to, msg),) = inbox.take()
+    assert to == ["ops@example.org"]
+    assert msg["Subject"] == "AIPool urgent alert: pool-full"
+    assert "The rule pool-full holds for gpu/GPU" in _text(msg)
+
+
+def test_urgent_rules_also_reach_the_platforms_urgent_channels(
+    engine: Engine, receiver: Receiver
+) -> None:
+    run = Run(engine, receiver)
+    oncall = load_channel(
+        {"name": "oncall", "type": "webhook", "url": f"{receiver.base()}/oncall", "urgent": True}
+    )
+    run.deliver.channels["oncall"] = oncall
+    run(_rule(["hook"]), FULL, T0)
+    assert receiver.to("/oncall") == []  # a normal rule: its own channel only
+    run(load_rule({**_doc(), "name": "pool-urgent", "severity": "urgent"}), FULL, T0)
+    assert len(receiver.to("/oncall")) == 1
+
+
+def _doc() -> dict[str, Any]:
+    return {
+        "name": "pool-full",
+        "query": {"kind": "usage", "measure": "pool_free_cards"},
+        "comparator": "<=",
+        "threshold": 0,
+        "channels": ["hook"],
+    }
+
+
+def test_a_metric_rule_asks_prometheus(engine: Engine, receiver: Receiver) -> None:
+    receiver.samples = [
+        {"metric": {"node": "gpu1", "instance": "a:9100"}, "value": [1, "91.5"]},
+        {"metric": {"node": "gpu2", "instance": "b:9100"}, "value": [1, "40"]},
+    ]
+    rule = load_rule(
+        {
+            "name": "hot-cards",
+            "query": {
+                "kind": "metric",
+                "promql": "max by (node) (aipool_card_temperature_celsius)",
+                "subject_label": "node",
+            },
+            "comparator": ">",
+            "threshold": 85,
+            "channels": ["hook"],
+        }
+    )
+    run = Run(engine, receiver)
+    with httpx.Client(timeout=5) as http:
+        metric = prometheus(http, receiver.base())
+        assert run(rule, {}, T0, metric=metric) == ["fired hot-cards gpu1"]
+    (body,) = receiver.to("/hook")
+    assert body["value"] == 91.5
+    assert body["subject"] == "gpu1"
+
+
+def test_a_metric_rule_without_prometheus_is_skipped_and_keeps_its_state(
+    engine: Engine, receiver: Receiver
+) -> None:
+    rule = load_rule({**_doc(), "name": "m", "query": {"kind": "metric", "promql": "up == 0"}})
+    run = Run(engine, receiver)
+    assert run(rule, {}, T0) == ["skipped m: no Prometheus is configured for metric rules"]
+
+
+def test_secrets_are_neither_shown_nor_logged(
+    engine: Engine, receiver: Receiver, caplog: pytest.LogCaptureFixture
+) -> None:
+    channel = load_channel(
+        {"name": "d", "type": "dingtalk", "url": "http://127.0.0.1:1/robot?access_token=tok"}
+        | {"secret": SECRET}
+    )
+    assert "tok" not in repr(channel)
+    assert SECRET not in repr(channel)
+    assert masked(SECRET) != SECRET
+    assert SECRET[8:] not in masked(SECRET)
+    run = Run(engine, receiver)
+    run.deliver.channels["d"] = channel
+    with caplog.at_level(logging.WARNING):
+        assert run(_rule(["d"]), FULL, T0) == ["not delivered pool-full gpu/GPU"]
+    assert "access_token" not in caplog.text
+    assert SECRET not in caplog.text
+    with engine.connect() as conn:
+        errors = conn.scalars(select(AlertDelivery.error)).all()
+    assert errors == ["ConnectError"] * 3
+
+
+def test_webhook_bodies_are_in_the_sites_language() -> None:
+    rule = _rule(["hook"])
+    alert = Alert(rule, "gpu/GPU", FIRE, 0, T0, T0)
+    channel = load_channel({"name": "w", "type": "wecom", "url": "http://x.example/w"})
+    _, _, en = webhook_request(channel, alert, "en", T0.timestamp())
+    _, _, zh = webhook_request(channel, alert, "zh_CN", T0.timestamp())
+    assert en["text"]["content"].startswith("AIPool alert: pool-full")
+    assert zh["msgtype"] == "text"
+    assert "pool-full" in zh["text"]["content"]
+
+
+# ---------------------------------------------------------------------- bad input
+@pytest.mark.parametrize(
+    ("patch", "field", "words"),
+    [
+        ({"comparator": "=>"}, "comparator", "Must be one of"),
+        ({"channels": []}, "channels", "at least one channel"),
+        ({"for": "10x"}, "for", "duration such as"),
+        ({"for": "90d"}, "for", "30 days at most"),
+        ({"threshold": "many"}, "threshold", "valid number"),
+        ({"query": {"kind": "usage"}}, "query.measure", "needs its measure"),
+        ({"query": {"kind": "metric"}}, "query.promql", "needs its PromQL"),
+        (
+            {"query": {"kind": "usage", "measure": "card_hours_share"}, "scope": {"level": "user"}},
+            "query.budget",
+            "needs a budget",
+        ),
+        ({"scope": {"level": "project", "name": "nlp"}}, "scope", "Pools belong to the platform"),
+        ({"scope": {"level": "platform", "name": "x"}}, "scope.name", "names no tenant"),
+        ({"name": "9lives"}, "name", "starts with a letter"),
+        ({"colour": "red"}, "colour", "Unknown field"),
+    ],
+)
+def test_bad_rules_say_which_field_and_why(patch: dict[str, Any], field: str, words: str) -> None:
+    with pytest.raises(AlertRuleError) as exc:
+        load_rule({**_doc(), **patch})
+    found = lines(exc.value.errors)
+    assert any(line.startswith(f"{field}: ") and words in line for line in found), found
+
+
+@pytest.mark.parametrize(
+    ("doc", "field", "words"),
+    [
+        ({"type": "wecom"}, "url", "needs its URL"),
+        ({"type": "wecom", "url": "ftp://x.example/"}, "url", "Not a valid URL"),
+        ({"type": "wecom", "url": "http://x.example/", "secret": "s"}, "secret", "sign"),
+        ({"type": "email"}, "recipients", "recipients or roles"),
+        ({"type": "email", "roles": ["boss"]}, "roles.0", "Must be one of"),
+        ({"type": "sms", "url": "http://x.example/"}, "type", "Must be one of"),
+    ],
+)
+def test_bad_channels_say_which_field_and_why(doc: dict[str, Any], field: str, words: str) -> None:
+    with pytest.raises(AlertRuleError) as exc:
+        load_channel({"name": "c", **doc})
+    found = lines(exc.value.errors)
+    assert any(line.startswith(f"{field}: ") and words in line for line in found), found
+
+
+def test_a_rule_naming_a_missing_channel_is_refused() -> None:
+    with pytest.raises(AlertRuleError, match="no channel named nowhere"):
+        check_references([load_rule({**_doc(), "channels": ["nowhere"]})], [])
+    with pytest.raises(AlertConfigError, match=r"rules\.0\.comparator"):
+        load_config({"rules": [{**_doc(), "comparator": "≈"}], "channels": []})
+    with pytest.raises(AlertConfigError, match="no channel named hook"):
+        load_config({"rules": [_doc()]})
+
+
+def test_rules_and_channels_load_from_the_file_with_the_old_keys() -> None:
+    cfg = load_config(
+        {
+            "platform_admins": ["ops@example.org"],
+            "prometheus": {"url": "http://127.0.0.1:9090"},
+            "delivery": {"attempts": 5, "backoff_s": 1},
+            "channels": [{"name": "hook", "type": "webhook", "url": "http://127.0.0.1:1/h"}],
+            "rules": [_doc()],
+        }
+    )
+    assert [r.name for r in cfg.rules] == ["pool-full", "pool_exhausted:GPU", "pool_exhausted:NPU"]
+    assert [c.name for c in cfg.channels] == ["hook", "mail:platform_admins"]
+    assert cfg.prometheus_url == "http://127.0.0.1:9090"
+    assert cfg.delivery == DeliverySettings(attempts=5, backoff_s=1.0)
