@@ -15,17 +15,18 @@ import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, cast
 from urllib.parse import parse_qs, urlsplit
 
 import httpx
 import pytest
-from sqlalchemy import Engine, select
+from sqlalchemy import Engine, insert, select
 
 from accounting.alert_channels import FIRE, Alert, webhook_request
+from accounting.alert_cli import alert_cycle
 from accounting.alert_delivery import Deliverer, DeliverySettings
 from accounting.alert_eval import Facts, PoolCards, prometheus, run_rules
-from accounting.alert_models import AlertDelivery, AlertState
+from accounting.alert_models import AlertChannelRow, AlertDelivery, AlertRuleRow, AlertState
 from accounting.alert_rules import (
     AlertRuleError,
     Channel,
@@ -36,9 +37,11 @@ from accounting.alert_rules import (
     masked,
 )
 from accounting.alerts import AlertConfigError, load_config
+from slurm_plugins.client import SlurmClient
+from slurm_plugins.client.models import Node
 from slurm_plugins.common.mail import MailConfig, Mailer
 from tests.unit.accounting.conftest import Inbox
-from tests.unit.accounting.test_alerts import _text
+from tests.unit.accounting.test_alerts import _gpu_node, _text
 
 T0 = datetime(2026, 11, 20, 12, tzinfo=UTC)
 SECRET = "SECfeedface0123456789"
@@ -479,3 +482,67 @@ def test_rules_and_channels_load_from_the_file_with_the_old_keys() -> None:
     assert [c.name for c in cfg.channels] == ["hook", "mail:platform_admins"]
     assert cfg.prometheus_url == "http://127.0.0.1:9090"
     assert cfg.delivery == DeliverySettings(attempts=5, backoff_s=1.0)
+
+
+# ---------------------------------------------------------------------- the scheduler
+class _Cluster:
+    """What the alert cycle asks Slurm: nodes and jobs."""
+
+    def __init__(self, nodes: list[Node]) -> None:
+        self._nodes = nodes
+
+    def nodes(self) -> list[Node]:
+        return self._nodes
+
+    def jobs(self) -> list[Any]:
+        return []
+
+
+def test_the_scheduler_evaluates_the_files_rules_and_the_portals(
+    engine: Engine, receiver: Receiver
+) -> None:
+    portal_hook = {"name": "portal-hook", "type": "webhook", "url": f"{receiver.base()}/portal"}
+    with engine.begin() as conn:
+        conn.execute(
+            insert(AlertChannelRow).values(
+                name="portal-hook",
+                scope_level="platform",
+                scope_name="",
+                document=portal_hook,
+                created_by="admin",
+                updated_at=T0,
+            )
+        )
+        for name, doc in (
+            ("portal-rule", {**_doc(), "name": "portal-rule", "channels": ["portal-hook"]}),
+            ("broken", {"name": "broken"}),  # no longer valid: left out, the others go on
+        ):
+            conn.execute(
+                insert(AlertRuleRow).values(
+                    name=name,
+                    scope_level="platform",
+                    scope_name="",
+                    document=doc,
+                    created_by="admin",
+                    updated_at=T0,
+                )
+            )
+    cfg = load_config(
+        {
+            "channels": [{"name": "hook", "type": "webhook", "url": f"{receiver.base()}/hook"}],
+            "rules": [_doc()],
+            "delivery": {"backoff_s": 0},
+        }
+    )
+    cluster = cast(SlurmClient, _Cluster([_gpu_node("gpu1", 4, 0)]))
+    dry = alert_cycle(engine, cluster, cfg, dry_run=True, now=T0)
+    assert dry == [
+        "pool-full gpu/GPU = 0 -> hook",
+        "portal-rule gpu/GPU = 0 -> portal-hook",
+    ]
+    assert receiver.requests == []
+    lines = alert_cycle(engine, cluster, cfg, now=T0)
+    assert lines == ["fired pool-full gpu/GPU", "fired portal-rule gpu/GPU"]
+    assert len(receiver.to("/hook")) == 1
+    assert len(receiver.to("/portal")) == 1
+    assert alert_cycle(engine, cluster, cfg, now=T0 + timedelta(minutes=15)) == []
