@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
@@ -230,6 +230,8 @@ def _step(  # noqa: PLR0917 (one cycle's parts, passed on)
     now: datetime,
     site: str,
 ) -> list[str]:
+    # subjects as the state table keeps them (a long metric label is cut to its column)
+    observed = [replace(o, subject=o.subject[:128]) for o in observed]
     holding = {o.subject: o for o in observed if rule.holds(o.value)}
     seen = {o.subject: o for o in observed}
     with engine.connect() as conn:
@@ -255,7 +257,9 @@ def _step(  # noqa: PLR0917 (one cycle's parts, passed on)
         if subject in holding:
             continue
         if st.state == "firing":
-            o = seen.get(subject) or Observation(subject, st.value, Level(st.scope_level))
+            o = seen.get(subject) or Observation(
+                subject, st.value, Level(st.scope_level), st.scope_name
+            )
             alert = Alert(rule, subject, RECOVER, o.value, st.since, now, site, o.context)
             ok = deliver(alert, o)
             lines.append(f"recovered {rule.name} {subject}" + ("" if ok else " (not delivered)"))
@@ -277,7 +281,7 @@ def _insert(engine: Engine, rule: Rule, o: Observation, now: datetime) -> None:
         conn.execute(
             insert(AlertState).values(
                 rule=rule.name,
-                subject=o.subject[:128],
+                subject=o.subject,
                 scope_level=o.level.value,
                 scope_name=o.name,
                 state="pending",
@@ -292,6 +296,6 @@ def _set(engine: Engine, rule: Rule, o: Observation, now: datetime, **values: An
     with engine.begin() as conn:
         conn.execute(
             update(AlertState)
-            .where(AlertState.rule == rule.name, AlertState.subject == o.subject[:128])
+            .where(AlertState.rule == rule.name, AlertState.subject == o.subject)
             .values(value=o.value, updated_at=now, **values)
         )

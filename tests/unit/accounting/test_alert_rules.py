@@ -348,6 +348,7 @@ def test_a_metric_rule_asks_prometheus(engine: Engine, receiver: Receiver) -> No
     receiver.samples = [
         {"metric": {"node": "gpu1", "instance": "a:9100"}, "value": [1, "91.5"]},
         {"metric": {"node": "gpu2", "instance": "b:9100"}, "value": [1, "40"]},
+        {"metric": {"node": "n" * 300}, "value": [1, "99"]},  # cut to the state's column
     ]
     rule = load_rule(
         {
@@ -365,8 +366,12 @@ def test_a_metric_rule_asks_prometheus(engine: Engine, receiver: Receiver) -> No
     run = Run(engine, receiver)
     with httpx.Client(timeout=5) as http:
         metric = prometheus(http, receiver.base())
-        assert run(rule, {}, T0, metric=metric) == ["fired hot-cards gpu1"]
-    (body,) = receiver.to("/hook")
+        assert run(rule, {}, T0, metric=metric) == [
+            "fired hot-cards gpu1",
+            f"fired hot-cards {'n' * 128}",
+        ]
+        assert run(rule, {}, T0 + timedelta(minutes=1), metric=metric) == []
+    body, _ = receiver.to("/hook")
     assert body["value"] == 91.5
     assert body["subject"] == "gpu1"
 
