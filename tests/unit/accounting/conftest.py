@@ -1,6 +1,6 @@
 """An accounting database per test: SQLite with accounting's tables from its own migrations
 (migrated once per session, copied per test). Nothing of the portal. A real SMTP server
-(aiosmtpd) for the tests that mail."""
+(aiosmtpd) for the tests that mail, and a webhook receiver on loopback for the alert tests."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import email
 import email.policy
 import shutil
 import socket
+import threading
 from collections.abc import Iterator
 from email.message import Message
 from pathlib import Path
@@ -19,6 +20,7 @@ from sqlalchemy import Engine, create_engine
 
 from accounting import migrate
 from slurm_plugins.common.mail import Mailer, SmtpSettings
+from tests.unit.accounting.receivers import Receiver
 
 
 @pytest.fixture(scope="session")
@@ -71,3 +73,21 @@ def smtp() -> Iterator[tuple[Inbox, Mailer]]:
         yield inbox, Mailer(SmtpSettings("127.0.0.1", port, "aipool@example.org"))
     finally:
         ctl.stop()
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[Receiver]:
+    srv = Receiver()
+    thread = threading.Thread(target=srv.serve_forever, daemon=True)
+    thread.start()
+    yield srv
+    srv.shutdown()
+    srv.server_close()
+
+
+@pytest.fixture
+def receiver(server: Receiver) -> Receiver:
+    server.requests.clear()
+    server.script.clear()
+    server.samples = []
+    return server

@@ -9,14 +9,9 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
-import json
 import logging
-import threading
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, cast
-from urllib.parse import parse_qs, urlsplit
 
 import httpx
 import pytest
@@ -28,89 +23,23 @@ from accounting.alert_delivery import Deliverer, DeliverySettings
 from accounting.alert_eval import Facts, PoolCards, prometheus, run_rules
 from accounting.alert_models import AlertChannelRow, AlertDelivery, AlertRuleRow, AlertState
 from accounting.alert_rules import (
-    AlertRuleError,
     Channel,
-    check_references,
-    lines,
     load_channel,
     load_rule,
     masked,
 )
-from accounting.alerts import AlertConfigError, load_config
+from accounting.alerts import load_config
 from slurm_plugins.client import SlurmClient
 from slurm_plugins.client.models import Node
 from slurm_plugins.common.mail import MailConfig, Mailer
 from tests.unit.accounting.conftest import Inbox
+from tests.unit.accounting.receivers import Receiver
 from tests.unit.accounting.test_alerts import _gpu_node, _text
 
 T0 = datetime(2026, 11, 20, 12, tzinfo=UTC)
 SECRET = "SECfeedface0123456789"
 FULL = {("gpu", "GPU"): PoolCards(8, 8, 3)}
 ROOM = {("gpu", "GPU"): PoolCards(8, 5, 0)}
-
-
-class Receiver(ThreadingHTTPServer):
-    """Records every request; answers each path from its script of statuses (200 when the
-    script is spent) and Prometheus queries from ``samples``."""
-
-    def __init__(self) -> None:
-        super().__init__(("127.0.0.1", 0), _Handler)
-        self.requests: list[tuple[str, dict[str, str], dict[str, Any]]] = []
-        self.script: dict[str, list[int]] = {}
-        self.samples: list[dict[str, Any]] = []
-
-    def base(self) -> str:
-        return f"http://127.0.0.1:{self.server_address[1]}"
-
-    def to(self, path: str) -> list[dict[str, Any]]:
-        return [body for p, _, body in self.requests if p == path]
-
-
-class _Handler(BaseHTTPRequestHandler):
-    server: Receiver
-
-    def do_POST(self) -> None:
-        parts = urlsplit(self.path)
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        query = {k: v[0] for k, v in parse_qs(parts.query).items()}
-        self.server.requests.append((parts.path, query, body))
-        script = self.server.script.get(parts.path) or []
-        status = script.pop(0) if script else 200
-        reply = {"code": 0, "msg": "success"} if "feishu" in parts.path else {"errcode": 0}
-        self._answer(status, reply)
-
-    def do_GET(self) -> None:
-        result = {"resultType": "vector", "result": self.server.samples}
-        self._answer(200, {"status": "success", "data": result})
-
-    def _answer(self, status: int, doc: dict[str, Any]) -> None:
-        data = json.dumps(doc).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, *_: Any) -> None:
-        pass
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[Receiver]:
-    srv = Receiver()
-    thread = threading.Thread(target=srv.serve_forever, daemon=True)
-    thread.start()
-    yield srv
-    srv.shutdown()
-    srv.server_close()
-
-
-@pytest.fixture
-def receiver(server: Receiver) -> Receiver:
-    server.requests.clear()
-    server.script.clear()
-    server.samples = []
-    return server
 
 
 def _channels(base: str) -> list[Channel]:
@@ -415,78 +344,6 @@ def test_webhook_bodies_are_in_the_sites_language() -> None:
     assert en["text"]["content"].startswith("AIPool alert: pool-full")
     assert zh["msgtype"] == "text"
     assert "pool-full" in zh["text"]["content"]
-
-
-# ---------------------------------------------------------------------- bad input
-@pytest.mark.parametrize(
-    ("patch", "field", "words"),
-    [
-        ({"comparator": "=>"}, "comparator", "Must be one of"),
-        ({"channels": []}, "channels", "at least one channel"),
-        ({"for": "10x"}, "for", "duration such as"),
-        ({"for": "90d"}, "for", "30 days at most"),
-        ({"threshold": "many"}, "threshold", "valid number"),
-        ({"query": {"kind": "usage"}}, "query.measure", "needs its measure"),
-        ({"query": {"kind": "metric"}}, "query.promql", "needs its PromQL"),
-        (
-            {"query": {"kind": "usage", "measure": "card_hours_share"}, "scope": {"level": "user"}},
-            "query.budget",
-            "needs a budget",
-        ),
-        ({"scope": {"level": "project", "name": "nlp"}}, "scope", "Pools belong to the platform"),
-        ({"scope": {"level": "platform", "name": "x"}}, "scope.name", "names no tenant"),
-        ({"name": "9lives"}, "name", "starts with a letter"),
-        ({"colour": "red"}, "colour", "Unknown field"),
-    ],
-)
-def test_bad_rules_say_which_field_and_why(patch: dict[str, Any], field: str, words: str) -> None:
-    with pytest.raises(AlertRuleError) as exc:
-        load_rule({**_doc(), **patch})
-    found = lines(exc.value.errors)
-    assert any(line.startswith(f"{field}: ") and words in line for line in found), found
-
-
-@pytest.mark.parametrize(
-    ("doc", "field", "words"),
-    [
-        ({"type": "wecom"}, "url", "needs its URL"),
-        ({"type": "wecom", "url": "ftp://x.example/"}, "url", "Not a valid URL"),
-        ({"type": "wecom", "url": "http://x.example/", "secret": "s"}, "secret", "sign"),
-        ({"type": "email"}, "recipients", "recipients or roles"),
-        ({"type": "email", "roles": ["boss"]}, "roles.0", "Must be one of"),
-        ({"type": "sms", "url": "http://x.example/"}, "type", "Must be one of"),
-    ],
-)
-def test_bad_channels_say_which_field_and_why(doc: dict[str, Any], field: str, words: str) -> None:
-    with pytest.raises(AlertRuleError) as exc:
-        load_channel({"name": "c", **doc})
-    found = lines(exc.value.errors)
-    assert any(line.startswith(f"{field}: ") and words in line for line in found), found
-
-
-def test_a_rule_naming_a_missing_channel_is_refused() -> None:
-    with pytest.raises(AlertRuleError, match="no channel named nowhere"):
-        check_references([load_rule({**_doc(), "channels": ["nowhere"]})], [])
-    with pytest.raises(AlertConfigError, match=r"rules\.0\.comparator"):
-        load_config({"rules": [{**_doc(), "comparator": "≈"}], "channels": []})
-    with pytest.raises(AlertConfigError, match="no channel named hook"):
-        load_config({"rules": [_doc()]})
-
-
-def test_rules_and_channels_load_from_the_file_with_the_old_keys() -> None:
-    cfg = load_config(
-        {
-            "platform_admins": ["ops@example.org"],
-            "prometheus": {"url": "http://127.0.0.1:9090"},
-            "delivery": {"attempts": 5, "backoff_s": 1},
-            "channels": [{"name": "hook", "type": "webhook", "url": "http://127.0.0.1:1/h"}],
-            "rules": [_doc()],
-        }
-    )
-    assert [r.name for r in cfg.rules] == ["pool-full", "pool_exhausted:GPU", "pool_exhausted:NPU"]
-    assert [c.name for c in cfg.channels] == ["hook", "mail:platform_admins"]
-    assert cfg.prometheus_url == "http://127.0.0.1:9090"
-    assert cfg.delivery == DeliverySettings(attempts=5, backoff_s=1.0)
 
 
 # ---------------------------------------------------------------------- the scheduler
