@@ -1,5 +1,6 @@
-"""``aipool accounting alerts`` and ``aipool accounting run``: quota and pool alerts by mail,
-and the scheduler (imports, alerts, retention, the monthly report).
+"""``aipool accounting alerts`` and ``aipool accounting run``: alert rules (usage, pools,
+metrics) to e-mail and webhooks, and the scheduler (imports, alerts, retention, the monthly
+report).
 
 Each mail is in its reader's language: the one they chose in the portal (where the portal
 shares the database and the ``aipool`` command can read its users, :mod:`accounting.edge`),
@@ -10,7 +11,8 @@ from __future__ import annotations
 
 import logging
 import sys
-from collections.abc import Callable, Mapping
+import time
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -27,6 +29,8 @@ from accounting.edge import slurm_client as _client
 if TYPE_CHECKING:
     from sqlalchemy import Engine
 
+    from accounting.alert_eval import Facts
+    from accounting.alert_rules import Rule
     from accounting.alerts import AlertConfig
     from slurm_plugins.client import SlurmClient
 
@@ -52,28 +56,70 @@ def alert_cycle(
     dry_run: bool = False,
     now: datetime | None = None,
     languages: Languages | None = None,
+    sleep: Callable[[float], None] | None = None,
 ) -> list[str]:
-    """One alert check: quotas from the rollups, pools from Slurm's nodes and queue; the
-    users' saved languages read afresh each time (they may have changed)."""
+    """One evaluation of the file's rules and the portal's: usage from the rollups, pools
+    from Slurm's nodes and queue, metrics from Prometheus; the users' saved languages read
+    afresh each time (they may have changed). A name in both: the file's rule or channel."""
     from collections import Counter
 
-    from accounting.alerts import pool_conditions, process, quota_conditions
+    import httpx
+
+    from accounting.alert_delivery import Deliverer
+    from accounting.alert_eval import Facts, pool_facts, prometheus, run_rules, usage_facts
+    from accounting.alert_store import stored
+    from accounting.report import month_start
     from slurm_plugins.common.mail import Mailer
 
     now = now or datetime.now(UTC)
     if languages is not None:
         cfg = cfg.with_saved_languages(languages(engine))
     with engine.connect() as conn:
-        holding = quota_conditions(conn, cfg, now)
+        usage = usage_facts(conn, now)
+        db_rules, db_channels = stored(conn)
     pending = Counter(j.partition for j in client.jobs() if j.is_pending)
-    holding += pool_conditions(client.nodes(), cfg, pending)
-    if dry_run:
-        return [
-            f"{c.kind} {c.subject} -> {', '.join(c.recipients)} ({', '.join(c.by_language())})"
-            for c in holding
+    with httpx.Client(timeout=cfg.delivery.timeout_s) as http:
+        facts = Facts(
+            month_start(now),
+            usage,
+            pool_facts(client.nodes(), pending),
+            prometheus(http, cfg.prometheus_url) if cfg.prometheus_url else None,
+        )
+        names = {r.name for r in cfg.rules}
+        rules = [*cfg.rules, *(r for r in db_rules if r.name not in names)]
+        if dry_run:
+            return _holding(rules, facts)
+        taken = {c.name for c in cfg.channels}
+        deliver = Deliverer(
+            engine,
+            [*cfg.channels, *(c for c in db_channels if c.name not in taken)],
+            Mailer(cfg.smtp),
+            cfg.mail,
+            platform_admins=cfg.platform_admins,
+            settings=cfg.delivery,
+            http=http,
+            sleep=sleep or time.sleep,
+        )
+        return run_rules(engine, rules, facts, deliver, now, site=cfg.mail.site_name)
+
+
+def _holding(rules: Sequence[Rule], facts: Facts) -> list[str]:
+    """What holds now, one line per rule and subject (``--dry-run``)."""
+    from accounting.alert_eval import QueryError, observe
+
+    out = []
+    for rule in rules:
+        try:
+            observed = observe(rule, facts)
+        except QueryError as exc:
+            out.append(f"{rule.name}: {exc}")
+            continue
+        out += [
+            f"{rule.name} {o.subject} = {o.value:g} -> {', '.join(rule.channels)}"
+            for o in observed
+            if rule.holds(o.value)
         ]
-    sent = process(engine, Mailer(cfg.smtp), holding, now, site=cfg.mail.site_name)
-    return [f"sent: {m.subject} -> {', '.join(m.to)}" for m in sent]
+    return out
 
 
 @click.command()
@@ -88,19 +134,14 @@ def alert_cycle(
 )
 @click.option("--dry-run", is_flag=True, help="print what holds; send and record nothing")
 def alerts(db: str | None, lab: bool, config_path: Path, dry_run: bool) -> None:
-    """One quota and pool check; mails go out once per episode."""
-    from slurm_plugins.common.mail import MailError
-
-    try:
-        lines = alert_cycle(
-            _engine(db),
-            _client(lab),
-            _alert_config(config_path),
-            dry_run=dry_run,
-            languages=saved_languages_reader(),
-        )
-    except MailError as exc:
-        raise click.ClickException(str(exc)) from exc
+    """One evaluation of the alert rules; messages go out once per episode."""
+    lines = alert_cycle(
+        _engine(db),
+        _client(lab),
+        _alert_config(config_path),
+        dry_run=dry_run,
+        languages=saved_languages_reader(),
+    )
     for line in lines:
         click.echo(line)
 

@@ -1,15 +1,13 @@
-"""Quota watch and alerts by e-mail, once per episode.
+"""The alert configuration file: mail, rules and channels, and the keys that came before
+rules (:mod:`accounting.alert_legacy`); and the monthly report's mail.
 
-An alert condition (a tenant past its warning threshold, a user past a quota, a pool with no
-free cards) opens an *episode* when it starts to hold, and the mail goes out then; while it
-keeps holding nothing more is sent; when it stops holding the episode closes, and the next
-time it holds is a new episode with a new mail. Episodes live in ``acct_alert_episodes``.
+Rules are evaluated by :mod:`accounting.alert_eval` and delivered by
+:mod:`accounting.alert_delivery`, once per episode with a recovery message.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from decimal import Decimal
@@ -18,16 +16,24 @@ from typing import Any
 
 import yaml
 from marshmallow import RAISE, Schema, ValidationError, fields, validate
-from sqlalchemy import Connection, Engine, select, update
+from sqlalchemy import Connection
 
+from accounting.alert_delivery import DeliverySettings
+from accounting.alert_legacy import legacy_rules
+from accounting.alert_rules import (
+    AlertRuleError,
+    Channel,
+    ChannelSchema,
+    Rule,
+    RuleSchema,
+    check_references,
+    lines,
+)
 from accounting.export import Brand
-from accounting.models import AlertEpisode
 from accounting.report import Dim, build, month_start, next_month
-from slurm_plugins.client.models import Node
 from slurm_plugins.common.mail import (
     Mail,
     MailConfig,
-    Mailer,
     MailError,
     MailSchema,
     MailTemplates,
@@ -35,10 +41,8 @@ from slurm_plugins.common.mail import (
     by_language,
     mail_config,
 )
-from slurm_plugins.validation import flatten
-from translations import DEFAULT, LOCALES
+from translations import LOCALES
 
-KINDS = ("tenant_budget", "user_quota", "pool_exhausted")
 TEMPLATES = MailTemplates("accounting")
 
 
@@ -73,6 +77,17 @@ class _Report(_Strict):
     by = fields.String(load_default="project", validate=validate.OneOf([d.value for d in Dim]))
 
 
+class _Prometheus(_Strict):
+    #: the server's base URL; rules query its ``/api/v1/query``
+    url = fields.Url(required=True, schemes={"http", "https"}, require_tld=False)
+
+
+class _Delivery(_Strict):
+    attempts = fields.Integer(load_default=3, validate=validate.Range(1, 10))
+    backoff_s = fields.Float(load_default=2.0, validate=validate.Range(0, 300))
+    timeout_s = fields.Float(load_default=10.0, validate=validate.Range(0.1, 120))
+
+
 class _Config(MailSchema):
     """The mail part (``smtp``, ``user_email``, ``emails``, which the daemons' notices read
     from the same file) and the alerts'."""
@@ -82,6 +97,10 @@ class _Config(MailSchema):
     users = fields.Nested(_Users, load_default=lambda: _Users().load({}))
     pools = fields.Boolean(load_default=True)
     monthly_report = fields.Nested(_Report, load_default=lambda: _Report().load({}))
+    rules = fields.List(fields.Nested(RuleSchema), load_default=list)
+    channels = fields.List(fields.Nested(ChannelSchema), load_default=list)
+    prometheus = fields.Nested(_Prometheus, load_default=None, allow_none=True)
+    delivery = fields.Nested(_Delivery, load_default=lambda: _Delivery().load({}))
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +123,11 @@ class AlertConfig:
     pools: bool = True
     report_recipients: tuple[str, ...] = ()
     report_by: str = "project"
+    #: the file's rules and channels, the keys before rules included
+    rules: tuple[Rule, ...] = ()
+    channels: tuple[Channel, ...] = ()
+    prometheus_url: str | None = None
+    delivery: DeliverySettings = field(default_factory=DeliverySettings)
 
     @property
     def smtp(self) -> SmtpSettings:
@@ -121,14 +145,23 @@ class AlertConfig:
 
 def load_config(raw: Mapping[str, Any]) -> AlertConfig:
     """Validate an alert configuration (e.g. from YAML); every problem in one error."""
+    locale = raw.get("locale") if raw.get("locale") in LOCALES else None
     try:
         c = _Config().load(dict(raw))
     except ValidationError as exc:
-        raise AlertConfigError(f"alert configuration: {'; '.join(flatten(exc.messages))}") from exc
+        found = "; ".join(lines(exc.messages if isinstance(exc.messages, dict) else {}, locale))
+        raise AlertConfigError(f"alert configuration: {found}") from exc
     try:
         mail = mail_config(c)
     except MailError as exc:
         raise AlertConfigError(f"alert configuration: {exc}") from exc
+    old_rules, old_channels = legacy_rules(c)
+    rules, channels = [*c["rules"], *old_rules], [*c["channels"], *old_channels]
+    try:
+        check_references(rules, channels)
+    except AlertRuleError as exc:
+        found = "; ".join(lines(exc.errors, locale))
+        raise AlertConfigError(f"alert configuration: {found}") from exc
     return AlertConfig(
         mail=mail,
         platform_admins=tuple(c["platform_admins"]),
@@ -142,6 +175,10 @@ def load_config(raw: Mapping[str, Any]) -> AlertConfig:
         pools=c["pools"],
         report_recipients=tuple(c["monthly_report"]["recipients"]),
         report_by=c["monthly_report"]["by"],
+        rules=tuple(rules),
+        channels=tuple(channels),
+        prometheus_url=(c["prometheus"] or {}).get("url"),
+        delivery=DeliverySettings(**c["delivery"]),
     )
 
 
@@ -159,160 +196,6 @@ def load_config_file(path: Path) -> AlertConfig:
         raise AlertConfigError(f"{path}: {exc}") from exc
 
 
-# ---------------------------------------------------------------------- conditions
-@dataclass(frozen=True, slots=True)
-class Condition:
-    """An alert condition that holds now; ``languages`` are the recipients' (in their
-    order), each language gets its own mail."""
-
-    kind: str
-    subject: str
-    recipients: tuple[str, ...]
-    context: Mapping[str, Any]
-    languages: tuple[str, ...] = ()
-
-    def by_language(self) -> dict[str, tuple[str, ...]]:
-        langs = dict(zip(self.recipients, self.languages, strict=False))
-        return by_language(self.recipients, lambda a: langs.get(a, DEFAULT))
-
-
-def _to(cfg: AlertConfig, kind: str, subject: str, to: Sequence[str], ctx: Any) -> Condition:
-    """A condition for addresses, each in its reader's language."""
-    langs = tuple(cfg.mail.language(a) for a in to)
-    return Condition(kind, subject, tuple(to), ctx, langs)
-
-
-def quota_conditions(conn: Connection, cfg: AlertConfig, now: datetime) -> list[Condition]:
-    """Tenants past their warning threshold and users past their quota, this month."""
-    start, end = month_start(now), next_month(now)
-    month = start.strftime("%Y-%m")
-    out: list[Condition] = []
-    if cfg.tenants:
-        used = {
-            ln.key: (ln.card_hours, dim)
-            for dim in (Dim.DOMAIN, Dim.PROJECT)
-            for ln in build(conn, start, end, dim).lines
-        }
-        for tenant, b in sorted(cfg.tenants.items()):
-            hours, dim = used.get(tenant, (Decimal(0), Dim.PROJECT))
-            if hours >= b.card_hours * b.warn_at and b.recipients:
-                ctx = {
-                    "tenant": tenant,
-                    "level": "domain" if dim is Dim.DOMAIN else "project",
-                    "used": hours,
-                    "budget": b.card_hours,
-                    "share": hours / b.card_hours,
-                    "threshold": b.warn_at,
-                    "month": start,
-                }
-                out.append(_to(cfg, "tenant_budget", f"{tenant}@{month}", b.recipients, ctx))
-    if cfg.user_card_hours or cfg.default_user_card_hours is not None:
-        for ln in build(conn, start, end, Dim.USER).lines:
-            quota = cfg.user_card_hours.get(ln.key, cfg.default_user_card_hours)
-            if not quota or ln.card_hours < quota * cfg.user_warn_at:
-                continue
-            ctx = {
-                "user": ln.key,
-                "used": ln.card_hours,
-                "budget": quota,
-                "share": ln.card_hours / quota,
-                "month": start,
-            }
-            out.append(
-                Condition(
-                    "user_quota",
-                    f"{ln.key}@{month}",
-                    (cfg.address(ln.key),),
-                    ctx,
-                    (cfg.mail.user_language(ln.key),),
-                )
-            )
-    return out
-
-
-def pool_conditions(
-    nodes: Iterable[Node], cfg: AlertConfig, pending: Mapping[str, int] | None = None
-) -> list[Condition]:
-    """Pools (partitions) where no whole GPU or NPU is free; a card with any shard taken is
-    not free."""
-    if not cfg.pools or not cfg.platform_admins:
-        return []
-    totals: dict[tuple[str, str], list[int]] = {}
-    for n in nodes:
-        if not n.available:
-            continue
-        gpus = n.gres_total("gpu")
-        spg = (n.gres_total("shard") // gpus) if gpus else 0
-        shard_cards = math.ceil(n.gres_in_use("shard") / spg) if spg else 0
-        for p in n.partitions:
-            for kind, total, used in (
-                ("GPU", gpus, n.gres_in_use("gpu") + shard_cards),
-                ("NPU", n.gres_total("npu"), n.gres_in_use("npu")),
-            ):
-                if total:
-                    acc = totals.setdefault((p, kind), [0, 0])
-                    acc[0] += total
-                    acc[1] += min(used, total)
-    out = []
-    for (pool, kind), (total, used) in sorted(totals.items()):
-        if used >= total:
-            ctx = {
-                "pool": pool,
-                "kind": kind,
-                "used": used,
-                "total": total,
-                "pending": (pending or {}).get(pool, 0),
-            }
-            out.append(_to(cfg, "pool_exhausted", f"{pool}/{kind}", cfg.platform_admins, ctx))
-    return out
-
-
-# ---------------------------------------------------------------------- episodes
-def process(
-    engine: Engine,
-    mailer: Mailer,
-    holding: Sequence[Condition],
-    now: datetime,
-    kinds: Iterable[str] = KINDS,
-    *,
-    site: str = "AIPool",
-) -> list[Mail]:
-    """Open episodes (and mail, one per language of the recipients) for new conditions,
-    close those of ``kinds`` that stopped holding. One transaction: a failed send leaves the
-    episodes unopened, to try again."""
-    kinds = tuple(kinds)
-    sent: list[Mail] = []
-    with engine.begin() as conn:
-        rows = conn.execute(
-            select(AlertEpisode.id, AlertEpisode.kind, AlertEpisode.subject).where(
-                AlertEpisode.closed_at.is_(None), AlertEpisode.kind.in_(kinds)
-            )
-        ).all()
-        open_ = {(r.kind, r.subject): r.id for r in rows}
-        now_holding = {(c.kind, c.subject) for c in holding}
-        ended = [i for key, i in open_.items() if key not in now_holding]
-        if ended:
-            conn.execute(
-                update(AlertEpisode).where(AlertEpisode.id.in_(ended)).values(closed_at=now)
-            )
-        for c in holding:
-            if (c.kind, c.subject) in open_:
-                continue
-            for lang, to in c.by_language().items():
-                context = {**c.context, "site": site}
-                sent.append(Mail(to, *TEMPLATES.render(c.kind, context, lang)))
-            conn.execute(
-                AlertEpisode.__table__.insert().values(  # type: ignore[attr-defined]
-                    kind=c.kind,
-                    subject=c.subject,
-                    opened_at=now,
-                    recipients=",".join(c.recipients)[:1024],
-                )
-            )
-        mailer.send(sent)
-    return sent
-
-
 def monthly_report_mails(
     conn: Connection, cfg: AlertConfig, month: datetime, brand: Brand | None = None
 ) -> list[Mail]:
@@ -328,8 +211,7 @@ def monthly_report_mails(
     name = start.strftime("%Y-%m")
     context = {"month": start, "total": rep.total, "site": brand.name}
     mails = []
-    readers = _to(cfg, "monthly_report", name, cfg.report_recipients, {})
-    for lang, to in readers.by_language().items():
+    for lang, to in by_language(cfg.report_recipients, cfg.mail.language).items():
         subject, body = TEMPLATES.render("monthly_report", context, lang)
         pdf = (f"aipool-usage-{name}-{lang}.pdf", to_pdf(rep, lang, brand), "application/pdf")
         mails.append(Mail(to, subject, body, (pdf,)))

@@ -138,3 +138,7 @@ TABLES = [
 from accounting.billing_models import BILLING_TABLES  # noqa: E402
 
 TABLES += BILLING_TABLES
+
+from accounting.alert_models import ALERT_TABLES  # noqa: E402
+
+TABLES += ALERT_TABLES

@@ -18,6 +18,7 @@ from sqlalchemy.engine import make_url
 from werkzeug.routing import BaseConverter, IntegerConverter
 
 from portal import (
+    alerts,
     audit,
     clusters,
     config,
@@ -60,6 +61,7 @@ RESOURCES: tuple[Callable[[Flask, Api], None], ...] = (
     registry.register,
     inference.register,
     clusters.register,
+    alerts.register,
 )
 
 

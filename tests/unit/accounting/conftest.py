@@ -1,16 +1,26 @@
 """An accounting database per test: SQLite with accounting's tables from its own migrations
-(migrated once per session, copied per test). Nothing of the portal."""
+(migrated once per session, copied per test). Nothing of the portal. A real SMTP server
+(aiosmtpd) for the tests that mail, and a webhook receiver on loopback for the alert tests."""
 
 from __future__ import annotations
 
+import email
+import email.policy
 import shutil
+import socket
+import threading
 from collections.abc import Iterator
+from email.message import Message
 from pathlib import Path
+from typing import Any
 
 import pytest
+from aiosmtpd.controller import Controller
 from sqlalchemy import Engine, create_engine
 
 from accounting import migrate
+from slurm_plugins.common.mail import Mailer, SmtpSettings
+from tests.unit.accounting.receivers import Receiver
 
 
 @pytest.fixture(scope="session")
@@ -30,3 +40,54 @@ def engine(migrated_db: Path, tmp_path: Path) -> Iterator[Engine]:
     eng = create_engine(f"sqlite:///{path}")
     yield eng
     eng.dispose()
+
+
+class Inbox:
+    def __init__(self) -> None:
+        self.mails: list[tuple[list[str], Message]] = []
+
+    async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
+        # the default policy decodes headers (a Chinese subject comes RFC 2047-encoded)
+        msg = email.message_from_bytes(envelope.content, policy=email.policy.default)
+        self.mails.append((list(envelope.rcpt_tos), msg))
+        return "250 OK"
+
+    def take(self) -> list[tuple[list[str], Message]]:
+        out, self.mails = self.mails, []
+        return out
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture
+def smtp() -> Iterator[tuple[Inbox, Mailer]]:
+    inbox = Inbox()
+    port = free_port()
+    ctl = Controller(inbox, hostname="127.0.0.1", port=port)
+    ctl.start()
+    try:
+        yield inbox, Mailer(SmtpSettings("127.0.0.1", port, "aipool@example.org"))
+    finally:
+        ctl.stop()
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[Receiver]:
+    srv = Receiver()
+    thread = threading.Thread(target=srv.serve_forever, daemon=True)
+    thread.start()
+    yield srv
+    srv.shutdown()
+    srv.server_close()
+
+
+@pytest.fixture
+def receiver(server: Receiver) -> Receiver:
+    server.requests.clear()
+    server.script.clear()
+    server.samples = []
+    return server

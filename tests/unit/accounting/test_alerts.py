@@ -1,37 +1,27 @@
-"""Alerts through a real SMTP server (aiosmtpd, started here): once per episode, to the right
-people, with the right content; the idle reaper's stops mail the job's owner; the monthly
-report goes out as a PDF."""
+"""Alerts through a real SMTP server (aiosmtpd, started here): the alert keys that came before
+rules, read as rules, fire once per episode to the right people with the right content and
+recover once; the idle reaper's stops mail the job's owner; the monthly report goes out as a
+PDF."""
 
 from __future__ import annotations
 
-import email
-import email.policy
-import socket
-from collections.abc import Iterator
-from dataclasses import replace
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
-from decimal import Decimal
 from email.message import Message
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from aiosmtpd.controller import Controller
 from sqlalchemy import Engine, select
 
-from accounting.alerts import (
-    AlertConfigError,
-    Budget,
-    load_config,
-    monthly_report_mails,
-    pool_conditions,
-    process,
-    quota_conditions,
-)
+from accounting.alert_delivery import Deliverer
+from accounting.alert_eval import Facts, observe, pool_facts, run_rules, usage_facts
+from accounting.alert_models import AlertDelivery, AlertState
+from accounting.alerts import AlertConfig, AlertConfigError, load_config, monthly_report_mails
 from accounting.ingest import ingest
 from accounting.meter import NodeCards, Topology, meter
-from accounting.models import AlertEpisode
+from accounting.report import month_start
 from slurm_plugins.client.models import Gres, Node, NodeState, Tres
 from slurm_plugins.common.errors import ConfigError
 from slurm_plugins.common.mail import Mail, Mailer, MailError, SmtpSettings, compose
@@ -39,45 +29,13 @@ from slurm_plugins.common.notify import EmailSink, MultiSink, Notification
 from slurm_plugins.policy.config import DaemonConfig, parse_config
 from slurm_plugins.policy.daemon import notifier_for
 from tests.unit.accounting.builders import acct
+from tests.unit.accounting.conftest import Inbox, free_port
 
 NOW = datetime(2026, 11, 20, 12, tzinfo=UTC)
 TOPO = Topology(
     nodes={"gpu1": NodeCards("a100", 32)},
     domains={"nlp": "research", "vision": "research", "cs101": "teaching"},
 )
-
-
-class Inbox:
-    def __init__(self) -> None:
-        self.mails: list[tuple[list[str], Message]] = []
-
-    async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
-        # the default policy decodes headers (a Chinese subject comes RFC 2047-encoded)
-        msg = email.message_from_bytes(envelope.content, policy=email.policy.default)
-        self.mails.append((list(envelope.rcpt_tos), msg))
-        return "250 OK"
-
-    def take(self) -> list[tuple[list[str], Message]]:
-        out, self.mails = self.mails, []
-        return out
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@pytest.fixture
-def smtp() -> Iterator[tuple[Inbox, Mailer]]:
-    inbox = Inbox()
-    port = _free_port()
-    ctl = Controller(inbox, hostname="127.0.0.1", port=port)
-    ctl.start()
-    try:
-        yield inbox, Mailer(SmtpSettings("127.0.0.1", port, "aipool@example.org"))
-    finally:
-        ctl.stop()
 
 
 CONFIG = {
@@ -104,16 +62,40 @@ def used(engine: Engine) -> Engine:
     return engine
 
 
+def cycle(  # noqa: PLR0917 (a test's shorthand)
+    engine: Engine,
+    cfg: AlertConfig,
+    mailer: Mailer,
+    nodes: Iterable[Node] = (),
+    pending: Mapping[str, int] | None = None,
+    now: datetime = NOW,
+) -> list[str]:
+    """One evaluation of the configuration's rules, without waits between retries."""
+    with engine.connect() as conn:
+        facts = Facts(month_start(now), usage_facts(conn, now), pool_facts(nodes, pending))
+    deliver = Deliverer(
+        engine,
+        cfg.channels,
+        mailer,
+        cfg.mail,
+        platform_admins=cfg.platform_admins,
+        sleep=lambda _s: None,
+    )
+    return run_rules(engine, cfg.rules, facts, deliver, now, site=cfg.mail.site_name)
+
+
 def test_quota_alerts_go_out_once_per_episode(used: Engine, smtp: tuple[Inbox, Mailer]) -> None:
     inbox, mailer = smtp
     cfg = load_config(CONFIG)
+    assert [r.name for r in cfg.rules] == [
+        "budget:cs101",
+        "budget:research",
+        "user_quota",
+        "pool_exhausted:GPU",
+        "pool_exhausted:NPU",
+    ]
 
-    def cycle(c: Any = cfg) -> None:
-        with used.connect() as conn:
-            holding = quota_conditions(conn, c, NOW)
-        process(used, mailer, holding, NOW)
-
-    cycle()
+    cycle(used, cfg, mailer)
     mails = {m["Subject"]: (to, m) for to, m in inbox.take()}
     assert set(mails) == {
         "AIPool: research has used 90.0% of its 5.00 card-hours in Nov 2026",
@@ -127,29 +109,45 @@ def test_quota_alerts_go_out_once_per_episode(used: Engine, smtp: tuple[Inbox, M
     to, _ = mails["AIPool: you have used 4.00 of your 3.00 card-hours in Nov 2026"]
     assert to == ["alice@example.org"]
 
-    cycle()
-    cycle()
+    cycle(used, cfg, mailer)
+    cycle(used, cfg, mailer)
     assert inbox.take() == []  # still holding: same episode, no mail
 
-    relaxed = replace(
-        cfg,
-        tenants={"research": Budget(Decimal(50), Decimal("0.8"), ("erin@example.org",))},
+    relaxed = load_config(
+        {
+            **CONFIG,
+            "tenants": {
+                **CONFIG["tenants"],
+                "research": {"card_hours": 50, "warn_at": 0.8, "recipients": ["erin@example.org"]},
+            },
+        }
     )
-    cycle(relaxed)  # research under its threshold: the episode closes
+    cycle(used, relaxed, mailer)  # research under its threshold: one recovery message
+    ((to, msg),) = inbox.take()
+    assert to == ["erin@example.org"]
+    assert msg["Subject"] == "AIPool: budget:research has recovered"
+    assert "no longer holds for research" in _text(msg)
+    cycle(used, relaxed, mailer)
     assert inbox.take() == []
-    cycle()  # over again: a new episode, a new mail
+    cycle(used, cfg, mailer)  # over again: a new episode, a new mail
     assert [m["Subject"] for _, m in inbox.take()] == [
         "AIPool: research has used 90.0% of its 5.00 card-hours in Nov 2026"
     ]
     with used.connect() as conn:
-        episodes = conn.execute(
-            select(AlertEpisode.subject, AlertEpisode.closed_at)
-            .where(AlertEpisode.kind == "tenant_budget")
-            .order_by(AlertEpisode.id)
+        sent = conn.execute(
+            select(AlertDelivery.subject, AlertDelivery.kind, AlertDelivery.ok)
+            .where(AlertDelivery.rule == "budget:research")
+            .order_by(AlertDelivery.id)
         ).all()
-    assert [(s, c is None) for s, c in episodes] == [
-        ("research@2026-11", False),
-        ("research@2026-11", True),
+        states = conn.execute(select(AlertState.rule, AlertState.state)).all()
+    assert [tuple(r) for r in sent] == [
+        ("research", "fire", True),
+        ("research", "recover", True),
+        ("research", "fire", True),
+    ]
+    assert sorted(tuple(r) for r in states) == [
+        ("budget:research", "firing"),
+        ("user_quota", "firing"),
     ]
 
 
@@ -170,9 +168,11 @@ def test_an_exhausted_pool_alerts_the_platform_admins(
     cfg = load_config(CONFIG)
     # 3 whole GPUs and one shard on the fourth card: nothing whole is left
     full = [_gpu_node("gpu1", 3, 1), _gpu_node("gpu2", 4, 0)]
-    assert pool_conditions([_gpu_node("gpu1", 3, 0)], cfg) == []
-    process(engine, mailer, pool_conditions(full, cfg, {"gpu": 7}), NOW)
-    process(engine, mailer, pool_conditions(full, cfg, {"gpu": 9}), NOW)
+    (rule,) = [r for r in cfg.rules if r.name == "pool_exhausted:GPU"]
+    one_free = observe(rule, Facts(NOW, pools=pool_facts([_gpu_node("gpu1", 3, 0)])))
+    assert [(o.subject, o.value, rule.holds(o.value)) for o in one_free] == [("gpu/GPU", 1, False)]
+    cycle(engine, cfg, mailer, full, {"gpu": 7})
+    cycle(engine, cfg, mailer, full, {"gpu": 9})
     (to, msg), *rest = inbox.take()
     assert rest == []
     assert to == ["ops@example.org"]
@@ -228,14 +228,20 @@ def _text(msg: Message) -> str:
 
 
 def test_a_failed_send_opens_no_episode(used: Engine) -> None:
-    mailer = Mailer(SmtpSettings("127.0.0.1", _free_port(), "aipool@example.org", timeout_s=2))
-    cfg = load_config(CONFIG)
+    """No SMTP server: each mail is tried three times, each try recorded, and the episode
+    stays pending, to fire when a send succeeds."""
+    mailer = Mailer(SmtpSettings("127.0.0.1", free_port(), "aipool@example.org", timeout_s=2))
+    cfg = load_config({**CONFIG, "users": {}})
+    assert cycle(used, cfg, mailer) == ["not delivered budget:research research"]
     with used.connect() as conn:
-        holding = quota_conditions(conn, cfg, NOW)
-    with pytest.raises(MailError, match="failed"):
-        process(used, mailer, holding, NOW)
-    with used.connect() as conn:
-        assert conn.execute(select(AlertEpisode)).all() == []
+        tries = conn.execute(
+            select(AlertDelivery.channel, AlertDelivery.attempt, AlertDelivery.ok)
+        ).all()
+        error = conn.scalar(select(AlertDelivery.error))
+        states = conn.execute(select(AlertState.subject, AlertState.state)).all()
+    assert [tuple(t) for t in tries] == [("mail:research", n, False) for n in (1, 2, 3)]
+    assert "failed" in str(error)
+    assert [tuple(s) for s in states] == [("research", "pending")]
 
 
 @pytest.mark.parametrize(
@@ -315,8 +321,7 @@ def test_each_reader_gets_the_alert_in_their_language(
     cfg = load_config(
         {**CONFIG, "tenants": two, "locale": "zh_CN", "languages": {"alice": "en"}}
     ).with_saved_languages({"ops@example.org": "en"})
-    with used.connect() as conn:
-        process(used, mailer, quota_conditions(conn, cfg, NOW), NOW)
+    cycle(used, cfg, mailer)
     mails = {tuple(to): m for to, m in inbox.take()}
     assert set(mails) == {("erin@example.org",), ("ops@example.org",), ("alice@example.org",)}
     zh = mails[("erin@example.org",)]
@@ -335,7 +340,7 @@ def test_a_chinese_pool_alert(engine: Engine, smtp: tuple[Inbox, Mailer]) -> Non
     inbox, mailer = smtp
     cfg = load_config({**CONFIG, "locale": "zh_CN"})
     full = [_gpu_node("gpu1", 4, 0)]
-    process(engine, mailer, pool_conditions(full, cfg, {"gpu": 1}), NOW)
+    cycle(engine, cfg, mailer, full, {"gpu": 1})
     ((to, msg),) = inbox.take()
     assert to == ["ops@example.org"]
     assert msg["Subject"] == "AIPool：资源池 gpu 已无空闲 GPU 卡"

@@ -7,10 +7,11 @@ from pathlib import Path
 
 from sqlalchemy import Engine, select
 
+from accounting.alert_models import AlertDelivery, AlertState
 from accounting.alerts import load_config
 from accounting.cli import alert_cycle
 from accounting.ingest import import_from_slurm
-from accounting.models import AlertEpisode, IngestState, UsageRecord
+from accounting.models import IngestState, UsageRecord
 from slurm_plugins.client import SlurmClient
 from slurm_plugins.client.runner import Completed, ReplayRunner
 
@@ -67,6 +68,9 @@ def test_alert_dry_run_lists_what_holds_and_sends_nothing(engine: Engine) -> Non
     )
     lines = alert_cycle(engine, client, cfg, dry_run=True, now=now)
     # the recorded nodes have whole GPUs and NPUs free: no pool alert
-    assert lines == ["tenant_budget root@2026-11 -> acct@example.org (en)"]
+    ((line),) = lines
+    assert line.startswith("budget:root root = ")
+    assert line.endswith(" -> mail:root")
     with engine.connect() as conn:
-        assert conn.execute(select(AlertEpisode)).all() == []
+        assert conn.execute(select(AlertState)).all() == []
+        assert conn.execute(select(AlertDelivery)).all() == []

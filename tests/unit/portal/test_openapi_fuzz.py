@@ -38,6 +38,9 @@ RULES_IN_WORDS = {
     "POST /api/v1/jobs/spec": "the job spec's own schema (docs/jobspec.md)",
     "POST /api/v1/models/{model_id}/versions/import": "tag keys (propertyNames)",
     "PATCH /api/v1/models/{model_id}/versions/{number}": "tag keys (propertyNames)",
+    "POST /api/v1/alerts/rules": "the query's fields by kind, the scope by measure, channels",
+    "PUT /api/v1/alerts/rules/{name}": "the query's fields by kind, the scope by measure, channels",
+    "POST /api/v1/alerts/channels": "the fields each type of channel takes",
     "POST /api/v1/models/{model_id}/versions/{number}/fine-tune": "tag keys (propertyNames)",
 }
 # Operations that take If-Match: a generated ETag is not the object's version, so a

@@ -161,7 +161,18 @@ def _seed(env: Env) -> tuple[dict[str, str], dict[str, dict[str, str]], dict[str
         ),
     }
     headers = {"inference.Health": {"X-Service-Token": created[0]["token"]}}
+    hook = {"name": "ops", "type": "webhook", "url": "https://hooks.example.org/x"}
+    assert admin.post("/api/v1/alerts/channels", json=hook).status_code == 201
+    pools = {
+        "name": "pools",
+        "query": {"kind": "usage", "measure": "pool_free_cards"},
+        "comparator": "<=",
+        "threshold": 0,
+        "channels": ["ops"],
+    }
+    assert admin.post("/api/v1/alerts/rules", json=pools).status_code == 201
     by_endpoint = {
+        "alerts.OneRule": {"name": "pools"},
         "models.VersionFile": {"path": "config.json"},
         "usage.PricePlan": {"name": plans[0]["name"]},
         "usage_pages.bills": {"tenant": values["tenant"]},
