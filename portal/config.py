@@ -54,6 +54,14 @@ DEFAULTS: dict[str, Any] = {
     # a reset or deactivation (sessions are kept on the server)
     "SESSION_MAX_AGE_HOURS": 24,
     "API_TOKEN_DAYS": 90,
+    # the hosts a tenant admin's webhook channel may post to (platform admins: any): the
+    # robots of WeCom, DingTalk and Feishu/Lark; a site adds its own receivers here
+    "ALERT_WEBHOOK_HOSTS": [
+        "qyapi.weixin.qq.com",
+        "oapi.dingtalk.com",
+        "open.feishu.cn",
+        "open.larksuite.com",
+    ],
     # Slurm
     "SLURM_ENV": {},  # e.g. {"SLURM_CONF": "/tmp/aipool-lab/etc/slurm.conf"}
     "SLURM_REST_URL": None,  # e.g. http://127.0.0.1:6820

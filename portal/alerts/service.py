@@ -15,7 +15,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import urlsplit
 
+from flask import current_app
 from sqlalchemy import ColumnElement, and_, delete, false, or_, select
 from sqlalchemy.orm import Session
 
@@ -247,6 +249,8 @@ def create_channel(session: Session, access: Access, data: Mapping[str, Any]) ->
     _refuse(session, access, level, name)
     if channel.urgent and not access.platform_admin:
         raise Forbidden(gettext("Only platform admins may mark a channel urgent."))
+    if channel.url and not access.platform_admin:
+        _check_webhook_host(channel.url)
     if session.scalar(select(AlertChannelRow.id).where(AlertChannelRow.name == channel.name)):
         raise Conflict(gettext("A channel named %(name)s exists.", name=channel.name))
     row = AlertChannelRow(
@@ -268,6 +272,25 @@ def create_channel(session: Session, access: Access, data: Mapping[str, Any]) ->
     )
     session.commit()
     return _channel_out(row)
+
+
+def _check_webhook_host(url: str) -> None:
+    """A tenant admin's webhook goes only to the site's allowed hosts: the scheduler posts
+    from inside the site's network, so a free URL would let a tenant reach internal services."""
+    host = (urlsplit(url).hostname or "").lower()
+    allowed = [h.lower() for h in current_app.config.get("ALERT_WEBHOOK_HOSTS", [])]
+    if host not in allowed:
+        raise ValidationFailed(
+            {
+                "url": [
+                    gettext(
+                        "Webhooks may go only to these hosts: %(hosts)s. A platform admin may "
+                        "add a channel to another host.",
+                        hosts=", ".join(allowed) or "-",
+                    )
+                ]
+            }
+        )
 
 
 def delete_channel(session: Session, access: Access, name: str) -> None:

@@ -147,6 +147,18 @@ def test_plain_users_and_tenant_admins_may_not_make_platform_or_metric_rules(
     assert erin.post(f"{API}/channels", json=urgent).status_code == 403
 
 
+def test_a_tenant_admins_webhook_goes_only_to_the_sites_allowed_hosts(alerting: Env) -> None:
+    """The scheduler posts from inside the site: a tenant may not aim it at an internal host."""
+    erin, admin = alerting.api("erin"), alerting.api("admin")
+    inside = channel("inside", "domain", "research", type="webhook", url="http://127.0.0.1:8080/x")
+    inside.pop("secret")
+    res = erin.post(f"{API}/channels", json=inside)
+    assert res.status_code == 422
+    assert "oapi.dingtalk.com" in str(res.json["errors"]["json"]["url"])
+    assert "inside" not in names(erin.get(f"{API}/channels"))
+    assert admin.post(f"{API}/channels", json=inside).status_code == 201
+
+
 def test_credentials_are_masked_in_every_answer(alerting: Env) -> None:
     admin = alerting.api("admin")
     listed = admin.get(f"{API}/channels")
