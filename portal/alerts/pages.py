@@ -16,7 +16,7 @@ from wtforms.validators import DataRequired, Length
 
 from portal.alerts import service
 from portal.alerts.schemas import ChannelIn, RuleIn
-from portal.errors import DomainError, ValidationFailed
+from portal.errors import DomainError, Forbidden, ValidationFailed
 from portal.i18n import gettext, lazy_gettext, translate_messages
 from portal.web import current_access, session
 
@@ -53,6 +53,10 @@ class DeleteForm(FlaskForm):
 def _page(form: DocumentForm | None = None, errors: Any = None, status: int = 200) -> Any:
     access = current_access()
     s = session()
+    if not service.manages_alerts(s, access):
+        raise Forbidden(
+            gettext("You may manage alerts only for the domains and projects you administer.")
+        )
     rules = service.rules(s, access)
     return render_template(
         "alerts/index.html",

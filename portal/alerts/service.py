@@ -65,6 +65,11 @@ def _tenants(session: Session, access: Access) -> tuple[set[str], set[str]]:
     return domains, projects
 
 
+def manages_alerts(session: Session, access: Access) -> bool:
+    """Whether the caller administers any scope alerts can be set for (the page's guard)."""
+    return access.platform_admin or any(_tenants(session, access))
+
+
 def _may(session: Session, access: Access, level: str, name: str) -> bool:
     if access.platform_admin:
         return True

@@ -93,6 +93,7 @@ PAGES: tuple[Page, ...] = (
     Page("role-new", "roles_pages.new", _ids("/roles/new"), PLATFORM),
     Page("clusters", "clusters_pages.index", _ids("/clusters"), ADMINS),
     Page("audit", "audit_pages.index", _ids("/audit"), ADMINS),
+    Page("alerts", "alerts_pages.index", _ids("/alerts"), MANAGERS),
 )
 #: pages seen before signing in
 ANONYMOUS = (Page("login", "identity_pages.login", _ids("/login")),)

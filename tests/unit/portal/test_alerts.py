@@ -262,6 +262,7 @@ def test_the_page_lists_rules_with_state_and_saves_yaml(alerting: Env) -> None:
     _deliveries(alerting)
     client = login(alerting, "erin")
     page = client.get("/alerts").get_data(as_text=True)
+    assert login(alerting, "alice").get("/alerts").status_code == 403  # manages nothing
     assert 'id="rule-nlp-budget" data-state="firing"' in page
     assert "cs101-budget" not in page  # tina's
     assert "research-bot" in page
