@@ -14,6 +14,8 @@ from aipool.backup.manifest import CONFIG_PREFIX, FILES_PREFIX, Manifest, Refere
 from aipool.backup.site import Site
 from translations import N_, Message
 
+_ENGINES = {"sqlite": "SQLite", "postgresql": "PostgreSQL"}
+
 
 @dataclass(frozen=True, slots=True)
 class Options:
@@ -57,6 +59,13 @@ def _preflight(manifest: Manifest, site: Site, options: Options) -> None:
             ours=site.cluster,
         )
     if "portal_db" in manifest.parts and site.database_url:
+        kind = "sqlite" if dump.is_sqlite(site.database_url) else "postgresql"
+        if manifest.parts["portal_db"]["kind"] != kind:
+            raise error(
+                N_("The archive's database is %(theirs)s; this site runs %(ours)s."),
+                theirs=_ENGINES.get(manifest.parts["portal_db"]["kind"], "?"),
+                ours=_ENGINES[kind],
+            )
         if site.portal_running():
             raise error(N_("The portal is running: stop it before restoring its database."))
         if dump.database_has_tables(site.database_url) and not options.force:
@@ -81,13 +90,15 @@ def _preflight(manifest: Manifest, site: Site, options: Options) -> None:
 
 def _portal_db(manifest: Manifest, site: Site, staging: Path) -> list[Message]:
     part = manifest.parts.get("portal_db")
-    if not part or not site.database_url:
+    if not part:
         return []
+    if not site.database_url:
+        return [Message.of(N_("Left the portal's database out: this site names none."))]
     copy = staging / part["member"]
-    if part["kind"] == "sqlite":
-        if not dump.is_sqlite(site.database_url):
-            raise error(N_("The archive holds an SQLite database; this site runs PostgreSQL."))
-        dump.sqlite_restore(copy, dump.sqlite_path(site.database_url), site.owner)
+    if part["kind"] == "sqlite":  # the site's kind: checked before the first change
+        target = dump.sqlite_path(site.database_url)
+        _make_dirs(target.parent, site.owner)
+        dump.sqlite_restore(copy, target, site.owner)
     else:
         dump.pg_restore(site.database_url, copy)
     for member, target in site.data_keys:
@@ -99,8 +110,10 @@ def _portal_db(manifest: Manifest, site: Site, staging: Path) -> list[Message]:
 
 def _slurmdbd(manifest: Manifest, site: Site, staging: Path) -> list[Message]:
     part = manifest.parts.get("slurmdbd")
-    if not part or not site.slurmdbd_conf or site.dbd is None:
+    if not part:
         return []
+    if not site.slurmdbd_conf or site.dbd is None:
+        return [Message.of(N_("Left slurmdbd's database out, as asked."))]
     storage = dump.DbdStorage.read(site.slurmdbd_conf)
     site.dbd.stop()
     try:

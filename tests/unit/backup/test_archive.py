@@ -339,3 +339,30 @@ def test_gzip_of_the_archive_is_readable_by_standard_tools(made: Path) -> None:
         assert f.read(512)  # plain tar.gz: `tar tzf` lists it
     names = [i.name for i, _ in _members(made)]
     assert names[-2:] == [MANIFEST, CHECKSUM]
+
+
+def test_config_in_place_and_parts_left_out(made: Path, tmp_path: Path) -> None:
+    """``--config`` writes the configuration back where it was taken from; a site that names
+    no database leaves that part out and says so."""
+    etc = tmp_path / "source" / "etc"
+    (etc / "slurm.conf").write_text("ClusterName=changed\n")
+    (etc / "admission" / "table.lua").unlink()
+    bare = _site(tmp_path / "bare", database_url=None)
+    done = [str(d) for d in restore.restore(made, bare, restore.Options(config_in_place=True))]
+    assert "Left the portal's database out: this site names none." in done
+    assert f"Restored the configuration in place: {etc}." in done
+    assert (etc / "slurm.conf").read_text() == "ClusterName=aipool\n"
+    assert (etc / "admission" / "table.lua").read_text() == "return {}\n"
+    assert (tmp_path / "bare" / "models" / "1" / "1" / "weights.bin").is_file()
+
+
+def test_files_by_reference_are_counted_on_restore(source: Site, tmp_path: Path) -> None:
+    path = _create(source, tmp_path / "refs", include_files=False)
+    (tmp_path / "source" / "datasets" / "3" / "v1" / "a.csv").write_text("changed\n")
+    done = [
+        str(d) for d in restore.restore(path, replace(source, database_url=None), restore.Options())
+    ]
+    assert (
+        "The archive names 2 files by reference: 1 are in place and match, "
+        "1 are missing or changed." in done
+    )
