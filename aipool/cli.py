@@ -149,6 +149,7 @@ def demo(wait: bool) -> None:
 def _mount() -> None:
     """The packages' own command groups, under one ``aipool``."""
     from accounting.cli import accounting
+    from aipool.backup.cli import backup
     from gres.cli import cli as gres_cli
     from jobspec.cli import COMMANDS as job_commands
     from portal.cli import portal
@@ -173,6 +174,7 @@ def _mount() -> None:
     main.add_command(node_cli, name="node")
     main.add_command(accounting)
     main.add_command(reconcile_cli, name="reconcile")
+    main.add_command(backup)
 
 
 _mount()
