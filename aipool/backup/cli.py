@@ -177,6 +177,9 @@ def create_cmd(include_files: bool, to: Path, **opts: Any) -> None:
         ),
         opts["locale"],
     )
+    if left := manifest.parts.get("config_unreadable"):
+        msg = N_("Left out, not readable by this user: %(files)s.")
+        _say(Message.of(msg, files=", ".join(left)), opts["locale"])
 
 
 @backup.command("verify")

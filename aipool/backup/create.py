@@ -82,8 +82,17 @@ def create(
             entries.append(Entry(SLURMDBD_SQL, staging / "slurmdbd.sql"))
             parts["slurmdbd"] = {"member": SLURMDBD_SQL, "database": storage.database}
         parts["config"] = {label: str(d) for label, d in site.config_dirs}
+        unreadable: list[str] = []
         for label, d in site.config_dirs:
-            entries += [Entry(f"{CONFIG_PREFIX}{label}/{rel}", p) for rel, p in walk(d)]
+            for rel, p in walk(d):
+                # the service user's backup cannot read root's secrets (slurmdbd.conf, the JWT
+                # key): the manifest names them, the site keeps them by its own means
+                if os.access(p, os.R_OK):
+                    entries.append(Entry(f"{CONFIG_PREFIX}{label}/{rel}", p))
+                else:
+                    unreadable.append(f"{label}/{rel}")
+        if unreadable:
+            parts["config_unreadable"] = unreadable
         references: list[Reference] = []
         for label, d in site.stores:
             for rel, path in walk(d):

@@ -159,7 +159,10 @@ class DbdStorage:
             text = conf.read_text()
         except PermissionError:
             raise error(
-                N_("%(path)s is readable by root only: run this as root (docs/backup.md)."),
+                N_(
+                    "%(path)s cannot be read by this user: name a file of the backup's "
+                    "read-only account with --slurmdbd-conf, or run this as root (docs/backup.md)."
+                ),
                 path=conf,
             ) from None
         except OSError as exc:

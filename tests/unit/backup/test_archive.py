@@ -7,6 +7,7 @@ from __future__ import annotations
 import datetime as dt
 import gzip
 import hashlib
+import os
 import io
 import json
 import sqlite3
@@ -138,6 +139,21 @@ def test_files_by_reference_carry_path_size_and_checksum(source: Site, tmp_path:
     csv = refs[("datasets", "3/v1/a.csv")]
     assert (csv.size, csv.sha256) == (8, hashlib.sha256(b"x,y\n1,2\n").hexdigest())
     assert m.parts["files"]["included"] is False
+
+
+def test_configuration_the_user_cannot_read_is_named_not_fatal(
+    source: Site, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The service user's backup cannot read root's secrets: they are left out and named
+    (the tests run as root, who reads everything, so the access check answers as a user's)."""
+    secret = source.config_dirs[0][1] / "portal_secret"
+    real = os.access
+    monkeypatch.setattr(os, "access", lambda p, mode: Path(p) != secret and real(p, mode))
+    path = _create(source, tmp_path / "user")
+    m = archive.verify(path).manifest
+    assert m.member("config/etc/portal_secret") is None
+    assert m.member("config/etc/slurm.conf") is not None
+    assert m.parts["config_unreadable"] == ["etc/portal_secret"]
 
 
 def test_restore_brings_back_database_files_and_secret(
