@@ -7,9 +7,9 @@ from __future__ import annotations
 import datetime as dt
 import gzip
 import hashlib
-import os
 import io
 import json
+import os
 import sqlite3
 import tarfile
 from collections.abc import Callable, Iterator
