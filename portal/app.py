@@ -29,6 +29,7 @@ from portal import (
     inference,
     jobs,
     labelling,
+    metrics,
     nodes,
     quotas,
     registry,
@@ -60,6 +61,7 @@ RESOURCES: tuple[Callable[[Flask, Api], None], ...] = (
     registry.register,
     inference.register,
     clusters.register,
+    metrics.register,
 )
 
 
