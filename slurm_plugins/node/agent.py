@@ -1,5 +1,5 @@
-"""One pass of the node agent: sample, write the samples, publish the cards to the
-metrics, write the health report. The command (:mod:`slurm_plugins.node.cli`) repeats it."""
+"""One pass of the node agent: sample, write the samples, write the health report, publish
+what the pass read to the metrics. The command (:mod:`slurm_plugins.node.cli`) repeats it."""
 
 from __future__ import annotations
 
@@ -8,8 +8,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from slurm_plugins.node.health import HealthReporter, report_health
-from slurm_plugins.node.metrics import CardView, NodeMetrics
+from gres.probe import DeviceHealth
+from slurm_plugins.node.health import HealthReporter
+from slurm_plugins.node.metrics import CardView, HostReading, NodeMetrics, read_host
+from slurm_plugins.node.report import write_report
 from slurm_plugins.node.samples import write_samples
 from slurm_plugins.node.sources import Source
 
@@ -25,13 +27,19 @@ class Agent:
     metrics: NodeMetrics | None = None
     cluster: str = "default"
     clock: Callable[[], float] = field(default=time.time)
+    #: the node's own figures for the metrics (psutil)
+    host: Callable[[], HostReading] = field(default=read_host)
 
     def run_once(self) -> int:
         """One pass; returns how many job samples it wrote."""
         samples = self.source.sample()
         write_samples(self.out, self.node, samples, self.clock())
-        if self.metrics is not None:  # the cards the sampling just read, for the next scrape
-            self.metrics.saw(CardView(self.cluster, self.node, self.source.devices))
+        health: tuple[DeviceHealth, ...] = ()
         if self.reporter is not None:
-            report_health(self.out, self.reporter)
+            report = self.reporter.report()
+            write_report(self.out, report)
+            health = report.devices
+        if self.metrics is not None:  # what this pass read, for the scrapes until the next
+            view = CardView(self.cluster, self.node, self.source.devices, health, self.host())
+            self.metrics.saw(view)
         return len(samples)

@@ -13,7 +13,8 @@ from slurm_plugins.common.metrics import SnapshotCollector, registry_of
 
 BOUNDED = {
     "cluster", "partition", "node", "kind", "model", "tenant", "qos", "policy", "state",
-    "phase", "type", "endpoint", "method", "status", "card", "outcome", "le",
+    "phase", "type", "endpoint", "method", "status", "card", "outcome", "le", "mode",
+    "device", "mount", "check",
 }  # fmt: skip
 UNITS = ("_seconds", "_bytes", "_ratio", "_celsius", "_watts", "_cards")
 
