@@ -38,6 +38,10 @@ class LabPorts:
     slurmrestd: int = 6820
     slurmd_base: int = 17001
     mariadb: int = 13306
+    # /metrics of the AIPool services (aipool/lab/prometheus.py): the policy daemon's, and
+    # one per node agent from the base on, in the inventory's order
+    policy_metrics: int = 9101
+    agent_metrics_base: int = 9111
 
     def shifted(self, offset: int) -> LabPorts:
         """Every port moved by ``offset``: a second lab on the same host."""
