@@ -103,3 +103,23 @@ def test_finished_jobs_do_not_count_and_an_unread_view_has_nothing() -> None:
     fams = {f.name: f for f in queue_families("c", [done], 0.0)}
     assert fams["aipool_jobs"].samples == []
     assert pool_families(None) == []
+
+
+def test_running_jobs_waits_are_their_submission_to_start() -> None:
+    at = datetime(2026, 11, 1, 8, 0, tzinfo=UTC)
+
+    def running(job_id: int, waited_s: int | None, qos: str = "normal") -> Job:
+        start = at.timestamp() + (waited_s or 0)
+        return Job(
+            job_id, "x", "u", "nlp", "gpu", qos, JobState.RUNNING,
+            submit_time=at,
+            start_time=datetime.fromtimestamp(start, UTC) if waited_s is not None else None,
+        )  # fmt: skip
+
+    jobs = [running(1, 30), running(2, 90), running(3, None), running(4, 600, "high")]
+    fam = check_scheme(queue_families("lab", jobs, at.timestamp() + 3600))
+    assert values(fam["aipool_jobs_running_waited_seconds"], tenant="nlp") == {
+        ("lab", "gpu", "high"): 600.0,
+        ("lab", "gpu", "normal"): 120.0,  # the job without a start time adds nothing
+    }
+    assert values(fam["aipool_jobs"], qos="normal", state="running") == {("lab", "gpu", "nlp"): 3}
