@@ -2,9 +2,10 @@
 
 ``aipool lab services up`` gives each service it starts a loopback address on the lab's own
 ports (:class:`~aipool.lab.config.LabPorts`, moved with the lab's port offset): the policy
-daemon ``policy_metrics`` (its configuration file, rendered here from the lab's, says so),
-each node agent ``agent_metrics_base`` + its place in the inventory (``--metrics``), and the
-portal its own port behind a scrape token. From the same addresses it renders a Prometheus
+daemon ``policy_metrics`` and the health checker ``health_metrics`` (their configuration
+file, rendered here from the lab's, says so), the accounting import ``accounting_metrics``
+and each node agent ``agent_metrics_base`` + its place in the inventory (``--metrics``), and
+the portal its own port behind a scrape token. From the same addresses it renders a Prometheus
 configuration, ``<root>/etc/prometheus/prometheus.yml``, with the shipped rules beside it:
 
     prometheus --config.file=<root>/etc/prometheus/prometheus.yml ...
@@ -33,7 +34,8 @@ PROMETHEUS_USER = "prometheus"
 SHIPPED_RULES = Path(__file__).resolve().parents[2] / "ops" / "prometheus" / "aipool.rules.yml"
 #: the lab's scrape interval: short, so that a change shows within seconds
 SCRAPE_INTERVAL = "5s"
-POLICY_JOB, NODE_JOB, PORTAL_JOB = "aipool-policy", "aipool-node", "aipool-portal"
+POLICY_JOB, HEALTH_JOB, NODE_JOB = "aipool-policy", "aipool-health", "aipool-node"
+ACCOUNTING_JOB, PORTAL_JOB = "aipool-accounting", "aipool-portal"
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +51,14 @@ def policy_address(cfg: LabConfig) -> str:
     return f"{cfg.address}:{cfg.ports.policy_metrics}"
 
 
+def health_address(cfg: LabConfig) -> str:
+    return f"{cfg.address}:{cfg.ports.health_metrics}"
+
+
+def accounting_address(cfg: LabConfig) -> str:
+    return f"{cfg.address}:{cfg.ports.accounting_metrics}"
+
+
 def agent_address(cfg: LabConfig, index: int) -> str:
     """The node agent of the ``index``-th node of the inventory."""
     return f"{cfg.address}:{cfg.ports.agent_metrics_base + index}"
@@ -57,11 +67,16 @@ def agent_address(cfg: LabConfig, index: int) -> str:
 def targets(
     cfg: LabConfig, nodes: tuple[str, ...], portal_port: int, *, daemons: bool
 ) -> tuple[Target, ...]:
-    """What the lab's services serve: the portal, and with ``daemons`` the policy daemon and
-    one node agent per node (``nodes`` in the inventory's order)."""
-    out = [Target("portal", PORTAL_JOB, f"{cfg.address}:{portal_port}")]
+    """What the lab's services serve: the portal and the accounting import, and with
+    ``daemons`` the policy daemon, the health checker and one node agent per node (``nodes``
+    in the inventory's order)."""
+    out = [
+        Target("portal", PORTAL_JOB, f"{cfg.address}:{portal_port}"),
+        Target("accounting-import", ACCOUNTING_JOB, accounting_address(cfg)),
+    ]
     if daemons:
         out.append(Target("policy-daemon", POLICY_JOB, policy_address(cfg)))
+        out.append(Target("health-checker", HEALTH_JOB, health_address(cfg)))
         out += [Target(f"agent-{n}", NODE_JOB, agent_address(cfg, i)) for i, n in enumerate(nodes)]
     return tuple(out)
 
@@ -148,11 +163,13 @@ def write_scrape_config(cfg: LabConfig, found: tuple[Target, ...]) -> Path:
 
 
 def policy_daemon_config(cfg: LabConfig) -> Path:
-    """The lab's policy daemon configuration with ``metrics`` at the lab's address."""
+    """The lab's policy daemon configuration with the daemon's ``metrics`` and the health
+    checker's ``health.metrics`` (it reads the same file) at the lab's addresses."""
     from slurm_plugins.policy.config import LAB_CONFIG  # the daemon's modules: only here
 
     doc = yaml.safe_load(LAB_CONFIG.read_text())
     doc["metrics"] = {"address": policy_address(cfg), "cluster": cfg.cluster}
+    doc["health"] = {**(doc.get("health") or {}), "metrics": health_address(cfg)}
     path = cfg.etc / "policy-daemon.yaml"
     head = f"# {LAB_CONFIG.name} with the lab's metrics address (`aipool lab services up`).\n"
     path.write_text(head + yaml.safe_dump(doc, sort_keys=False))

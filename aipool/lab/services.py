@@ -185,7 +185,7 @@ def up(lab: Lab, *, port: int = 8080) -> ServiceInfo:
             host.make_service_dir(d, 0o755)
         conf = metrics.policy_daemon_config(cfg)
         start("policy-daemon", _aipool("policy", "run", "--config", str(conf)))
-        start("health-checker", _aipool("health", "run"))
+        start("health-checker", _aipool("health", "run", "--config", str(conf)))
         _agents(lab, start)
     argv = _aipool("portal", "--lab", "--demo", "--port", str(port))
     pid = start("portal", argv, env={**env, "AIPOOL_METRICS_TOKEN": metrics.portal_token(cfg)})
@@ -196,6 +196,7 @@ def up(lab: Lab, *, port: int = 8080) -> ServiceInfo:
     # after the portal has made its database: both write to it
     every = str(IMPORT_MINUTES)
     argv = _aipool("accounting", "run", "--lab", "--db", portal_db(cfg), "--every-minutes", every)
+    argv += ["--metrics", metrics.accounting_address(cfg), "--cluster", cfg.cluster]
     start("accounting-import", argv, env=env)
     every, poll = str(RECONCILE_S), str(RECONCILE_POLL_S)
     argv = _aipool("reconcile", "--lab", "--every", every, "--poll", poll)

@@ -154,7 +154,8 @@ def _ready(url: str) -> bool:
 def test_every_service_of_the_lab_is_scraped(prometheus: Prometheus, running: Lab) -> None:
     listed = metrics.endpoints(running.cfg)["jobs"]
     expected = {(job, a) for job, where in listed.items() for a in where}
-    assert {job for job, _ in expected} == {"aipool-policy", "aipool-node", "aipool-portal"}
+    jobs = {"aipool-policy", "aipool-health", "aipool-accounting", "aipool-node", "aipool-portal"}
+    assert {job for job, _ in expected} == jobs
 
     def up(vector: list[dict[str, Any]]) -> bool:
         return {(s["metric"]["job"], s["metric"]["instance"]) for s in vector} == expected

@@ -29,6 +29,8 @@ def addresses(found: tuple[metrics.Target, ...]) -> dict[str, str]:
 def test_every_service_has_its_own_loopback_port_moved_with_the_lab(tmp_path: Path) -> None:
     base = addresses(metrics.targets(lab(tmp_path), NODES, 8080, daemons=True))
     assert base["policy-daemon"] == "127.0.0.1:9101"
+    assert base["health-checker"] == "127.0.0.1:9103"
+    assert base["accounting-import"] == "127.0.0.1:9104"
     assert [base[f"agent-{n}"] for n in NODES] == [f"127.0.0.1:{9111 + i}" for i in range(5)]
     assert base["portal"] == "127.0.0.1:8080"
     assert len(set(base.values())) == len(base)
@@ -42,9 +44,12 @@ def test_every_service_has_its_own_loopback_port_moved_with_the_lab(tmp_path: Pa
     assert not slurm & {int(a.rsplit(":", 1)[1]) for a in base.values()}
 
 
-def test_a_lab_elsewhere_scrapes_only_its_portal(tmp_path: Path) -> None:
+def test_a_lab_elsewhere_scrapes_only_its_portal_and_import(tmp_path: Path) -> None:
     found = metrics.targets(lab(tmp_path), NODES, 8081, daemons=False)
-    assert [(t.service, t.job) for t in found] == [("portal", "aipool-portal")]
+    assert [(t.service, t.job) for t in found] == [
+        ("portal", "aipool-portal"),
+        ("accounting-import", "aipool-accounting"),
+    ]
 
 
 def test_the_scrape_config_names_every_target_and_the_portal_token(tmp_path: Path) -> None:
@@ -53,7 +58,13 @@ def test_the_scrape_config_names_every_target_and_the_portal_token(tmp_path: Pat
     path = metrics.write_scrape_config(cfg, found)
     doc = yaml.safe_load(path.read_text())
     jobs = {s["job_name"]: s for s in doc["scrape_configs"]}
-    assert set(jobs) == {"aipool-policy", "aipool-node", "aipool-portal"}
+    assert set(jobs) == {
+        "aipool-policy",
+        "aipool-health",
+        "aipool-accounting",
+        "aipool-node",
+        "aipool-portal",
+    }
     assert jobs["aipool-node"]["static_configs"][0]["targets"] == [
         metrics.agent_address(cfg, i) for i in range(len(NODES))
     ]
@@ -96,10 +107,15 @@ def test_the_policy_daemon_config_serves_at_the_lab_address(tmp_path: Path) -> N
     assert loaded.metrics is not None
     assert loaded.metrics.address == parse_address("127.0.0.1:9201")
     assert loaded.metrics.cluster == cfg.cluster
-    assert replace(loaded, metrics=None) == load_config(LAB_CONFIG)  # the rest unchanged
+    assert loaded.health is not None
+    assert loaded.health.metrics == parse_address("127.0.0.1:9203")
+    plain = replace(loaded, metrics=None, health=replace(loaded.health, metrics=None))
+    assert plain == load_config(LAB_CONFIG)  # the rest unchanged
 
 
-@pytest.mark.parametrize("service", ["policy-daemon", "agent-gpu1", "portal"])
+@pytest.mark.parametrize(
+    "service", ["policy-daemon", "health-checker", "accounting-import", "agent-gpu1", "portal"]
+)
 def test_status_lists_where_each_service_is_scraped(tmp_path: Path, service: str) -> None:
     cfg = lab(tmp_path)
     found = metrics.targets(cfg, NODES, 8080, daemons=True)
