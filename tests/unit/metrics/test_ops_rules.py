@@ -1,4 +1,4 @@
-"""The shipped Prometheus rules and Grafana dashboard use only names the code exports, and
+"""The shipped Prometheus rules and Grafana dashboards use only names the code exports, and
 docs/operations.md lists exactly those: a renamed metric breaks this test."""
 
 from __future__ import annotations
@@ -9,19 +9,29 @@ import re
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 from prometheus_client.metrics_core import Metric
+from sqlalchemy import create_engine
 
+from accounting.metrics import AccountingMetrics
+from accounting.models import TABLES, Base
 from portal.metrics import Access, PortalMetrics
-from slurm_plugins.node.metrics import CardView, card_families
+from slurm_plugins.health.checker import CheckReport
+from slurm_plugins.health.metrics import HealthMetrics
+from slurm_plugins.health.plan import HealthState, plan
+from slurm_plugins.node.metrics import CardView, NodeMetrics
 from slurm_plugins.policy.metrics import PolicyMetrics
+from tests.unit.health.builders import CONFIG, NOW, seen, view
+from tests.unit.metrics.test_node_host import HEALTH, HOST
 from tests.unit.metrics.test_node_metrics import DEVICES
 from tests.unit.metrics.test_pool import _view
+from tests.unit.prometheus.promtool import check
 
 TOP = Path(__file__).resolve().parents[3]
 RULES = TOP / "ops" / "prometheus" / "aipool.rules.yml"
 SCRAPE = TOP / "ops" / "prometheus" / "prometheus.yml"
-DASHBOARD = TOP / "ops" / "grafana" / "pool-overview.json"
+DASHBOARDS = sorted((TOP / "ops" / "grafana").glob("*.json"))
 DOCS = TOP / "docs" / "operations.md"
 #: a PromQL identifier: a metric name, a recorded name (with colons), a label or a function
 IDENT = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")
@@ -30,12 +40,22 @@ SUFFIXES = {"counter": ("_total",), "histogram": ("_bucket", "_count", "_sum")}
 
 
 def exported() -> list[Metric]:
-    """Every family the code exports: the pool's, the policy daemon's, the node agent's and
-    the portal's, each from its own collector."""
+    """Every family the code exports: the pool's, the policy daemon's, the node agent's, the
+    health checker's, accounting's and the portal's, each from its own collector."""
     from slurm_plugins.common.poolmetrics import pool_families
 
-    families = [*pool_families(_view()), *card_families(CardView("lab", "n1", DEVICES))]
+    node = NodeMetrics()
+    node.saw(CardView("lab", "n1", DEVICES, HEALTH, HOST))
+    accounting = create_engine("sqlite://")  # the families' names, not their figures
+    Base.metadata.create_all(accounting, tables=TABLES)
+    families = [*pool_families(_view()), *node.registry.collect()]
     families += PolicyMetrics().registry.collect()
+    health = HealthMetrics()
+    health.checked(
+        CheckReport(plan([view()], {"gpu1": seen()}, HealthState(), now=NOW, config=CONFIG)), 0.1
+    )
+    families += health.registry.collect()
+    families += AccountingMetrics(accounting).registry.collect()
     families += PortalMetrics(Access(None, ())).registry.collect()
     return families
 
@@ -88,14 +108,28 @@ def test_the_alerts_the_operators_asked_for() -> None:
         "AIPoolPolicyNoCycle",
         "AIPoolCardHot",
         "AIPoolFragmentationHigh",
+        "AIPoolCardErrors",
+        "AIPoolHealthChecksFailing",
+        "AIPoolAccountingImportLag",
+        "AIPoolNodeFilesystemFull",
     } <= set(alerts)
     for rule in alerts.values():
         assert rule["labels"]["severity"] in ("warning", "critical")
         assert rule["annotations"]["summary"]
 
 
-def test_the_dashboard_is_grafana_json_over_our_names() -> None:
-    dash = json.loads(DASHBOARD.read_text())
+def expressions(dash: dict[str, Any]) -> list[tuple[str, str]]:
+    """(where, PromQL) of a dashboard: each panel's targets and each query variable."""
+    out = [(p["title"], t["expr"]) for p in dash["panels"] for t in p["targets"]]
+    for v in dash["templating"]["list"]:
+        if v["type"] == "query":
+            out.append((f"${v['name']}", v["query"]["query"]))
+    return out
+
+
+@pytest.mark.parametrize("path", DASHBOARDS, ids=lambda p: p.stem)
+def test_the_dashboards_are_grafana_json_over_our_names(path: Path) -> None:
+    dash = json.loads(path.read_text())
     assert isinstance(dash["schemaVersion"], int)
     assert dash["uid"]
     assert dash["title"]
@@ -105,11 +139,46 @@ def test_the_dashboard_is_grafana_json_over_our_names() -> None:
     for panel in dash["panels"]:
         assert panel["title"], panel
         assert panel["targets"], panel
-        for target in panel["targets"]:
-            metrics, records = names_in(target["expr"])
-            assert metrics <= known, (panel["title"], metrics - known)
-            assert records <= recorded, (panel["title"], records - recorded)
-            assert metrics or records
+    for where, expr in expressions(dash):
+        metrics, records = names_in(expr)
+        assert metrics <= known, (where, metrics - known)
+        assert records <= recorded, (where, records - recorded)
+        assert metrics or records, where
+
+
+def test_the_dashboards_one_for_each_view() -> None:
+    uids = {json.loads(p.read_text())["uid"] for p in DASHBOARDS}
+    assert uids == {"aipool-pool-overview", "aipool-node", "aipool-tenant", "aipool-scheduler"}
+
+
+def test_the_dashboards_queries_are_promql(tmp_path: Path) -> None:
+    """Each query parses (promtool, as a recording rule; ``$var`` stands for a value and
+    ``label_values(m, l)`` for its metric ``m``)."""
+    exprs = [e for p in DASHBOARDS for _, e in expressions(json.loads(p.read_text()))]
+    plain = [
+        re.sub(r"^label_values\((.*), *[a-z_]+\)$", r"\1", re.sub(r"\$\w+", "x", e)) for e in exprs
+    ]
+    records = [{"record": f"x:q{i}:y", "expr": e} for i, e in enumerate(plain)]
+    group = {"name": "dashboards", "rules": records}
+    path = tmp_path / "dashboards.rules.yml"
+    path.write_text(yaml.safe_dump({"groups": [group]}))
+    assert f"SUCCESS: {len(plain)} rules found" in check("rules", str(path))
+
+
+def test_every_family_is_watched() -> None:
+    """Each family the code exports is on a dashboard or in a rule (or a rule over one)."""
+    used: set[str] = set()
+    for rule in rules():
+        used |= names_in(rule["expr"])[0]
+    for path in DASHBOARDS:
+        for _, expr in expressions(json.loads(path.read_text())):
+            used |= names_in(expr)[0]
+    unwatched = [
+        f.name
+        for f in exported()
+        if not any(f.name + s in used for s in ("", *SUFFIXES.get(f.type, ())))
+    ]
+    assert unwatched == []
 
 
 def test_the_scrape_example_loads_the_rules() -> None:
