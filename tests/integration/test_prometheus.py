@@ -26,7 +26,7 @@ from aipool.lab.cluster import Lab
 from aipool.lab.config import DEFAULT_ROOT
 from slurm_plugins.client import SlurmClient
 from tests.integration.conftest import wait_job
-from tests.unit.prometheus.promtool import check_config
+from tests.unit.prometheus.promtool import check_config, check_metrics
 
 pytestmark = pytest.mark.slurm
 
@@ -151,21 +151,40 @@ def _ready(url: str) -> bool:
     return False
 
 
-def test_every_service_of_the_lab_is_scraped(prometheus: Prometheus, running: Lab) -> None:
-    listed = metrics.endpoints(running.cfg)["jobs"]
+def all_up(prometheus: Prometheus, lab: Lab) -> set[tuple[str, str]]:
+    """Wait until every (job, address) of the lab's configuration is up; returns them."""
+    listed = metrics.endpoints(lab.cfg)["jobs"]
     expected = {(job, a) for job, where in listed.items() for a in where}
-    jobs = {"aipool-policy", "aipool-health", "aipool-accounting", "aipool-node", "aipool-portal"}
-    assert {job for job, _ in expected} == jobs
 
     def up(vector: list[dict[str, Any]]) -> bool:
         return {(s["metric"]["job"], s["metric"]["instance"]) for s in vector} == expected
 
     prometheus.wait('up{job=~"aipool-.*"} == 1', up, "every target up")
+    return expected
+
+
+def test_every_service_of_the_lab_is_scraped(prometheus: Prometheus, running: Lab) -> None:
+    expected = all_up(prometheus, running)
+    jobs = {"aipool-policy", "aipool-health", "aipool-accounting", "aipool-node", "aipool-portal"}
+    assert {job for job, _ in expected} == jobs
+    agents = {a for job, a in expected if job == "aipool-node"}
+    assert len(agents) == len(running.inventory().nodes)
     # the portal's own series come through its token
     served = prometheus.wait(
         'aipool_portal_requests_total{endpoint="metrics"}', bool, "the portal's request counts"
     )
     assert sum(float(s["value"][1]) for s in served) >= 1
+
+
+def test_what_each_service_serves_passes_promtool(prometheus: Prometheus, running: Lab) -> None:
+    all_up(prometheus, running)
+    token = metrics.token_file(running.cfg).read_text().strip()
+    for target in prometheus.targets():
+        job = target["labels"]["job"]
+        auth = {"Authorization": f"Bearer {token}"} if job == metrics.PORTAL_JOB else {}
+        resp = httpx.get(target["scrapeUrl"], headers=auth, timeout=10)
+        assert resp.status_code == 200, (target["scrapeUrl"], resp.status_code)
+        check_metrics(resp.text)
 
 
 def test_a_nodes_card_count(prometheus: Prometheus, running: Lab) -> None:

@@ -35,3 +35,11 @@ def check_config(path: Path, *, syntax_only: bool = False) -> str:
     """``promtool check config``; ``syntax_only`` leaves out the files it names (rules, the
     token), for an example whose files live on another machine."""
     return check("config", *(["--syntax-only"] if syntax_only else []), str(path))
+
+
+def check_metrics(text: str) -> None:
+    """promtool's linter on an exposition: it parses, and names, types and units follow
+    Prometheus's conventions (``_total`` counters, base units, no type in a name …)."""
+    assert "# TYPE aipool_" in text, text[:500]
+    out = check("metrics", stdin=text)
+    assert not out.strip(), out  # promtool names every problem it finds
