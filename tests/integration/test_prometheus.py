@@ -28,7 +28,13 @@ from slurm_plugins.client import SlurmClient
 from tests.integration.conftest import wait_job
 from tests.unit.prometheus.promtool import check_config, check_metrics
 
-pytestmark = pytest.mark.slurm
+PROMETHEUS = shutil.which("prometheus")
+pytestmark = [
+    pytest.mark.slurm,
+    pytest.mark.skipif(
+        PROMETHEUS is None, reason="prometheus is not installed: scripts/bootstrap.sh installs it"
+    ),
+]
 
 SLEEP = "#!/bin/bash\nsleep 300\n"
 SHARDS = 8
@@ -101,9 +107,7 @@ def free_port() -> int:
 
 @pytest.fixture(scope="module")
 def prometheus(running: Lab) -> Iterator[Prometheus]:
-    binary = shutil.which("prometheus")
-    if binary is None:
-        pytest.skip("prometheus is not installed: scripts/bootstrap.sh installs it")
+    assert PROMETHEUS is not None  # the module is skipped without it
     cfg = running.cfg
     user = metrics.PROMETHEUS_USER
     work = host.make_service_dir(cfg.run / "prometheus-test", 0o700, name=user)
@@ -119,7 +123,7 @@ def prometheus(running: Lab) -> Iterator[Prometheus]:
         f"--reuid={user}",
         f"--regid={user}",
         "--init-groups",
-        binary,
+        PROMETHEUS,
         f"--config.file={conf}",
         f"--storage.tsdb.path={work / 'data'}",
         f"--web.listen-address={url.removeprefix('http://')}",
