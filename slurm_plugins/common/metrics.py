@@ -2,8 +2,9 @@
 
 Names start with ``aipool_``, are in base units and say so (``_seconds``, ``_bytes``,
 ``_ratio`` for 0…1, ``_total`` for counters); labels are bounded: ``cluster``, ``partition``,
-``node``, ``kind``, ``model``, ``tenant``, ``qos``, ``policy`` and small fixed sets
-(``state``, ``phase``). Nothing here ever names a job or a user.
+``node``, ``kind``, ``model``, ``tenant``, ``qos``, ``policy``, a node's ``device`` and
+``mount`` and small fixed sets (``state``, ``phase``, ``mode``, ``check``). Nothing here ever
+names a job or a user.
 
 Figures that describe the cluster now (cards, queues, device readings) are computed at
 scrape time from the daemon's latest snapshot by a :class:`SnapshotCollector`; what happened
