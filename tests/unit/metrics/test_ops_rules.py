@@ -185,7 +185,8 @@ def test_the_scrape_example_loads_the_rules() -> None:
     doc = yaml.safe_load(SCRAPE.read_text())
     assert any(f.endswith(RULES.name) for f in doc["rule_files"])
     jobs = {j["job_name"] for j in doc["scrape_configs"]}
-    assert {"aipool-policy", "aipool-node", "aipool-portal"} <= jobs
+    assert {"aipool-policy", "aipool-health", "aipool-accounting", "aipool-node"} <= jobs
+    assert "aipool-portal" in jobs
 
 
 def test_the_docs_list_exactly_what_the_code_exports() -> None:
