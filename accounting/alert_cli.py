@@ -32,7 +32,9 @@ if TYPE_CHECKING:
     from accounting.alert_eval import Facts
     from accounting.alert_rules import Rule
     from accounting.alerts import AlertConfig
+    from accounting.metrics import AccountingMetrics
     from slurm_plugins.client import SlurmClient
+    from slurm_plugins.common.metrics import Address
 
 log = logging.getLogger("aipool.accounting")
 
@@ -158,6 +160,15 @@ def alerts(db: str | None, lab: bool, config_path: Path, dry_run: bool) -> None:
     help="also check alerts after each import, and mail the monthly report on the 1st",
 )
 @_site_logo
+@click.option(
+    "--metrics",
+    "metrics_at",
+    metavar="HOST:PORT",
+    callback=lambda _ctx, _param, value: _address(value),
+    help="Serve the import lag, imports and card-hours on http://HOST:PORT/metrics "
+    "(e.g. 127.0.0.1:9104); off unless given.",
+)
+@click.option("--cluster", default="default", show_default=True, help="The metrics' cluster label.")
 def run(  # noqa: PLR0917 (one parameter per option)
     db: str | None,
     lab: bool,
@@ -165,6 +176,8 @@ def run(  # noqa: PLR0917 (one parameter per option)
     keep_days: int,
     alerts_path: Path | None,
     site_logo: Path | None,
+    metrics_at: Address | None,
+    cluster: str,
 ) -> None:
     """The accounting scheduler: import every N minutes, purge daily (APScheduler)."""
     from apscheduler.schedulers.blocking import BlockingScheduler
@@ -178,9 +191,13 @@ def run(  # noqa: PLR0917 (one parameter per option)
     cfg = _alert_config(alerts_path) if alerts_path else None
     # read here, in click's context: the scheduler's jobs run in threads without it
     languages = saved_languages_reader()
+    metrics = _serve_metrics(engine, metrics_at, cluster)
 
     def cycle() -> None:
-        import_from_slurm(engine, client, retention=retention)
+        if metrics is None:
+            import_from_slurm(engine, client, retention=retention)
+        else:
+            metrics.measure(lambda: import_from_slurm(engine, client, retention=retention))
         if cfg is not None:
             for line in alert_cycle(engine, client, cfg, languages=languages):
                 log.info("%s", line)
@@ -214,6 +231,31 @@ def run(  # noqa: PLR0917 (one parameter per option)
         sched.start()
     except (KeyboardInterrupt, SystemExit):
         sys.exit(0)
+
+
+def _address(value: str | None) -> Address | None:
+    from slurm_plugins.common.metrics import parse_address
+
+    try:
+        return None if value is None else parse_address(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--metrics") from exc
+
+
+def _serve_metrics(engine: Engine, at: Address | None, cluster: str) -> AccountingMetrics | None:
+    """The scheduler's metrics, served at ``at`` (``--metrics``); None without it. An
+    address that cannot be bound stops the command with 2."""
+    from accounting.metrics import AccountingMetrics
+    from slurm_plugins.common.metrics import serve
+
+    if at is None:
+        return None
+    metrics = AccountingMetrics(engine, cluster)
+    try:
+        serve(metrics.registry, at)
+    except OSError as exc:  # the port is taken, the address is not this host's
+        raise click.BadParameter(f"{at}: {exc}", param_hint="--metrics") from exc
+    return metrics
 
 
 def mail_monthly_report(

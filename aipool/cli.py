@@ -97,6 +97,10 @@ def status(as_json: bool) -> None:
         click.echo(f"  address {st['address']} ({st['address_note']})")
         for name, d in st["daemons"].items():
             click.echo(f"  {name:<22} pid {d['pid']:<8} {'running' if d['running'] else 'DEAD'}")
+        if st["metrics"]:
+            click.echo(f"  metrics (Prometheus configuration {st['metrics']['scrape_config']}):")
+            for job, where in st["metrics"]["jobs"].items():
+                click.echo(f"    {job:<20} {' '.join(where)}")
     sys.exit(0 if st["up"] else 1)
 
 

@@ -341,6 +341,8 @@ class DeviceHealth:
     index: int  # minor number (/dev/nvidia<N>) or device id (/dev/davinci<N>)
     errors: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
+    #: uncorrected ECC errors since the driver loaded, where the card counts them (NVML)
+    ecc_uncorrected: int | None = None
 
     @property
     def ok(self) -> bool:
@@ -393,8 +395,9 @@ def _gpu_health(nvml: Any, i: int) -> DeviceHealth:
         getattr(nvml, "NVML_MEMORY_ERROR_TYPE_UNCORRECTED", 1),
         getattr(nvml, "NVML_VOLATILE_ECC", 0),
     )
-    if uncorrected:
-        errors.append(f"{int(uncorrected)} uncorrected ECC error(s)")
+    ecc = None if uncorrected is None else int(uncorrected)
+    if ecc:
+        errors.append(f"{ecc} uncorrected ECC error(s)")
     if read("nvmlDeviceGetRetiredPagesPendingStatus") == getattr(nvml, "NVML_FEATURE_ENABLED", 1):
         errors.append("retired pages pending a reset")
     rows = read("nvmlDeviceGetRemappedRows")
@@ -404,7 +407,7 @@ def _gpu_health(nvml: Any, i: int) -> DeviceHealth:
             errors.append("row remapping failed")
         elif pending:
             errors.append("remapped rows pending a reset")
-    return DeviceHealth("gpu", index, tuple(errors), tuple(warnings))
+    return DeviceHealth("gpu", index, tuple(errors), tuple(warnings), ecc)
 
 
 def npu_health(text: str) -> tuple[DeviceHealth, ...]:

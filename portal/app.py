@@ -30,6 +30,7 @@ from portal import (
     inference,
     jobs,
     labelling,
+    metrics,
     nodes,
     quotas,
     registry,
@@ -62,6 +63,7 @@ RESOURCES: tuple[Callable[[Flask, Api], None], ...] = (
     inference.register,
     clusters.register,
     alerts.register,
+    metrics.register,
 )
 
 

@@ -126,6 +126,10 @@ DEFAULTS: dict[str, Any] = {
     "SITE_NAME": "AIPool",
     "SITE_LOGO": None,
     "SITE_COLOURS": {},
+    # the portal's /metrics for Prometheus (portal/metrics): a scrape token (Authorization:
+    # Bearer) and/or the client addresses and networks let in; neither: no /metrics (404)
+    "METRICS_TOKEN": None,
+    "METRICS_ALLOW": [],
 }
 
 

@@ -19,6 +19,9 @@ PACKAGES=(
   # the tools the lab and the tests call: namespaces, users, ACLs, the root helper (sudo),
   # processes, logs, unit checks
   util-linux passwd acl sudo procps iproute2 logrotate systemd shellcheck git ca-certificates
+  # Prometheus and promtool: the lab's metrics test runs its own prometheus (not the
+  # package's service), the unit tests check rules, configurations and /metrics with promtool
+  prometheus
 )
 
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }

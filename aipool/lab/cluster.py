@@ -23,7 +23,7 @@ from typing import Any
 
 import httpx
 
-from aipool.lab import daemons, host, preflight
+from aipool.lab import daemons, host, metrics, preflight
 from aipool.lab.config import MAX_CLUSTERS, LabConfig
 from aipool.lab.daemons import LabError
 from aipool.lab.nsexec import nsexec_argv
@@ -588,6 +588,8 @@ class Lab:
             "address_note": self.address_note(),
             "up": self.is_up(),
             "daemons": procs,
+            # where the services serve /metrics, as the rendered Prometheus configuration says
+            "metrics": metrics.endpoints(self.cfg),
         }
 
     def down(self, *, wipe: bool = True) -> list[str]:

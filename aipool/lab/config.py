@@ -38,6 +38,13 @@ class LabPorts:
     slurmrestd: int = 6820
     slurmd_base: int = 17001
     mariadb: int = 13306
+    # /metrics of the AIPool services (aipool/lab/metrics.py): the policy daemon's, the
+    # health checker's, the accounting import's, and one per node agent from the base on, in
+    # the inventory's order
+    policy_metrics: int = 9101
+    health_metrics: int = 9103
+    accounting_metrics: int = 9104
+    agent_metrics_base: int = 9111
 
     def shifted(self, offset: int) -> LabPorts:
         """Every port moved by ``offset``: a second lab on the same host."""

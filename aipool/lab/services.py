@@ -31,7 +31,7 @@ from pathlib import Path
 import httpx
 
 from aipool import roothelper
-from aipool.lab import daemons, host
+from aipool.lab import daemons, host, metrics
 from aipool.lab.cluster import Lab, Report, is_slurm_side
 from aipool.lab.config import DEFAULT_ROOT, LabConfig
 
@@ -174,15 +174,21 @@ def up(lab: Lab, *, port: int = 8080) -> ServiceInfo:
             cwd=home,  # not the checkout: `python -m` would import from it
         )
 
-    if cfg.root == DEFAULT_ROOT:  # the daemon's lab configuration names this root
+    # the daemon's lab configuration names the default root: elsewhere only the portal runs
+    daemons_too = cfg.root == DEFAULT_ROOT
+    nodes = tuple(n.name for n in lab.inventory().nodes)
+    scraped = metrics.targets(cfg, nodes, port, daemons=daemons_too)
+    metrics.write_scrape_config(cfg, scraped)
+    if daemons_too:
         policy = cfg.root / "policy"
         for d in (policy, policy / "util", policy / "samples"):
             host.make_service_dir(d, 0o755)
-        start("policy-daemon", _aipool("policy", "run"))
-        start("health-checker", _aipool("health", "run"))
+        conf = metrics.policy_daemon_config(cfg)
+        start("policy-daemon", _aipool("policy", "run", "--config", str(conf)))
+        start("health-checker", _aipool("health", "run", "--config", str(conf)))
         _agents(lab, start)
     argv = _aipool("portal", "--lab", "--demo", "--port", str(port))
-    pid = start("portal", argv, env=env)
+    pid = start("portal", argv, env={**env, "AIPOOL_METRICS_TOKEN": metrics.portal_token(cfg)})
     url = f"http://127.0.0.1:{port}"
     daemons.wait_for(
         "portal", lambda: _answers(url), timeout=60, pid=pid, log=cfg.log / "portal.out"
@@ -190,6 +196,7 @@ def up(lab: Lab, *, port: int = 8080) -> ServiceInfo:
     # after the portal has made its database: both write to it
     every = str(IMPORT_MINUTES)
     argv = _aipool("accounting", "run", "--lab", "--db", portal_db(cfg), "--every-minutes", every)
+    argv += ["--metrics", metrics.accounting_address(cfg), "--cluster", cfg.cluster]
     start("accounting-import", argv, env=env)
     every, poll = str(RECONCILE_S), str(RECONCILE_POLL_S)
     argv = _aipool("reconcile", "--lab", "--every", every, "--poll", poll)
@@ -200,13 +207,13 @@ def up(lab: Lab, *, port: int = 8080) -> ServiceInfo:
 def _agents(lab: Lab, start: Callable[..., int]) -> None:
     """A node agent per lab node, as a site runs one on every compute node. The lab's cards
     are device files with no load: a job's CPU load stands in for its cards' (``lab:`` source;
-    ``<policy>/util/<job id>`` overrides it)."""
+    ``<policy>/util/<job id>`` overrides it). Each serves ``/metrics`` on its lab port."""
     policy = lab.cfg.root / "policy"
     # the agents run as the service user: a copy it may read (the checkout may be in a home)
     inventory = lab.cfg.etc / "inventory.yaml"
     shutil.copyfile(lab.cfg.inventory, inventory)
     inventory.chmod(0o644)
-    for node in lab.inventory().nodes:
+    for index, node in enumerate(lab.inventory().nodes):
         argv = _aipool(
             "node",
             "agent",
@@ -220,6 +227,10 @@ def _agents(lab: Lab, start: Callable[..., int]) -> None:
             str(inventory),
             "--interval",
             str(AGENT_S),
+            "--metrics",
+            metrics.agent_address(lab.cfg, index),
+            "--cluster",
+            lab.cfg.cluster,
         )
         start(f"{AGENT_PREFIX}{node.name}", argv)
 

@@ -7,6 +7,8 @@ from typing import Any
 
 from marshmallow import fields
 
+from slurm_plugins.common.metrics import Address, parse_address
+
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 _PART = re.compile(r"(\d+(?:\.\d+)?)([smhdw])")
 
@@ -43,3 +45,18 @@ class Duration(fields.Field):  # type: ignore[type-arg]
 
     def _serialize(self, value: Any, attr: str | None, obj: Any, **kw: Any) -> Any:
         return value
+
+
+class ListenAddress(fields.Field):  # type: ignore[type-arg]
+    """``host:port`` a daemon serves on (``127.0.0.1:9101``, ``[::1]:9101``)."""
+
+    default_error_messages = {"invalid": "{error}"}  # noqa: RUF012
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kw: Any) -> Address:
+        try:
+            return parse_address(value)
+        except ValueError as exc:
+            raise self.make_error("invalid", error=str(exc)) from exc
+
+    def _serialize(self, value: Any, attr: str | None, obj: Any, **kw: Any) -> Any:
+        return None if value is None else str(value)

@@ -67,6 +67,8 @@ class CheckReport:
     plan: HealthPlan
     #: Nodes whose drain or resume failed this time (retried next check).
     failed: dict[str, str] = field(default_factory=dict)
+    #: Nodes the checker holds drained after this check (as it would, with --dry-run).
+    drained: frozenset[str] = frozenset()
 
     def lines(self) -> list[str]:
         out = []
@@ -121,14 +123,15 @@ class Checker:
             self._write(failed, d.node, state="DRAIN", reason=d.reason)
         for r in p.resumes:
             self._write(failed, r.node, state="RESUME")
-        report = CheckReport(p, failed)
-        if self.client.dry_run:
-            return report
         records = dict(p.state.nodes)
         for node in failed:
             records.pop(node, None)
             if node in state.nodes:
                 records[node] = state.nodes[node]
+        held = frozenset(n for n, r in records.items() if r.drained_at is not None)
+        report = CheckReport(p, failed, held)
+        if self.client.dry_run:
+            return report
         self.store.save(replace(p.state, nodes=records))
         for alert in p.alerts:
             if alert.node not in failed:

@@ -24,6 +24,7 @@ from slurm_plugins.policy.config import LAB_CONFIG, DaemonConfig, load_config
 
 if TYPE_CHECKING:
     from slurm_plugins.health.checker import Checker
+    from slurm_plugins.health.metrics import HealthMetrics
     from slurm_plugins.node import Seen
 
 log = logging.getLogger("aipool.health")
@@ -93,21 +94,48 @@ def check(config_path: Path, dry_run: bool, as_json: bool) -> None:
 @click.option("--dry-run", is_flag=True, help="Log what each check would do; change nothing.")
 def run(config_path: Path, dry_run: bool) -> None:
     """Check every health.interval until stopped (one checker per state directory)."""
-    from slurm_plugins.client import SlurmError
+    from slurm_plugins.common.metrics import serve
     from slurm_plugins.health.checker import CheckerLocked
+    from slurm_plugins.health.metrics import HealthMetrics
 
     checker = _checker(config_path, dry_run)
+    config, health = _config(config_path)
+    metrics = None
+    if health.metrics is not None:
+        metrics = HealthMetrics(config.metrics.cluster if config.metrics else "default")
+    try:
+        server = serve(metrics.registry, health.metrics) if metrics is not None else None
+    except OSError as exc:  # the port is taken, the address is not this host's
+        fail([f"health.metrics {health.metrics}: {exc}"], 2)
     try:
         with checker.store.locked():
             while True:
-                try:
-                    for line in checker.check().lines():
-                        log.info("%s", line)
-                except SlurmError as exc:  # slurmctld restarting: the next check retries
-                    log.error("health check failed: %s", exc)
+                _check_once(checker, metrics)
                 time.sleep(checker.config.interval_s)
     except CheckerLocked as exc:
         fail([str(exc)], 1)
+    finally:
+        if server is not None:
+            server.close()
+
+
+def _check_once(checker: Checker, metrics: HealthMetrics | None) -> None:
+    """One check of ``run``: Slurm being unreachable (slurmctld restarting) is logged and
+    counted; the next check retries."""
+    from slurm_plugins.client import SlurmError
+
+    t0 = time.monotonic()
+    try:
+        report = checker.check()
+    except SlurmError as exc:
+        log.error("health check failed: %s", exc)
+        if metrics is not None:
+            metrics.failed()
+        return
+    if metrics is not None:
+        metrics.checked(report, time.monotonic() - t0)
+    for line in report.lines():
+        log.info("%s", line)
 
 
 def _mb(bps: float) -> str:

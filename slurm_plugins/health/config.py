@@ -11,6 +11,7 @@ health:
   max_drained: 0.5                  # at most this fraction of the nodes drained at once
   require_sync: false               # true: an unsynchronised clock drains even within the skew
   nodes: []                         # only these nodes (empty: all)
+  metrics: 127.0.0.1:9103           # `aipool health run` serves /metrics here (default: off)
 ```
 """
 
@@ -23,7 +24,8 @@ from typing import Any
 
 from marshmallow import RAISE, Schema, fields, validate
 
-from slurm_plugins.common.fields import Duration
+from slurm_plugins.common.fields import Duration, ListenAddress
+from slurm_plugins.common.metrics import Address
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +39,8 @@ class HealthConfig:
     max_drained: float = 0.5
     require_sync: bool = False
     nodes: tuple[str, ...] = ()
+    #: Where ``aipool health run`` serves ``/metrics``; None: nowhere.
+    metrics: Address | None = None
 
 
 class HealthSchema(Schema):
@@ -52,6 +56,7 @@ class HealthSchema(Schema):
     max_drained = fields.Float(load_default=0.5, validate=validate.Range(min=0, max=1))
     require_sync = fields.Boolean(load_default=False)
     nodes = fields.List(fields.String(validate=validate.Length(min=1)), load_default=list)
+    metrics = ListenAddress(load_default=None, allow_none=True)
 
 
 def health_config(
@@ -73,4 +78,5 @@ def health_config(
         max_drained=raw["max_drained"],
         require_sync=raw["require_sync"],
         nodes=tuple(raw["nodes"]),
+        metrics=raw["metrics"],
     )

@@ -3,7 +3,8 @@
 Every interval it writes the utilisation of each job's devices (``<out>/<node>.jsonl``,
 read by the policy daemon's idle reaper and the portal's job charts) and, unless
 ``--no-health``, the node's health report (``<out>/<node>.health.json``, read by
-``aipool health``). Bad options exit with 2.
+``aipool health``). With ``--metrics HOST:PORT`` it also serves its cards' readings on
+``http://HOST:PORT/metrics`` (nothing is bound without it). Bad options exit with 2.
 """
 
 from __future__ import annotations
@@ -41,6 +42,14 @@ from slurm_plugins.common.cli import fail
 @click.option("--health/--no-health", default=True, help="Also write <node>.health.json.")
 @click.option("--inventory", type=click.Path(dir_okay=False, path_type=Path), help="Lab devices.")
 @click.option("--faults", type=click.Path(dir_okay=False, path_type=Path), help="Lab faults.")
+@click.option(
+    "--metrics",
+    "metrics_at",
+    metavar="HOST:PORT",
+    help="Serve the cards' metrics on http://HOST:PORT/metrics (e.g. 127.0.0.1:9102); "
+    "off unless given.",
+)
+@click.option("--cluster", default="default", show_default=True, help="The metrics' cluster label.")
 def agent(
     *,
     source: str,
@@ -51,13 +60,21 @@ def agent(
     health: bool,
     inventory: Path | None,
     faults: Path | None,
+    metrics_at: str | None,
+    cluster: str,
 ) -> None:
     """Node agent: per-job utilisation samples for the idle reaper, node health reports."""
-    from slurm_plugins.node.health import health_reporter, report_health
-    from slurm_plugins.node.samples import write_samples
+    from slurm_plugins.common.metrics import parse_address, serve
+    from slurm_plugins.node.agent import Agent
+    from slurm_plugins.node.health import health_reporter
+    from slurm_plugins.node.metrics import NodeMetrics
     from slurm_plugins.node.sources import NpuSmi
     from slurm_plugins.node.sources import source as make_source
 
+    try:
+        address = parse_address(metrics_at) if metrics_at is not None else None
+    except ValueError as exc:
+        fail([f"--metrics: {exc}"], 2)
     npu_smi = NpuSmi()  # one npu-smi run per interval serves the samples and the health
     try:
         src = make_source(source, node, npu_smi=npu_smi)
@@ -68,15 +85,23 @@ def agent(
         )
     except (ValueError, ImportError) as exc:  # InventoryError is a ValueError
         fail([str(exc)], 2)
-    while True:
-        samples = src.sample()
-        write_samples(out, node, samples, time.time())
-        if reporter is not None:
-            report_health(out, reporter)
-        if once:
-            click.echo(f"{node}: {len(samples)} job sample(s) written to {out}")
-            return
-        time.sleep(interval)
+    metrics = NodeMetrics() if address is not None else None
+    run = Agent(src, out, node, reporter, metrics, cluster)
+    try:
+        server = serve(metrics.registry, address) if metrics is not None else None
+    except OSError as exc:  # the port is taken, the address is not this host's
+        fail([f"--metrics {metrics_at}: {exc}"], 2)
+    try:
+        while True:
+            n = run.run_once()
+            if once:
+                served = f"; metrics on http://{server.address}/metrics" if server else ""
+                click.echo(f"{node}: {n} job sample(s) written to {out}{served}")
+                return
+            time.sleep(interval)
+    finally:
+        if server is not None:
+            server.close()
 
 
 @click.group(name="node")

@@ -23,6 +23,10 @@ log = logging.getLogger("aipool.node")
 
 
 class Source(Protocol):
+    #: the cards the last ``sample()`` read (for the agent's metrics); none where the source
+    #: reads no driver (the lab's and file sources)
+    devices: tuple[DeviceSample, ...]
+
     def sample(self) -> dict[int, float]:
         """Utilisation in percent per job id running on this node."""
         ...
@@ -33,6 +37,7 @@ class FileSource:
 
     def __init__(self, directory: Path) -> None:
         self.dir = Path(directory)
+        self.devices: tuple[DeviceSample, ...] = ()
 
     def sample(self) -> dict[int, float]:
         out: dict[int, float] = {}
@@ -58,6 +63,7 @@ class LabSource:
     def __init__(self, node: str, directory: Path) -> None:
         self.node = node
         self.files = FileSource(directory)
+        self.devices: tuple[DeviceSample, ...] = ()
         self._last: dict[int, tuple[float, float]] = {}  # job -> (CPU seconds, monotonic time)
 
     def _cpu(self) -> tuple[dict[int, float], dict[int, int]]:
@@ -139,14 +145,16 @@ class NvmlSource:
     def __init__(self, proc: Path = Path("/proc"), nvml: Any = None) -> None:
         self.proc = proc
         self.nvml = nvml
+        self.devices: tuple[DeviceSample, ...] = ()
 
     def sample(self) -> dict[int, float]:
         try:
-            devices = gpu_samples(self.nvml)
+            self.devices = gpu_samples(self.nvml)
         except ProbeError as exc:
             log.warning("%s", exc)
+            self.devices = ()
             return {}
-        return jobs_on(devices, "CUDA_VISIBLE_DEVICES", self.proc)
+        return jobs_on(self.devices, "CUDA_VISIBLE_DEVICES", self.proc)
 
 
 class NpuSmi:
@@ -181,15 +189,17 @@ class NpuSmiSource:
     def __init__(self, proc: Path = Path("/proc"), npu_smi: NpuSmi | None = None) -> None:
         self.proc = proc
         self.npu_smi = npu_smi or NpuSmi()
+        self.devices: tuple[DeviceSample, ...] = ()
 
     def sample(self) -> dict[int, float]:
         try:
             text = self.npu_smi.text()
         except ProbeError as exc:
             log.warning("%s", exc)
+            self.devices = ()
             return {}
-        devices = npu_samples(text) if text is not None else ()
-        return jobs_on(devices, "ASCEND_RT_VISIBLE_DEVICES", self.proc)
+        self.devices = npu_samples(text) if text is not None else ()
+        return jobs_on(self.devices, "ASCEND_RT_VISIBLE_DEVICES", self.proc)
 
 
 def source(spec: str, node: str = "", *, npu_smi: NpuSmi | None = None) -> Source:

@@ -15,11 +15,12 @@ import yaml
 from marshmallow import RAISE, Schema, ValidationError, fields, validate
 
 from slurm_plugins.common.errors import ConfigError
-from slurm_plugins.common.fields import Duration
+from slurm_plugins.common.fields import Duration, ListenAddress
 from slurm_plugins.health.config import HealthConfig, HealthSchema, health_config
 from slurm_plugins.policy.base import REGISTRY, Select
 from slurm_plugins.policy.engine import EngineConfig, PolicyConfig
 from slurm_plugins.policy.fields import resource_map
+from slurm_plugins.policy.metrics import MetricsConfig
 from slurm_plugins.policy.snapshot import Tenant
 from slurm_plugins.validation import flatten
 
@@ -50,6 +51,8 @@ class DaemonConfig:
     #: How often the daemon asks slurmctld's job counters for new submissions, to place
     #: them at once rather than at the next ``interval``; 0: only every ``interval``.
     watch_s: float = 0.0
+    #: Where to serve ``/metrics``; None (the default): no metrics, no port bound.
+    metrics: MetricsConfig | None = None
 
 
 class _Strict(Schema):
@@ -111,6 +114,11 @@ class PlacementSchema(_Strict):
     watch = Duration(load_default=0.25)
 
 
+class MetricsSchema(_Strict):
+    address = ListenAddress(required=True)
+    cluster = fields.String(load_default="default", validate=validate.Length(min=1))
+
+
 class ConfigSchema(_Strict):
     version = fields.Integer(load_default=1, validate=validate.Equal(1))
     interval = Duration(load_default=30)
@@ -129,6 +137,7 @@ class ConfigSchema(_Strict):
     policies = fields.List(fields.Nested(PolicySchema), validate=validate.Length(min=1))
     health = fields.Nested(HealthSchema, load_default=None, allow_none=True)
     placement = fields.Nested(PlacementSchema, load_default=None, allow_none=True)
+    metrics = fields.Nested(MetricsSchema, load_default=None, allow_none=True)
 
 
 def _policy(i: int, raw: Mapping[str, Any], errors: list[str]) -> PolicyConfig | None:
@@ -210,6 +219,7 @@ def parse_config(data: Any, *, base: Path | None = None) -> DaemonConfig:
         health=health_config(raw["health"], samples_dir=path(raw["samples"]["dir"]), path=path),
         heartbeat=path(raw["placement"]["heartbeat"]) if raw["placement"] else None,
         watch_s=raw["placement"]["watch"] if raw["placement"] else 0.0,
+        metrics=MetricsConfig(**raw["metrics"]) if raw["metrics"] else None,
     )
 
 

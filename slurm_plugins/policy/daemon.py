@@ -30,12 +30,15 @@ from slurm_plugins.admission.heartbeat import write_stopped
 from slurm_plugins.client import SlurmClient, SlurmError
 from slurm_plugins.client.models import AcctJob, Association, SchedulerCounters
 from slurm_plugins.common.errors import ConfigError
+from slurm_plugins.common.metrics import serve
 from slurm_plugins.common.notify import FileSink, LogSink, MultiSink, Notifier, email_sink
+from slurm_plugins.common.poolmetrics import PoolView
 from slurm_plugins.node import SampleReader
 from slurm_plugins.policy import collect
 from slurm_plugins.policy.apply import ApplyResult, apply
 from slurm_plugins.policy.config import DaemonConfig
 from slurm_plugins.policy.engine import build_policies, plan
+from slurm_plugins.policy.metrics import PolicyMetrics
 from slurm_plugins.policy.plan import Plan
 from slurm_plugins.policy.snapshot import DaemonState, Snapshot
 from slurm_plugins.policy.state import ReasonLog, StateStore
@@ -113,6 +116,9 @@ class Daemon:
         self._next_cycle = float("-inf")
         self._wake: float | None = None
         self._healthy = False
+        self.metrics = (
+            PolicyMetrics(config.metrics.cluster, config.tenants) if config.metrics else None
+        )
 
     # ------------------------------------------------------------------ reading
     def _accounting(self, now: float) -> list[AcctJob]:
@@ -136,6 +142,8 @@ class Daemon:
         jobs = self.client.jobs()
         nodes = self.client.nodes()
         running = [j.job_id for j in jobs if j.is_running]
+        if self.metrics is not None:
+            self.metrics.saw(PoolView(self.metrics.cluster, nodes, jobs, now))
         return collect.build(
             jobs,
             nodes,
@@ -176,6 +184,8 @@ class Daemon:
             self.reasons.record(p.reasons, snap.now)
         report = CycleReport(snap, p, result, t1 - t0, t2 - t1, t3 - t2, migrations)
         log.info("%s", report.line())
+        if self.metrics is not None:
+            self.metrics.cycled(p, result, (t1 - t0, t2 - t1, t3 - t2), migrations.values())
         return report
 
     def _migrations(self, snap: Snapshot) -> dict[int, float]:
@@ -202,6 +212,8 @@ class Daemon:
             report = self.cycle()
         except SlurmError as exc:
             log.error("cycle failed: %s", exc)
+            if self.metrics is not None:
+                self.metrics.failed()
             self._healthy = False
             return None
         self._healthy = report is not None or self._healthy
@@ -274,11 +286,18 @@ class Daemon:
             sched.shutdown(wait=False)
 
         signal.signal(signal.SIGTERM, stop)
+        server = (
+            serve(self.metrics.registry, self.config.metrics.address)
+            if self.metrics is not None and self.config.metrics is not None
+            else None
+        )
         try:
             with self.store.locked():
                 sched.start()
         finally:
             self.stop_beating()
+            if server is not None:
+                server.close()
 
     def stop_beating(self) -> None:
         """A daemon that stops on purpose says so in its heartbeat: the admission hook stops

@@ -4,8 +4,9 @@
 host has no systemd) into its own prefix and ports (+500 over the lab's), so it never meets the
 lab that CI runs at the same time: its own munged (own socket and key), MariaDB datadir,
 slurmdbd, slurmctld, two ``slurmd -N`` nodes with fake A100s, slurmrestd, the admission hook,
-the policy daemon, two node agents and the portal on SQLite; the host is a login node too, with
-the job runtime and the users' ``aipool`` link under the prefix. Everything it started is
+the policy daemon, two node agents and the portal on SQLite, each serving its metrics, and
+Debian's Prometheus scraping them; the host is a login node too, with the job runtime and the
+users' ``aipool`` link under the prefix. Everything it started is
 stopped by its PID file and the prefix is removed at the end.
 """
 
@@ -47,6 +48,8 @@ PREFIX = Path("/tmp/aipool-ansible")
 OFFSET = 500  # the lab's ports + 500
 CTLD, SLURMD, DBD, RESTD = 6817 + OFFSET, 6818 + OFFSET, 6819 + OFFSET, 6820 + OFFSET
 MARIADB, PORTAL, NODE_BASE = 13306 + OFFSET, 8080 + OFFSET, 17001 + OFFSET
+PROMETHEUS, POLICY_METRICS, AGENT_METRICS = 9090 + OFFSET, 9101 + OFFSET, 9102 + OFFSET
+SCRAPE_TOKEN = "ansibletest-scrape-token"
 CLUSTER = "ansibletest"
 # the role's defaults under aipool_prefix: the job runtime, the users' command, their profile
 RUNTIME = PREFIX / "opt/aipool/runtime"
@@ -68,8 +71,13 @@ EXPECT = {
     "slurmdbd": "slurmdbd",
     "slurm-mariadb": "mariadbd",
     "munge": "munged",
+    "prometheus": "prometheus",
 }
-STOP_ORDER = (("aipool-",), ("slurmd-", "slurmctld", "slurmrestd"), ("slurmdbd",))
+STOP_ORDER = (
+    ("prometheus", "aipool-"),
+    ("slurmd-", "slurmctld", "slurmrestd"),
+    ("slurmdbd",),
+)
 STOP_LAST = (("slurm-mariadb", "munge"),)
 
 
@@ -141,6 +149,14 @@ def inventory(runtime_spec: list[str]) -> dict[str, object]:
         "aipool_node_agent_source": f"file:{PREFIX / 'util'}",
         "aipool_portal_port": PORTAL,
         "aipool_runtime_pip_spec": runtime_spec,
+        # every daemon's /metrics, and Prometheus scraping them often enough for a test
+        "aipool_policy_metrics": f"127.0.0.1:{POLICY_METRICS}",
+        "aipool_node_agent_metrics_bind": "127.0.0.1",
+        "aipool_node_agent_metrics_port": AGENT_METRICS,
+        "aipool_portal_metrics_token": SCRAPE_TOKEN,
+        "prometheus_listen": f"127.0.0.1:{PROMETHEUS}",
+        "prometheus_scrape_interval": "2s",
+        "prometheus_evaluation_interval": "5s",
     }
     groups = (
         "slurm_controller",
@@ -352,6 +368,40 @@ def test_aipool_services_run(site: Site) -> None:
         assert Path(f"/proc/{pid}").stat().st_uid == service_uid, f"{name} is not aipool's"
 
 
+def test_prometheus_scrapes_every_daemon(site: Site) -> None:
+    """Debian's Prometheus, as its own user, with the rendered configuration: every target of
+    the inventory up, the rules loaded, the node agents' and the policy daemon's figures in."""
+    pid = int((PREFIX / "run/aipool-services/prometheus.pid").read_text())
+    assert daemons.alive(pid, "prometheus")
+    assert Path(f"/proc/{pid}").stat().st_uid == pwd.getpwnam("prometheus").pw_uid
+    api = f"http://127.0.0.1:{PROMETHEUS}/api/v1"
+
+    def targets() -> dict[str, str]:
+        data = httpx.get(f"{api}/targets", timeout=10).json()["data"]["activeTargets"]
+        return {t["scrapeUrl"]: t["health"] for t in data}
+
+    wanted = {
+        f"http://127.0.0.1:{POLICY_METRICS}/metrics",
+        f"http://127.0.0.1:{AGENT_METRICS}/metrics",
+        f"http://127.0.0.1:{AGENT_METRICS + 1}/metrics",
+        f"http://127.0.0.1:{PORTAL}/metrics",
+    }
+    wait_until(lambda: targets() == dict.fromkeys(wanted, "up"), 60)
+    groups = httpx.get(f"{api}/rules", timeout=10).json()["data"]["groups"]
+    assert {g["name"] for g in groups} == {"aipool-recording", "aipool-alerts"}
+
+    def series(query: str) -> list[dict[str, object]]:
+        found = httpx.get(f"{api}/query", params={"query": query}, timeout=10).json()
+        return list(found["data"]["result"])
+
+    wait_until(lambda: len(series("aipool_node_cpus")) == len(NODES), 30)
+    # the policy daemon's first cycle has read the two nodes' cards
+    wait_until(lambda: len(series('aipool_node_cards{state="free", kind="gpu"}')) == 2, 60)
+    token = (PREFIX / "etc/prometheus/aipool-portal.token").stat()
+    assert token.st_uid == 0
+    assert stat.S_IMODE(token.st_mode) == 0o640
+
+
 def test_the_root_helper_is_roots_and_only_aipool_may_run_it(site: Site) -> None:
     helper = PREFIX / "usr/local/libexec/aipool-helper"
     for path in (helper, helper.with_name("aipool-helper.json")):
@@ -416,6 +466,7 @@ def test_units_rendered_and_verified(site: Site) -> None:
     assert names >= {"munge", "slurm-mariadb", "slurmdbd", "slurmctld", "slurmrestd"}
     assert names >= {"slurmd-node1", "slurmd-node2", "aipool-policy", "aipool-portal"}
     assert "aipool-reconciler" in names
+    assert "prometheus" in names
     analyze = shutil.which("systemd-analyze")
     if analyze is None:
         log.warning("systemd-analyze is not installed: unit files rendered but not verified")

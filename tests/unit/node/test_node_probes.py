@@ -101,7 +101,11 @@ class FakeNvml:
 
 def test_healthy_cards_and_unsupported_checks() -> None:
     nvml = FakeNvml([Card(0), Card(1, ecc=None, remap=None)])
-    assert gpu_health(nvml) == (DeviceHealth("gpu", 0), DeviceHealth("gpu", 1))
+    # the count is kept where the card keeps one (for the agent's metrics), None where not
+    assert gpu_health(nvml) == (
+        DeviceHealth("gpu", 0, ecc_uncorrected=0),
+        DeviceHealth("gpu", 1),
+    )
     assert nvml.inits == 0
 
 
@@ -120,6 +124,7 @@ def test_card_errors(card: Card, errors: tuple[str, ...]) -> None:
     assert health[0].ok
     assert health[1].errors == errors
     assert not health[1].ok
+    assert health[1].ecc_uncorrected == (None if card.lost else card.ecc)
 
 
 def test_no_nvml_means_no_gpus() -> None:
@@ -133,7 +138,7 @@ def test_no_nvml_means_no_gpus() -> None:
 def test_xids_fatal_or_not_and_how_long_they_are_reported() -> None:
     assert xid_problem(79) == ("xid 79", True)
     assert xid_problem(13) == ("xid 13", False)
-    nvml = FakeNvml([Card(0), Card(5)])
+    nvml = FakeNvml([Card(0, ecc=None), Card(5, ecc=None)])  # cards without ECC
     now = [1000.0]
     watcher = NvmlHealth(nvml, xid_window_s=60, clock=lambda: now[0])
     nvml.events += [(1, 79), (0, 13)]
@@ -254,7 +259,7 @@ def test_a_card_without_xid_events_does_not_cost_the_others_theirs() -> None:
             if h.minor == 0:
                 raise NotSupported
 
-    nvml = Partial([Card(0), Card(1)])
+    nvml = Partial([Card(0, ecc=None), Card(1, ecc=None)])
     watcher = NvmlHealth(nvml, clock=lambda: 1.0)
     nvml.events.append((1, 94))
     assert watcher.devices() == (DeviceHealth("gpu", 0), DeviceHealth("gpu", 1, ("xid 94",)))

@@ -35,8 +35,9 @@ from tests.unit.portal.world import World
 pytestmark = pytest.mark.usefixtures("users_own_files")
 
 # routes no unit test answers with success: the Jupyter proxy needs a running server, a
-# service's health a running replica (the call is made, with the service's token)
-NEVER_OK = {"jupyter_proxy.forward", "jobs.Jupyter", "inference.Health"}
+# service's health a running replica (the call is made, with the service's token), and
+# /metrics is off (404) without METRICS_TOKEN or METRICS_ALLOW (test_metrics_endpoint.py)
+NEVER_OK = {"jupyter_proxy.forward", "jobs.Jupyter", "inference.Health", "metrics"}
 QUERY = {"labelling.Export": "?format=coco", "usage.Export": "?format=csv"}
 
 
