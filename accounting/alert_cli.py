@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from accounting.alerts import AlertConfig
     from accounting.metrics import AccountingMetrics
     from slurm_plugins.client import SlurmClient
-    from slurm_plugins.common.metrics import Address
+    from slurm_plugins.common.address import Address
 
 log = logging.getLogger("aipool.accounting")
 
@@ -234,7 +234,7 @@ def run(  # noqa: PLR0917 (one parameter per option)
 
 
 def _address(value: str | None) -> Address | None:
-    from slurm_plugins.common.metrics import parse_address
+    from slurm_plugins.common.address import parse_address
 
     try:
         return None if value is None else parse_address(value)

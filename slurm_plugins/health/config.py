@@ -24,8 +24,8 @@ from typing import Any
 
 from marshmallow import RAISE, Schema, fields, validate
 
+from slurm_plugins.common.address import Address
 from slurm_plugins.common.fields import Duration, ListenAddress
-from slurm_plugins.common.metrics import Address
 
 
 @dataclass(frozen=True, slots=True)

@@ -64,7 +64,8 @@ def agent(
     cluster: str,
 ) -> None:
     """Node agent: per-job utilisation samples for the idle reaper, node health reports."""
-    from slurm_plugins.common.metrics import parse_address, serve
+    from slurm_plugins.common.address import parse_address
+    from slurm_plugins.common.metrics import serve
     from slurm_plugins.node.agent import Agent
     from slurm_plugins.node.health import health_reporter
     from slurm_plugins.node.metrics import NodeMetrics

@@ -14,17 +14,25 @@ from typing import Any
 import yaml
 from marshmallow import RAISE, Schema, ValidationError, fields, validate
 
+from slurm_plugins.common.address import Address
 from slurm_plugins.common.errors import ConfigError
 from slurm_plugins.common.fields import Duration, ListenAddress
 from slurm_plugins.health.config import HealthConfig, HealthSchema, health_config
 from slurm_plugins.policy.base import REGISTRY, Select
 from slurm_plugins.policy.engine import EngineConfig, PolicyConfig
 from slurm_plugins.policy.fields import resource_map
-from slurm_plugins.policy.metrics import MetricsConfig
 from slurm_plugins.policy.snapshot import Tenant
 from slurm_plugins.validation import flatten
 
 LAB_CONFIG = Path(__file__).resolve().parent / "lab-daemon.yaml"
+
+
+@dataclass(frozen=True, slots=True)
+class MetricsConfig:
+    """``metrics:`` of the daemon's file: where to serve, and the ``cluster`` label."""
+
+    address: Address
+    cluster: str = "default"
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,13 +9,12 @@ are computed at scrape time from the jobs and nodes the last cycle read
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.metrics_core import Metric
 
-from slurm_plugins.common.metrics import Address, Latest, SnapshotCollector, name, registry_of
+from slurm_plugins.common.metrics import Latest, SnapshotCollector, name, registry_of
 from slurm_plugins.common.poolmetrics import PoolView, pool_families
 from slurm_plugins.policy.base import REGISTRY
 from slurm_plugins.policy.plan import Plan
@@ -27,14 +26,6 @@ if TYPE_CHECKING:
 CYCLE_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0)
 #: a decision's policy when its reason names none of the registered ones
 ENGINE = "engine"
-
-
-@dataclass(frozen=True, slots=True)
-class MetricsConfig:
-    """``metrics:`` of the daemon's file: where to serve, and the ``cluster`` label."""
-
-    address: Address
-    cluster: str = "default"
 
 
 def policy_of(reason: str) -> str:

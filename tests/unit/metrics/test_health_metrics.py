@@ -10,8 +10,8 @@ from typing import Any, cast
 import pytest
 
 from slurm_plugins.client import CommandError, SlurmClient
+from slurm_plugins.common.address import parse_address
 from slurm_plugins.common.errors import ConfigError
-from slurm_plugins.common.metrics import parse_address
 from slurm_plugins.common.notify import LogSink
 from slurm_plugins.health.checker import Checker
 from slurm_plugins.health.metrics import HealthMetrics

@@ -8,11 +8,11 @@ from typing import cast
 import pytest
 
 from slurm_plugins.client import SlurmClient, SlurmError
+from slurm_plugins.common.address import Address
 from slurm_plugins.common.errors import ConfigError
-from slurm_plugins.common.metrics import Address
-from slurm_plugins.policy.config import DaemonConfig, parse_config
+from slurm_plugins.policy.config import DaemonConfig, MetricsConfig, parse_config
 from slurm_plugins.policy.daemon import Daemon
-from slurm_plugins.policy.metrics import MetricsConfig, PolicyMetrics, decisions, policy_of
+from slurm_plugins.policy.metrics import PolicyMetrics, decisions, policy_of
 from slurm_plugins.policy.plan import Action, Hold, JobAction, JobChange, NodeWeight, Plan
 from tests.unit.metrics.scheme import check_scheme, values
 from tests.unit.policy.test_policy_daemon import NOW, recorded
