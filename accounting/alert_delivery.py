@@ -17,11 +17,12 @@ from dataclasses import dataclass
 import httpx
 from sqlalchemy import Engine, insert
 
-from accounting.alert_channels import Alert, Outcome, alert_mails, post_webhook, send_mail
+from accounting.alert_channels import Alert, alert_mails, post_webhook, send_mail
 from accounting.alert_eval import Observation
 from accounting.alert_models import AlertDelivery
 from accounting.alert_rules import Channel, ChannelType, Level, Severity
 from slurm_plugins.common.mail import MailConfig, Mailer
+from slurm_plugins.common.webhooks import Outcome
 
 log = logging.getLogger("aipool.accounting.alerts")
 

@@ -2,8 +2,9 @@
 
 The idle reaper's warnings, reclaims and migrations and the health checker's node alerts
 reach the job's owner and the admins through a :class:`Notifier`. There are a log sink, a
-JSON-lines file sink (which the portal and tests read) and an e-mail sink (through
-:mod:`slurm_plugins.common.mail`).
+JSON-lines file sink (which the portal and tests read), an e-mail sink (through
+:mod:`slurm_plugins.common.mail`) and a webhook sink (a JSON receiver or a WeCom, DingTalk or
+Feishu robot, through :mod:`slurm_plugins.common.webhooks`).
 """
 
 from __future__ import annotations
@@ -16,7 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from slurm_plugins.common import codec
+import httpx
+
+from slurm_plugins.common import codec, webhooks
 from slurm_plugins.common.mail import (
     Mail,
     Mailer,
@@ -150,6 +153,57 @@ def email_sink(config_path: Path) -> EmailSink:
         language=cfg.user_language,
         site_name=cfg.site_name,
     )
+
+
+class WebhookSink:
+    """Posts each notification to one webhook in the site's language, retrying a failed post
+    with doubling waits; a post that fails every attempt raises OSError (MultiSink logs it
+    without the URL, a credential, and goes on)."""
+
+    def __init__(
+        self,
+        hook: webhooks.Hook,
+        *,
+        locale: str = DEFAULT,
+        attempts: int = 3,
+        first_wait_s: float = 1.0,
+        client: httpx.Client | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.hook = hook
+        self.locale = locale
+        self.attempts = max(1, attempts)
+        self.first_wait_s = first_wait_s
+        self.client = client or httpx.Client(timeout=10.0)
+        self.sleep = sleep
+
+    def send(self, note: Notification) -> None:
+        title, text = note.in_language(self.locale)
+        document = {
+            "kind": note.kind,
+            "job_id": note.job_id,
+            "users": list(note.users),
+            "title": title,
+            "text": text,
+            "at": time.time(),
+        }
+        message = webhooks.Message(title, text, document)
+        wait = self.first_wait_s
+        for attempt in range(1, self.attempts + 1):
+            outcome = webhooks.post(self.client, self.hook, message, time.time())
+            if outcome.ok:
+                return
+            log.warning(
+                "%s webhook: attempt %d of %d failed: %s",
+                self.hook.type.value,
+                attempt,
+                self.attempts,
+                outcome.error,
+            )
+            if attempt < self.attempts:
+                self.sleep(wait)
+                wait *= 2
+        raise OSError(f"{self.hook.type.value} webhook: {outcome.error}")
 
 
 class MultiSink:

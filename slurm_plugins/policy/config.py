@@ -14,6 +14,7 @@ from typing import Any
 import yaml
 from marshmallow import RAISE, Schema, ValidationError, fields, validate
 
+from slurm_plugins.common import webhooks
 from slurm_plugins.common.address import Address
 from slurm_plugins.common.errors import ConfigError
 from slurm_plugins.common.fields import Duration, ListenAddress
@@ -23,6 +24,7 @@ from slurm_plugins.policy.engine import EngineConfig, PolicyConfig
 from slurm_plugins.policy.fields import resource_map
 from slurm_plugins.policy.snapshot import Tenant
 from slurm_plugins.validation import flatten
+from translations import DEFAULT, LOCALES
 
 LAB_CONFIG = Path(__file__).resolve().parent / "lab-daemon.yaml"
 
@@ -49,6 +51,9 @@ class DaemonConfig:
     notify_file: Path | None = None
     #: accounting's alert configuration (SMTP server, users' addresses): e-mail the notices too
     notify_email: Path | None = None
+    #: webhooks (chat robots, JSON receivers) the notices are posted to, in notify_locale
+    notify_webhooks: tuple[webhooks.Hook, ...] = ()
+    notify_locale: str = "en"
     samples_dir: Path | None = None
     samples_max_age_s: float = 3600
     #: Node health checks (``aipool health run``); None: not enabled.
@@ -100,10 +105,23 @@ class UsageSchema(_Strict):
     refresh = Duration(load_default=300)
 
 
+class WebhookSchema(_Strict):
+    type = fields.String(
+        required=True, validate=validate.OneOf([t.value for t in webhooks.HookType])
+    )
+    url = fields.Url(required=True, schemes={"http", "https"}, require_tld=False)
+    secret = fields.String(load_default="")
+    format = fields.String(load_default="text", validate=validate.OneOf(["text", "markdown"]))
+
+
 class NotifySchema(_Strict):
     log = fields.Boolean(load_default=True)
     file = fields.String(load_default=None, allow_none=True)
     email = fields.String(load_default=None, allow_none=True)
+    #: chat robots or JSON receivers the notices go to as well
+    webhooks = fields.List(fields.Nested(WebhookSchema), load_default=list)
+    #: the language of the webhooks' messages (the site's)
+    locale = fields.String(load_default=DEFAULT, validate=validate.OneOf(sorted(LOCALES)))
 
 
 class SamplesSchema(_Strict):
@@ -222,6 +240,11 @@ def parse_config(data: Any, *, base: Path | None = None) -> DaemonConfig:
         notify_log=raw["notify"]["log"],
         notify_file=path(raw["notify"]["file"]),
         notify_email=path(raw["notify"]["email"]),
+        notify_webhooks=tuple(
+            webhooks.Hook(webhooks.HookType(h["type"]), h["url"], h["secret"], h["format"])
+            for h in raw["notify"]["webhooks"]
+        ),
+        notify_locale=raw["notify"]["locale"],
         samples_dir=path(raw["samples"]["dir"]),
         samples_max_age_s=raw["samples"]["max_age"],
         health=health_config(raw["health"], samples_dir=path(raw["samples"]["dir"]), path=path),

@@ -31,7 +31,14 @@ from slurm_plugins.client import SlurmClient, SlurmError
 from slurm_plugins.client.models import AcctJob, Association, SchedulerCounters
 from slurm_plugins.common.errors import ConfigError
 from slurm_plugins.common.metrics import serve
-from slurm_plugins.common.notify import FileSink, LogSink, MultiSink, Notifier, email_sink
+from slurm_plugins.common.notify import (
+    FileSink,
+    LogSink,
+    MultiSink,
+    Notifier,
+    WebhookSink,
+    email_sink,
+)
 from slurm_plugins.common.poolmetrics import PoolView
 from slurm_plugins.node import SampleReader
 from slurm_plugins.policy import collect
@@ -79,6 +86,7 @@ def notifier_for(config: DaemonConfig) -> Notifier:
             sinks.append(email_sink(config.notify_email))
         except ValueError as exc:
             raise ConfigError([str(exc)]) from exc
+    sinks += [WebhookSink(h, locale=config.notify_locale) for h in config.notify_webhooks]
     return MultiSink(sinks)
 
 
