@@ -104,6 +104,7 @@ NOT_PAGES = {
     "branding_logo": "the site's logo",
     "audit_pages.export": "the audit log as CSV",
     "jupyter_proxy.forward": "a job's own notebook server, relayed",
+    "metrics": "Prometheus's scrape of the portal (text, behind a token or an allow-list)",
 }
 
 

@@ -24,6 +24,7 @@ from typing import Any
 from flask import Flask
 from flask.testing import FlaskClient
 
+from accounting.alert_models import AlertDelivery, AlertState
 from accounting.ingest import ingest
 from accounting.meter import NodeCards, Topology, meter
 from portal import userfiles
@@ -243,6 +244,61 @@ def _use_and_samples(site: Populated) -> None:
             site.app.config["CLOCK"] = None
 
 
+def _alerts(site: Populated) -> None:
+    """A platform channel and rule (admin), a signed DingTalk robot and a budget rule for nlp
+    (erin), and a firing episode with a retried delivery, as the scheduler leaves them."""
+    admin, erin = site.api("admin"), site.api("erin")
+    _ok(admin.post(f"{ALERTS}/channels", json={"name": "ops-mail", "type": "email"} | OPS))
+    _ok(admin.post(f"{ALERTS}/rules", json=_rule("pools", "pool_free_cards", "platform", "")))
+    robot = "https://oapi.dingtalk.com/robot/send?access_token=0123456789abcdef0123456789"
+    channel = {"name": "nlp-robot", "type": "dingtalk", "url": robot, "secret": "SEC0123456789ab"}
+    _ok(erin.post(f"{ALERTS}/channels", json=channel | {"scope": NLP_SCOPE, "format": "markdown"}))
+    budget = _rule("nlp-budget", "card_hours_share", "project", "nlp")
+    _ok(erin.post(f"{ALERTS}/rules", json=budget))
+    now = datetime.now(UTC)
+    with site.app.app_context():
+        where = {"rule": "nlp-budget", "subject": "nlp", "scope_level": "project"}
+        db.session.add(AlertState(**where, scope_name="nlp", state="firing", since=now, value=0.93))
+        for attempt, ok, status in ((1, False, 500), (2, True, 200)):
+            db.session.add(
+                AlertDelivery(
+                    **where,
+                    scope_name="nlp",
+                    channel="nlp-robot",
+                    kind="fire",
+                    attempt=attempt,
+                    ok=ok,
+                    http_status=status,
+                    error="" if ok else f"HTTP {status}",
+                    at=now - timedelta(minutes=3 - attempt),
+                )
+            )
+        db.session.commit()
+
+
+ALERTS = "/api/v1/alerts"
+OPS = {"recipients": ["ops@example.org"], "scope": {"level": "platform", "name": ""}}
+NLP_SCOPE = {"level": "project", "name": "nlp"}
+
+
+def _rule(name: str, measure: str, level: str, tenant: str) -> dict[str, Any]:
+    query: dict[str, Any] = {"kind": "usage", "measure": measure}
+    if measure == "card_hours_share":
+        query["budget"] = 100
+    channels = ["ops-mail"] if level == "platform" else ["nlp-robot"]
+    comparator, threshold = ("<=", 0.0) if measure == "pool_free_cards" else (">=", 0.9)
+    return {
+        "name": name,
+        "query": query,
+        "comparator": comparator,
+        "threshold": threshold,
+        "for": "10m",
+        "scope": {"level": level, "name": tenant},
+        "severity": "urgent" if level == "platform" else "normal",
+        "channels": channels,
+    }
+
+
 @contextmanager
 def populated_portal(tmp: Path) -> Iterator[Populated]:
     """The populated portal under waitress; its world and the ids of what was made."""
@@ -270,6 +326,7 @@ def populated_portal(tmp: Path) -> Iterator[Populated]:
         _data(site)
         _models(site)
         _use_and_samples(site)
+        _alerts(site)
         with serving(app) as url:
             yield Populated(url, app, world, site.ids, site.names)
     finally:
