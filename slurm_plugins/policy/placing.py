@@ -253,37 +253,28 @@ class Placing:
         """A gang under one leaf switch when one has room: the switch
         :func:`gres.placement_topology.gang_same_switch` picks (the tightest), its nodes in the
         scorer's order. None without switches or when no switch has room: then the scorer's
-        best nodes wherever they are."""
+        best nodes wherever they are. One pass over the nodes to find the switch, then one
+        choice per member inside it."""
         nodes = self.view.nodes
-        leaves = sorted({fn.info.switch for fn in nodes.values() if fn.info.switch})
-        if not leaves:
-            return None
-        fitting: dict[str, list[Decision]] = {}
-        for leaf in leaves:
-            under = self._all_fitting(index, request, allowed, leaf)
-            if under:
-                fitting[leaf] = under
-        views = [SwitchNode(d.node, leaf, 1, 1) for leaf, ds in fitting.items() for d in ds]
+        views = [
+            SwitchNode(name, fn.info.switch, 1, 1)
+            for name, fn in nodes.items()
+            if fn.info.switch and name in index and allowed(name) and index.fits(request, name)
+        ]
         chosen = gang_same_switch(Gang(job.node_count, 1), views)
         if chosen is None or switches_used(chosen, views) > 1:
             return None
-        return tuple(fitting[nodes[chosen[0]].info.switch or ""][: job.node_count])
-
-    def _all_fitting(
-        self, index: ShapeIndex, request: Request, allowed: Callable[[str], bool], leaf: str
-    ) -> list[Decision]:
-        """Every node under ``leaf`` that fits, best first."""
-        nodes = self.view.nodes
-        found: list[Decision] = []
+        leaf = nodes[chosen[0]].info.switch
+        picked: list[Decision] = []
         names: set[str] = set()
 
         def under(name: str) -> bool:
             return name not in names and nodes[name].info.switch == leaf and allowed(name)
 
-        while (d := index.best_among(request, under)) is not None:
-            found.append(d)
+        while len(picked) < job.node_count and (d := index.best_among(request, under)):
+            picked.append(d)
             names.add(d.node)
-        return found
+        return tuple(picked) if len(picked) == job.node_count else None
 
     def hazards(self) -> set[str]:
         """Nodes where slurmctld believes a card free that still holds shards (followed
