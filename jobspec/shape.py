@@ -61,14 +61,14 @@ def _check_same_switch(data: dict[str, Any], kind: TopologyKind, roles: dict[str
     if kind.heterogeneous:
         if any(r.get("replicas", 1) > 1 for r in roles.values()):
             return
-        where = "a role with more than one replica"
+        runs, where = "each role of this job runs", "a role with more than one replica"
     else:
         if data.get("resources", {}).get("nodes", 1) > 1:
             return
-        where = "resources.nodes of 2 or more"
+        runs, where = "this job runs", "resources.nodes of 2 or more"
     raise ValidationError(
-        f"same_switch keeps a job's nodes under one switch, but this job runs each part on one "
-        f"node; ask for {where} or leave same_switch out",
+        f"same_switch keeps a job's nodes under one switch, but {runs} on one node; "
+        f"ask for {where} or leave same_switch out",
         "affinity.same_switch",
     )
 
