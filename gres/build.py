@@ -26,6 +26,7 @@ from gres.naming import (
     npu_device,
     vnpu_device,
 )
+from gres.topology import build_topology
 
 _D = TypeVar("_D", Gpu, Npu)
 
@@ -59,10 +60,19 @@ class _Builder:
                     continue
                 first_seen[name] = i
                 nodes.append(self._node(name, entry, path))
+        devices = {
+            n.name: {
+                "gpu": frozenset(g.index for g in n.gpus),
+                "npu": frozenset(c.index for c in n.npus),
+            }
+            for n in nodes
+        }
+        topology, problems = build_topology(self.data, devices)
+        self.errors += problems
         if self.errors:
             # A node range repeats its entry's problems once per node; report each once.
             raise InventoryError(list(dict.fromkeys(self.errors)))
-        return Inventory(nodes=tuple(nodes))
+        return Inventory(nodes=tuple(nodes), topology=topology)
 
     def _names(self, raw: str, path: str) -> list[str]:
         try:

@@ -23,10 +23,12 @@ from gres.inventory import Inventory, load_inventory
 from gres.naming import DEFAULT_DEVICE_DIR
 from gres.probe import probe_host
 from gres.render import HEADER, render_all
+from gres.topology import Topology, render_topology_conf
 
 FILES = ("gres.conf", "nodes.conf", "taskprolog.sh")
+TOPOLOGY_FILE = "topology.conf"
 SETTINGS_FILE = "gres-settings.conf"
-PARTS = (*FILES, SETTINGS_FILE, "all")
+PARTS = (*FILES, SETTINGS_FILE, TOPOLOGY_FILE, "all")
 
 
 def _fail(messages: list[str] | tuple[str, ...], code: int, prefix: str = "") -> NoReturn:
@@ -90,11 +92,15 @@ def _load_extra(path: Path | None) -> dict[str, dict[str, str]]:
     return extra
 
 
-def _settings(rendered: Mapping[str, str]) -> str:
+def _settings(rendered: Mapping[str, str], topology: Topology) -> str:
+    # topology/tree only where the inventory names switches: without a topology.conf that
+    # puts every node under a switch, slurmctld would place no job on the nodes left out.
+    plugin = "" if topology.empty else "TopologyPlugin=topology/tree\n"
     return (
         HEADER
         + f"GresTypes={rendered['GresTypes']}\n"
         + f"AccountingStorageTRES={rendered['AccountingStorageTRES']}\n"
+        + plugin
     )
 
 
@@ -142,8 +148,8 @@ def render(
     device_dir: str | None,
     extra_path: Path | None,
 ) -> None:
-    """Render gres.conf, the NodeName lines, the TaskProlog and the GresTypes /
-    AccountingStorageTRES settings from an inventory."""
+    """Render gres.conf, the NodeName lines, the TaskProlog, the GresTypes /
+    AccountingStorageTRES (and TopologyPlugin) settings and topology.conf from an inventory."""
     try:
         inv = load_inventory(inventory_path)
         if device_dir is not None:
@@ -156,7 +162,11 @@ def render(
         rendered = render_all(inv, _load_extra(extra_path))
     except ValueError as exc:
         _fail([str(exc)], 2, f"{extra_path}: ")
-    texts = {**{f: rendered[f] for f in FILES}, SETTINGS_FILE: _settings(rendered)}
+    texts = {
+        **{f: rendered[f] for f in FILES},
+        SETTINGS_FILE: _settings(rendered, inv.topology),
+        TOPOLOGY_FILE: render_topology_conf(inv.topology),
+    }
     chosen = list(texts) if part == "all" else [part]
     if out is None:
         for name in chosen:

@@ -20,6 +20,7 @@ from gres.naming import (
     npu_device,
     vnpu_device,
 )
+from gres.topology import topology_to_dict
 
 if TYPE_CHECKING:
     from gres.model import Gpu, Inventory, NodeInventory, Npu, Vnpu
@@ -34,6 +35,10 @@ def inventory_to_yaml(inv: Inventory) -> str:
                 node[key] = [_FlowDict(e) for e in node[key]]
         if "features" in node:
             node["features"] = _FlowList(node["features"])
+    for entry in data.get("switches", []) + data.get("islands", []):
+        for key in ("nodes", "switches", "devices"):
+            if key in entry:
+                entry[key] = _FlowList(entry[key])
     return yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True)
 
 
@@ -89,6 +94,7 @@ def inventory_to_dict(inv: Inventory) -> dict[str, Any]:
     out["nodes"] = [
         node_to_dict(n, d, inherited=top) for n, d in zip(inv.nodes, node_dirs, strict=True)
     ]
+    out.update(topology_to_dict(inv.topology))
     return out
 
 

@@ -137,6 +137,22 @@ class _NodeSchema(_Strict):
     device_dir = _device_path()
 
 
+class _SwitchSchema(_Strict):
+    name = _Token(required=True, error_messages=_MESSAGES)
+    nodes = _list(_Token(error_messages=_MESSAGES), allow_none=True)
+    switches = _list(_Token(error_messages=_MESSAGES), allow_none=True)
+
+
+class _IslandSchema(_Strict):
+    node = _Token(required=True, error_messages=_MESSAGES)
+    kind = _token(r"^(nvlink|hccs)$", "nvlink or hccs", required=True)
+    devices = _list(
+        _int(0),
+        required=True,
+        validate=validate.Length(min=2, error="an island joins 2 or more cards"),
+    )
+
+
 class _InventorySchema(_Strict):
     version = _Int(validate=validate.Equal(1, error="must be 1"), error_messages=_MESSAGES)
     shards_per_gpu = _int(1, 128)
@@ -146,6 +162,8 @@ class _InventorySchema(_Strict):
         required=True,
         validate=validate.Length(min=1, error="must list at least one node"),
     )
+    switches = _list(_nested(_SwitchSchema), allow_none=True)
+    islands = _list(_nested(_IslandSchema), allow_none=True)
 
 
 # --- entry points ----------------------------------------------------------------------------

@@ -18,6 +18,7 @@ from typing import Any
 
 from gres import dump
 from gres.naming import DEFAULT_SHARDS_PER_GPU, DEVICE_PATH_RE, reroot
+from gres.topology import Topology
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,9 +173,10 @@ class NodeInventory:
 
 @dataclass(frozen=True, slots=True)
 class Inventory:
-    """All nodes, in the order the inventory lists them."""
+    """All nodes, in the order the inventory lists them, and the switches they hang off."""
 
     nodes: tuple[NodeInventory, ...] = field(default_factory=tuple)
+    topology: Topology = field(default_factory=Topology)
 
     def node(self, name: str) -> NodeInventory:
         for n in self.nodes:
@@ -195,7 +197,7 @@ class Inventory:
                 f"device_dir must be an absolute path of letters, digits, '_', '.', '-', "
                 f"got {root!r}"
             )
-        return Inventory(nodes=tuple(n.with_device_dir(root) for n in self.nodes))
+        return replace(self, nodes=tuple(n.with_device_dir(root) for n in self.nodes))
 
     def to_dict(self) -> dict[str, Any]:
         """The inventory in its YAML format; ``load_inventory`` reads it back unchanged."""

@@ -120,6 +120,10 @@ class ShapeIndex:
             self._log.append(shape)
 
     # ------------------------------------------------------------------ queries
+    def fits(self, request: Request, name: str) -> bool:
+        """Whether node ``name`` (in the index) fits ``request`` now; by its shape, cached."""
+        return self.score(request, self._shape_of[name]) is not None
+
     def score(self, request: Request, shape: Shape) -> float | None:
         """The scorer's score of a node of ``shape`` (None: it does not fit), cached."""
         scores = self._scores.setdefault(request, {})

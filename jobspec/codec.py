@@ -57,6 +57,8 @@ def build_spec(d: dict[str, Any]) -> Spec:
             nodes=tuple(d.get("affinity", {}).get("nodes", ())),
             exclude=tuple(d.get("affinity", {}).get("excluded", ())),
             anti_affinity_group=d.get("affinity", {}).get("anti_affinity_group"),
+            same_switch=d.get("affinity", {}).get("same_switch", False),
+            max_wait_min=d.get("affinity", {}).get("max_wait"),
         ),
         notify=Notify(d["notify"]["email"], tuple(d["notify"]["events"]))
         if "notify" in d
@@ -164,6 +166,9 @@ def _affinity(a: Affinity) -> dict[str, Any]:
         if value := getattr(a, key):
             out[key] = list(value)
     _put(out, "anti_affinity_group", a.anti_affinity_group)
+    if a.same_switch:
+        out["same_switch"] = True
+    _put(out, "max_wait", a.max_wait_min)
     return out
 
 

@@ -189,6 +189,10 @@ class Affinity:
     nodes: tuple[str, ...] = ()
     exclude: tuple[str, ...] = ()
     anti_affinity_group: str | None = None
+    #: Keep the job's nodes under one leaf switch (``--switches=1``), waiting at most
+    #: ``max_wait_min`` minutes for such a set (None: the cluster's ``max_switch_wait``).
+    same_switch: bool = False
+    max_wait_min: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from gres.shards import fraction_to_shards
 from jobspec.model import Dependency, Resources, Spec, TopologyKind
-from slurm_plugins.client.job import Component, Gres, JobRequest, OpenMode
+from slurm_plugins.client.job import Component, Gres, JobRequest, OpenMode, Switches
 from slurm_plugins.client.job import Dependency as After
 
 
@@ -81,7 +81,16 @@ def component(
         constraint="&".join(a.features) or None,
         nodelist=a.nodes if with_nodes else (),
         exclude=a.exclude,
+        switches=switches(spec, nodes),
     )
+
+
+def switches(spec: Spec, nodes: int) -> Switches | None:
+    """``same_switch`` as Slurm's ``--switches=1[@wait]``; one node is always under one switch."""
+    a = spec.affinity
+    if not a.same_switch or nodes < 2:
+        return None
+    return Switches(1, None if a.max_wait_min is None else a.max_wait_min * 60)
 
 
 def job_request(

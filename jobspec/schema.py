@@ -45,6 +45,15 @@ class Int(fields.Integer):
         return value
 
 
+class Bool(fields.Boolean):
+    """true or false and nothing else: ``1`` or ``"yes"`` is a mistake, not a choice."""
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> bool:
+        if not isinstance(value, bool):
+            raise ValidationError("must be true or false")
+        return value
+
+
 class Strict(Schema):
     class Meta:
         unknown = RAISE
@@ -205,6 +214,13 @@ class AffinitySchema(Strict):
     # "exclude" would shadow Schema.exclude
     excluded = fields.List(f.Line(pattern=f.NODES, hint=f.NODES_HINT), data_key="exclude")
     anti_affinity_group = f.Line(pattern=f.NAME, hint=f.NAME_HINT)
+    same_switch = Bool()
+    max_wait = f.Duration()
+
+    @validates_schema
+    def _switch_wait(self, data: dict[str, Any], **kwargs: Any) -> None:
+        if "max_wait" in data and not data.get("same_switch"):
+            raise ValidationError("max_wait is how long same_switch may wait; set it", "max_wait")
 
 
 class NotifySchema(Strict):

@@ -25,6 +25,7 @@ def check_shape(data: dict[str, Any]) -> None:
                 "roles cannot share one node list; use affinity.exclude or a partition per role",
                 "affinity.nodes",
             )
+        _check_same_switch(data, kind, topology.get("roles", {}))
         for key in _ROLE_ONLY:
             if key in res:
                 raise ValidationError(
@@ -33,6 +34,7 @@ def check_shape(data: dict[str, Any]) -> None:
                     f"resources.{key}",
                 )
         return
+    _check_same_switch(data, kind, topology.get("roles", {}))
     nodes, tasks = res.get("nodes", 1), res.get("tasks_per_node")
     if kind in (TopologyKind.SINGLE, TopologyKind.MULTI_GPU) and nodes != 1:
         raise ValidationError(
@@ -50,6 +52,25 @@ def check_shape(data: dict[str, Any]) -> None:
                 "multi_gpu starts one process per card: ask for whole gpus or npus",
                 "resources.gpus",
             )
+
+
+def _check_same_switch(data: dict[str, Any], kind: TopologyKind, roles: dict[str, Any]) -> None:
+    """same_switch only means something when a part of the job spans several nodes."""
+    if not data.get("affinity", {}).get("same_switch"):
+        return
+    if kind.heterogeneous:
+        if any(r.get("replicas", 1) > 1 for r in roles.values()):
+            return
+        runs, where = "each role of this job runs", "a role with more than one replica"
+    else:
+        if data.get("resources", {}).get("nodes", 1) > 1:
+            return
+        runs, where = "this job runs", "resources.nodes of 2 or more"
+    raise ValidationError(
+        f"same_switch keeps a job's nodes under one switch, but {runs} on one node; "
+        f"ask for {where} or leave same_switch out",
+        "affinity.same_switch",
+    )
 
 
 def _check_program(data: dict[str, Any], kind: TopologyKind, roles: dict[str, Any]) -> None:

@@ -18,6 +18,7 @@ from gres.render import (
     render_node_lines,
     render_task_prolog,
 )
+from gres.topology import render_topology_conf
 from slurm_plugins.admission import HOOK_FILE, load_policy, render_hook
 from slurm_plugins.admission.config import LAB_POLICY
 from slurm_plugins.admission.render import ADMISSION_SUBDIR
@@ -102,12 +103,17 @@ def render_lab(
         partitions=partitions(inv),
         job_submit=job_submit,
         loopback_only=loopback_only,
+        topology=not inv.topology.empty,
     )
     dbd_conf = _ENV.get_template("slurmdbd.conf.j2").render(
         cfg=cfg, db_password=db_password, loopback_only=loopback_only
     )
+    # topology.conf only for an inventory that names switches: the default lab has none, and
+    # keeps Slurm's topology/none
+    topology = {} if inv.topology.empty else {"topology.conf": render_topology_conf(inv.topology)}
     return {
         **hook,
+        **topology,
         "slurm.conf": slurm_conf,
         "slurmdbd.conf": dbd_conf,
         "gres.conf": render_gres_conf(inv),

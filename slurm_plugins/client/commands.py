@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
+from gres.hostlist import expand_hostlist
 from slurm_plugins.client import accounts as accounts_mod
 from slurm_plugins.client import parse
 from slurm_plugins.client.errors import (
@@ -209,6 +210,11 @@ class SlurmClient:
         if self._has_scontrol_json():
             return self._read(["scontrol", *self._m(), "show", "nodes", "--json"], parse.nodes)
         return self._read(["sinfo", *self._m(), "--json"], parse.nodes)
+
+    def leaf_switches(self) -> dict[str, str]:
+        """Node -> its leaf switch from ``scontrol show topology``; empty without switches."""
+        done = self._run(["scontrol", *self._m(), "show", "topology"])
+        return parse.leaf_switches(done.stdout, expand_hostlist)
 
     def partitions(self) -> list[Partition]:
         if self._has_scontrol_json():

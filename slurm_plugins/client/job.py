@@ -79,6 +79,21 @@ class Dependency:
 
 
 @dataclass(frozen=True, slots=True)
+class Switches:
+    """Run the component's nodes under at most ``count`` leaf switches (``topology/tree``),
+    waiting up to ``wait_s`` seconds for that before taking any nodes (``None``: Slurm's
+    ``max_switch_wait``)."""
+
+    count: int = 1
+    wait_s: int | None = None
+
+    def __post_init__(self) -> None:
+        _count("switches", self.count, minimum=1)
+        if self.wait_s is not None:
+            _count("switches", self.wait_s, minimum=0)
+
+
+@dataclass(frozen=True, slots=True)
 class Component:
     """Where one part of a job runs and what each of its nodes gets; ``None`` leaves Slurm's
     default. ``memory_mb`` is per node, ``time_limit`` in minutes."""
@@ -96,6 +111,7 @@ class Component:
     constraint: str | None = None
     nodelist: tuple[str, ...] = ()
     exclude: tuple[str, ...] = ()
+    switches: Switches | None = None
 
     def __post_init__(self) -> None:
         for name in ("account", "partition", "qos"):
@@ -112,6 +128,8 @@ class Component:
         for name in ("nodelist", "exclude"):
             for node in getattr(self, name):
                 _word_field(name, node)
+        if self.switches is not None and not isinstance(self.switches, Switches):
+            raise JobRequestError("switches", "a Switches value")
 
     @property
     def node_count(self) -> int:
@@ -230,6 +248,7 @@ __all__ = [
     "JobRequest",
     "JobRequestError",
     "OpenMode",
+    "Switches",
 ]
 
 

@@ -1,8 +1,8 @@
 """The two wire forms of a :class:`~slurm_plugins.client.job.JobRequest`.
 
 ``argv``: sbatch options in a fixed order — per component the job name, account, QOS, time,
-partition, nodes, tasks, CPUs, memory, GRES, constraint and node lists; then, with the first
-component only, the job-wide options.
+partition, nodes, tasks, CPUs, memory, GRES, constraint, node lists and switches; then, with
+the first component only, the job-wide options.
 
 ``REST_FORMS``: one function per slurmrestd data-parser version, each returning the ``job`` or
 ``jobs`` member of a ``/job/submit`` body. A later version (v0.0.40 of Slurm 24.11 nests
@@ -59,7 +59,19 @@ def _component_argv(name: str | None, c: Component) -> list[str]:
         opts.append(f"--nodelist={','.join(c.nodelist)}")
     if c.exclude:
         opts.append(f"--exclude={','.join(c.exclude)}")
+    if c.switches is not None:
+        wait = c.switches.wait_s
+        # sbatch reads the wait as a Slurm time; [days-]hours:minutes:seconds is exact.
+        at = "" if wait is None else f"@{_clock(wait)}"
+        opts.append(f"--switches={c.switches.count}{at}")
     return opts
+
+
+def _clock(seconds: int) -> str:
+    days, rest = divmod(seconds, 86400)
+    hours, rest = divmod(rest, 3600)
+    clock = f"{hours}:{rest // 60:02d}:{rest % 60:02d}"
+    return f"{days}-{clock}" if days else clock
 
 
 def _job_argv(job: JobRequest) -> list[str]:
@@ -145,6 +157,10 @@ def _component_rest(c: Component) -> dict[str, Any]:
         props["nodelist"] = ",".join(c.nodelist)
     if c.exclude:
         props["exclude_nodes"] = ",".join(c.exclude)
+    if c.switches is not None:
+        props["required_switches"] = c.switches.count
+        if c.switches.wait_s is not None:
+            props["wait_for_switch"] = c.switches.wait_s
     return props
 
 

@@ -118,7 +118,7 @@ def _indexes(text: str) -> list[int]:
     return out
 
 
-def node_info(n: Node, running: Sequence[JobInfo]) -> NodeInfo:
+def node_info(n: Node, running: Sequence[JobInfo], switch: str | None = None) -> NodeInfo:
     gpus = n.gres_total("gpu")
     shards = n.gres_total("shard")
     per_gpu = shards // gpus if gpus and shards else DEFAULT_SHARDS_PER_GPU
@@ -161,6 +161,7 @@ def node_info(n: Node, running: Sequence[JobInfo]) -> NodeInfo:
         npus=npus,
         npus_used=npus_used,
         slurm_busy=tuple(sorted(busy)) if gpus else None,
+        switch=switch,
     )
 
 
@@ -195,6 +196,7 @@ def build(
     tenants: Sequence[Tenant] = (),
     samples: Mapping[int, tuple[Sample, ...]] | None = None,
     state: DaemonState | None = None,
+    switches: Mapping[str, str] | None = None,
 ) -> Snapshot:
     infos = tuple(job_info(j, now=now) for j in jobs if j.state.is_active)
     running = [j for j in infos if j.running]
@@ -202,7 +204,7 @@ def build(
     return Snapshot(
         now=now,
         jobs=infos,
-        nodes=tuple(node_info(n, running) for n in nodes),
+        nodes=tuple(node_info(n, running, (switches or {}).get(n.name)) for n in nodes),
         usage=usage_records(acct, skip=live),
         tenants=tuple(tenants),
         accounts={a.account: a.parent for a in associations if not a.user and a.parent},

@@ -119,6 +119,8 @@ class Daemon:
         self._acct_at = float("-inf")
         self._assoc: list[Association] = []
         self._assoc_at = float("-inf")
+        self._leaf: dict[str, str] = {}
+        self._switches_at = float("-inf")
         self._lock = threading.Lock()
         self._counters: SchedulerCounters | None = None
         self._next_cycle = float("-inf")
@@ -145,6 +147,16 @@ class Daemon:
             self._assoc_at = now
         return self._assoc
 
+    def _switches(self, now: float) -> dict[str, str]:
+        """Each node's leaf switch, re-read with the associations: cabling rarely changes."""
+        if now - self._switches_at >= ASSOC_REFRESH_S:
+            try:
+                self._leaf = self.client.leaf_switches()
+            except SlurmError as exc:  # placement without switches is still placement
+                log.warning("switches unavailable: %s", exc)
+            self._switches_at = now
+        return self._leaf
+
     def read(self) -> Snapshot:
         now = self.clock()
         jobs = self.client.jobs()
@@ -161,6 +173,7 @@ class Daemon:
             tenants=self.config.tenants,
             samples=self.samples.read(now, running) if self.samples else None,
             state=self.state,
+            switches=self._switches(now),
         )
 
     # ------------------------------------------------------------------ one cycle

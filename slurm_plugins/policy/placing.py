@@ -18,7 +18,7 @@ rules (``aipool sim … --rules live``) call the same functions, so the two cann
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from operator import attrgetter
 from typing import Any
 
@@ -26,6 +26,7 @@ from gres.naming import DEFAULT_SHARDS_PER_GPU
 from gres.placement import MILLI, Decision, NodeView, Request, Scorer, Shape, Workload
 from gres.placement_index import ShapeIndex
 from gres.placement_tasks import per_gpu_milli, task_model
+from gres.placement_topology import Gang, SwitchNode, gang_same_switch, switches_used
 from slurm_plugins.policy.cluster import ClusterView, FreeNode
 from slurm_plugins.policy.resources import Amounts, Demand
 from slurm_plugins.policy.snapshot import JobInfo, NodeInfo, UsageRecord
@@ -236,6 +237,8 @@ class Placing:
                 return False
             return not job.features or self.view.feature_ok(job, name)
 
+        if job.node_count > 1 and (gang := self._one_switch(index, request, job, allowed)):
+            return gang
         for _ in range(max(job.node_count, 1)):
             d = index.best_among(request, allowed)
             if d is None:
@@ -243,6 +246,35 @@ class Placing:
             chosen.append(d)
             taken.add(d.node)
         return tuple(chosen)
+
+    def _one_switch(
+        self, index: ShapeIndex, request: Request, job: JobInfo, allowed: Callable[[str], bool]
+    ) -> tuple[Decision, ...] | None:
+        """A gang under one leaf switch when one has room: the switch
+        :func:`gres.placement_topology.gang_same_switch` picks (the tightest), its nodes in the
+        scorer's order. None without switches or when no switch has room: then the scorer's
+        best nodes wherever they are. One pass over the nodes to find the switch, then one
+        choice per member inside it."""
+        nodes = self.view.nodes
+        views = [
+            SwitchNode(name, fn.info.switch, 1, 1)
+            for name, fn in nodes.items()
+            if fn.info.switch and name in index and allowed(name) and index.fits(request, name)
+        ]
+        chosen = gang_same_switch(Gang(job.node_count, 1), views)
+        if chosen is None or switches_used(chosen, views) > 1:
+            return None
+        leaf = nodes[chosen[0]].info.switch
+        picked: list[Decision] = []
+        names: set[str] = set()
+
+        def under(name: str) -> bool:
+            return name not in names and nodes[name].info.switch == leaf and allowed(name)
+
+        while len(picked) < job.node_count and (d := index.best_among(request, under)):
+            picked.append(d)
+            names.add(d.node)
+        return tuple(picked) if len(picked) == job.node_count else None
 
     def hazards(self) -> set[str]:
         """Nodes where slurmctld believes a card free that still holds shards (followed

@@ -119,6 +119,8 @@ class NodeInfo:
     #: ends, so this can miss cards that are still shared: slurmctld would give such a
     #: card whole to the next whole-card job (see ``cluster.FreeNode``).
     slurm_busy: tuple[int, ...] | None = None
+    #: The leaf switch it hangs off (``topology/tree``); None without switches.
+    switch: str | None = None
 
     @property
     def draining(self) -> bool:

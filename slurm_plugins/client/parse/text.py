@@ -4,6 +4,7 @@ nor for sacctmgr, so these read the stable one-line and ``--parsable2`` forms.""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Sequence
 
 from slurm_plugins.client.errors import ParseError
 from slurm_plugins.client.models import (
@@ -129,6 +130,17 @@ def _minutes(value: str) -> int | None:
         parts.insert(0, 0)
     h, m, sec = parts[-3:]
     return (int(days) if days else 0) * 1440 + h * 60 + m + (1 if sec else 0)
+
+
+def leaf_switches(text_: str, expand: Callable[[str], Sequence[str]]) -> dict[str, str]:
+    """``scontrol show topology``: node -> the leaf switch (``Level=0``) it hangs off; empty
+    without a topology plugin (Slurm then prints no ``SwitchName=`` record)."""
+    out: dict[str, str] = {}
+    for line in text_.splitlines():
+        kv = dict(item.split("=", 1) for item in line.split() if "=" in item)
+        if "SwitchName" in kv and kv.get("Level") == "0" and kv.get("Nodes"):
+            out.update(dict.fromkeys(expand(kv["Nodes"]), kv["SwitchName"]))
+    return out
 
 
 _PING = re.compile(r"^Slurmctld\((?P<role>[a-z]+\d*)\) at (?P<host>\S+) is (?P<state>[A-Z]+)")

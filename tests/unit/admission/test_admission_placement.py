@@ -112,6 +112,7 @@ def test_the_heartbeat_is_looked_at_once_a_second(tmp_path: Path) -> None:
         ("a dependency", {"dependency": "afterok:12"}),
         ("an array", {"array_inx": "1-10"}),
         ("a heterogeneous component", {"het_job_offset": 1}),
+        ("a switch count", {"req_switch": 1, "wait4switch": 600}),
         ("a begin time ahead", {"begin_time": NOW + 3600}),
         ("the CPU partition", {"partition": "cpu", "tres_per_node": None}),
     ],
@@ -133,7 +134,17 @@ def test_a_begin_time_already_past_and_unset_numbers_still_defer(tmp_path: Path)
         [
             touch(hook, NOW),
             at(NOW, submit("past", "carol", begin_time=NOW - 5, **GPU)),
-            at(NOW, submit("unset", "carol", priority=NO_VAL, het_job_offset=NO_VAL, **GPU)),
+            at(
+                NOW,
+                submit(
+                    "unset",
+                    "carol",
+                    priority=NO_VAL,
+                    het_job_offset=NO_VAL,
+                    req_switch=NO_VAL,
+                    **GPU,
+                ),
+            ),
         ],
     )
     assert past.set["begin_time"] == NOW + DEFER

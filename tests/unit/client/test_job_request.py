@@ -16,6 +16,7 @@ from slurm_plugins.client.job import (
     Gres,
     JobRequest,
     OpenMode,
+    Switches,
 )
 
 ENV = {"PATH": "/usr/bin:/bin"}
@@ -38,6 +39,19 @@ COMPONENT_CASES: list[tuple[str, Any, list[str], dict[str, Any]]] = [
     ("constraint", "a100&ib", ["--constraint=a100&ib"], {"constraints": "a100&ib"}),
     ("nodelist", ("gpu1", "gpu[3-4]"), ["--nodelist=gpu1,gpu[3-4]"], {"nodelist": "gpu1,gpu[3-4]"}),
     ("exclude", ("gpu2",), ["--exclude=gpu2"], {"exclude_nodes": "gpu2"}),
+    ("switches", Switches(2), ["--switches=2"], {"required_switches": 2}),
+    (
+        "switches",
+        Switches(1, 90_061),
+        ["--switches=1@1-1:01:01"],
+        {"required_switches": 1, "wait_for_switch": 90_061},
+    ),
+    (
+        "switches",
+        Switches(1, 600),
+        ["--switches=1@0:10:00"],
+        {"required_switches": 1, "wait_for_switch": 600},
+    ),
 ]
 AFTER = (Dependency("afterok", 12), Dependency("afterany", 14), Dependency("afterok", 13))
 JOB_CASES: list[tuple[str, Any, list[str], dict[str, Any]]] = [
@@ -252,6 +266,9 @@ def test_an_unknown_rest_version_is_refused() -> None:
         (lambda: Component(account="a b"), "account"),
         (lambda: Component(partition="gpu\n#SBATCH --uid=0"), "partition"),
         (lambda: Component(exclude=("gpu1 gpu2",)), "exclude"),
+        (lambda: Switches(0), "switches"),
+        (lambda: Switches(1, -5), "switches"),
+        (lambda: Component(switches=1), "switches"),  # type: ignore[arg-type]
         (lambda: Gres("GPU", 1), "gres"),
         (lambda: Gres("gpu", 0), "gres"),
         (lambda: Gres("gpu", 1, "a100:2"), "gres"),

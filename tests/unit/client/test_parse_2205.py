@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from gres.hostlist import expand_hostlist
 from slurm_plugins.client import parse
 from slurm_plugins.client.errors import ParseError
 from slurm_plugins.client.models import Job, JobState, NodeState
@@ -132,3 +133,9 @@ def test_both_versions_read_into_the_same_shape() -> None:
 def test_parsable_rows_must_have_every_field() -> None:
     with pytest.raises(ParseError, match="expected 9 fields"):
         parse.qos_parsable("normal|0\n")
+
+
+def test_leaf_switches_from_scontrol_show_topology() -> None:
+    leaves = parse.leaf_switches(read("scontrol_show_topology.txt"), expand_hostlist)
+    assert leaves == {"tgpu1": "leaf1", "tgpu3": "leaf1", "tgpu2": "leaf2", "tgpu4": "leaf2"}
+    assert parse.leaf_switches("", expand_hostlist) == {}

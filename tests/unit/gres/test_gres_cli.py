@@ -73,6 +73,7 @@ def test_render_all_to_stdout(runner: CliRunner) -> None:
         "==> nodes.conf <==",
         "==> taskprolog.sh <==",
         "==> gres-settings.conf <==",
+        "==> topology.conf <==",
     ]
 
 
@@ -92,6 +93,7 @@ def test_render_into_a_directory(runner: CliRunner, tmp_path: Path) -> None:
         "gres.conf",
         "nodes.conf",
         "taskprolog.sh",
+        "topology.conf",
     ]
     again = runner.invoke(cli, args)
     assert again.exit_code == 0

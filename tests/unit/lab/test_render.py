@@ -62,3 +62,18 @@ def test_partitions_follow_the_devices() -> None:
     assert parts["gpu"].default
     assert parts["npu"].nodes == ("npu1", "npu2")
     assert parts["cpu"].nodes == ("cpu1",)
+
+
+def test_switches_in_the_inventory_turn_on_topology_tree(tmp_path: Path) -> None:
+    cfg = LabConfig.from_env({"AIPOOL_LAB_DIR": str(tmp_path)})
+    plain = render_lab(cfg, load_inventory(DEFAULT_INVENTORY), db_password="pw")
+    assert "topology.conf" not in plain
+    assert "TopologyPlugin" not in plain["slurm.conf"]
+    inv = load_inventory(DEFAULT_INVENTORY.parent / "switches.yaml")
+    files = render_lab(cfg, inv, db_password="pw")
+    assert conf(files["slurm.conf"])["TopologyPlugin"] == "topology/tree"
+    assert files["topology.conf"].splitlines()[1:] == [
+        "SwitchName=leaf1 Nodes=tgpu1,tgpu3",
+        "SwitchName=leaf2 Nodes=tgpu2,tgpu4",
+        "SwitchName=root Switches=leaf[1-2]",
+    ]

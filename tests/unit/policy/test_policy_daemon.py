@@ -48,6 +48,7 @@ def recorded(
             ("sacct",): out("sacct.json"),
             ("sacctmgr",): out("sacctmgr_assoc.txt"),
             ("scontrol",): write,
+            ("scontrol", "show", "topology"): out("scontrol_show_topology.txt"),
             ("scancel",): write,
         }
     )

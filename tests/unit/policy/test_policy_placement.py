@@ -134,6 +134,32 @@ def test_a_multi_node_job_gets_one_node_each() -> None:
     assert got[1].req_nodes == "gpu1,gpu2"
 
 
+def test_a_gang_goes_under_the_tightest_switch_that_has_room() -> None:
+    # first nodes by score would be gpu1+gpu2 across switches; leaf2 has exactly room
+    nodes = [
+        gpu_node("gpu1", switch="leaf1"),
+        gpu_node("gpu2", switch="leaf2"),
+        gpu_node("gpu3", switch="leaf1"),
+        gpu_node("gpu4", switch="leaf2"),
+        gpu_node("gpu5", switch="leaf1"),
+    ]
+    got = changes(run(snap([deferred(1, gpus=4, node_count=2)], nodes), PLACE))
+    assert got[1].req_nodes == "gpu2,gpu4"
+    three = changes(run(snap([deferred(1, gpus=4, node_count=3)], nodes), PLACE))
+    assert three[1].req_nodes == "gpu1,gpu3,gpu5"
+
+
+def test_a_gang_no_switch_has_room_for_takes_the_best_nodes_anywhere() -> None:
+    nodes = [
+        gpu_node("gpu1", switch="leaf1"),
+        gpu_node("gpu2", switch="leaf2"),
+        replace(gpu_node("gpu3", switch="leaf1"), card_used=(32,) * 4),
+        replace(gpu_node("gpu4", switch="leaf2"), card_used=(32,) * 4),
+    ]
+    got = changes(run(snap([deferred(1, gpus=4, node_count=2)], nodes), PLACE))
+    assert got[1].req_nodes == "gpu1,gpu2"
+
+
 #: Work that ended: whole cards, so breaking a free card costs what a whole-card job loses.
 WHOLE_CARDS = [UsageRecord("nlp", "bob", NOW - 99, NOW - 9, Amounts(1, 0, 4, 16))] * 3
 
