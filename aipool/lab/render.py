@@ -38,7 +38,8 @@ class Partition:
 
 
 def partitions(inv: Inventory) -> list[Partition]:
-    """GPU, NPU and CPU partitions: accelerator work never lands on the wrong kind of node."""
+    """GPU, NPU, CPU and (with MLU, DCU or XPU nodes) ``accel`` partitions: accelerator work
+    never lands on the wrong kind of node."""
 
     def names(kind: str) -> tuple[str, ...]:
         return tuple(n.name for n in inv.nodes if node_kind(n) == kind)
@@ -47,6 +48,7 @@ def partitions(inv: Inventory) -> list[Partition]:
         Partition("gpu", names("gpu"), default=True),
         Partition("npu", names("npu")),
         Partition("cpu", names("cpu")),
+        Partition("accel", names("accel")),
     ]
     return [p for p in parts if p.nodes]
 
@@ -56,6 +58,8 @@ def node_kind(node: NodeInventory) -> str:
         return "gpu"
     if node.npus or node.vnpus:
         return "npu"
+    if node.accels:
+        return "accel"
     return "cpu"
 
 
