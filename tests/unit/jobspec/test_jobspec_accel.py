@@ -46,9 +46,7 @@ def test_one_kind_of_card_per_job() -> None:
         ({"mlus": 1, "mlu_type": "MLU 370"}, "resources.mlu_type: "),
     ],
 )
-def test_bad_card_requests_are_refused_clearly(
-    resources: dict[str, object], message: str
-) -> None:
+def test_bad_card_requests_are_refused_clearly(resources: dict[str, object], message: str) -> None:
     (error,) = errors_of(spec_data(resources=resources))
     assert error.startswith(message)
 
