@@ -5,12 +5,13 @@ GRES lines come from ``gres.render`` — the same code the Ansible roles use —
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import jinja2
 
 from aipool.lab.config import PACKAGE_DIR, LabConfig
 from gres.inventory import Inventory, NodeInventory
+from gres.naming import ACCEL_KINDS
 from gres.render import (
     accounting_tres,
     gres_types,
@@ -19,7 +20,7 @@ from gres.render import (
     render_task_prolog,
 )
 from slurm_plugins.admission import HOOK_FILE, load_policy, render_hook
-from slurm_plugins.admission.config import LAB_POLICY
+from slurm_plugins.admission.config import LAB_POLICY, Kind, PolicyConfig, Pool
 from slurm_plugins.admission.render import ADMISSION_SUBDIR
 
 _ENV = jinja2.Environment(
@@ -63,6 +64,17 @@ def node_kind(node: NodeInventory) -> str:
     return "cpu"
 
 
+def lab_policy(inv: Inventory) -> PolicyConfig:
+    """The lab's admission policy; a lab with an ``accel`` partition (MLU, DCU and XPU nodes)
+    gets a shared pool for it, so the default lab's policy stays as its file says."""
+    policy = load_policy(LAB_POLICY)
+    if not any(p.name == "accel" for p in partitions(inv)):
+        return policy
+    gres = {**policy.cluster.gres, **dict.fromkeys(ACCEL_KINDS, Kind.ACCEL)}
+    pools = (*policy.pools, Pool("accel", Kind.ACCEL, ("accel",), shared=True))
+    return replace(policy, cluster=replace(policy.cluster, gres=gres), pools=pools)
+
+
 def node_extra(cfg: LabConfig, inv: Inventory) -> dict[str, dict[str, str]]:
     """Every lab node is one ``slurmd -N`` on this host, with its own port."""
     return {
@@ -94,7 +106,7 @@ def render_lab(
     if job_submit:
         # slurmctld's hook reads the table from the portal's directory; beside the table,
         # the same pair as the portal writes (it explains refusals with that hook)
-        policy = load_policy(LAB_POLICY)
+        policy = lab_policy(inv)
         pair = render_hook(policy)
         hook = {f"{ADMISSION_SUBDIR}/{name}": text for name, text in pair.items()}
         hook[HOOK_FILE] = render_hook(policy, table_dir=ADMISSION_SUBDIR)[HOOK_FILE]
