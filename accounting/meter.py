@@ -3,7 +3,9 @@
 A whole GPU or NPU counts as one card; a shard counts as its fraction of the card it sits on
 (``1/shards_per_gpu``, 1/32 in the lab, so 8 shards for 2 h are 0.5 card-hours); a vNPU counts as
 its template's share of the physical NPU (``910b_vir05`` = 1/4 of a ``910b``). GPUs and NPUs are
-metered separately, each with its model.
+metered separately, each with its model. Cambricon MLUs, Hygon DCUs and Kunlunxin XPUs are
+whole cards metered with the NPUs, as the pool's non-NVIDIA accelerator cards, their type
+written ``<kind>:<model>`` (``mlu:mlu370``) so that card-hours split by kind (:func:`card_kind`).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from datetime import datetime
 
 from gres.hostlist import first_host
 from gres.model import TEMPLATES
-from gres.naming import DEFAULT_SHARDS_PER_GPU
+from gres.naming import ACCEL_KINDS, DEFAULT_SHARDS_PER_GPU
 from slurm_plugins.client.models import AcctJob, Association, Node, Tres
 
 #: micro-cards in one card
@@ -147,6 +149,30 @@ def npu_cards(tres: Tres) -> tuple[str, int]:
     return (model if ucards else ""), ucards
 
 
+def accel_cards(tres: Tres) -> tuple[str, int]:
+    """MLU, DCU and XPU cards held, as micro-cards, and the type most of them have
+    (``<kind>:<model>``, or the kind alone when Slurm recorded no type)."""
+    by_type: dict[str, int] = {}
+    for kind in ACCEL_KINDS:
+        total = tres[f"gres/{kind}"]
+        typed = tres.typed(kind)
+        for model, count in typed.items():
+            by_type[f"{kind}:{model}"] = by_type.get(f"{kind}:{model}", 0) + count * UCARDS
+        untyped = max(total - sum(typed.values()), 0)
+        if untyped:
+            by_type[kind] = by_type.get(kind, 0) + untyped * UCARDS
+    if not by_type:
+        return "", 0
+    return max(by_type, key=lambda t: (by_type[t], t)), sum(by_type.values())
+
+
+def card_kind(resource: str, model: str) -> str:
+    """The kind of card a metered type is: ``gpu``, ``npu``, or the MLU/DCU/XPU kind its
+    type names (``mlu:mlu370`` → ``mlu``)."""
+    kind = model.partition(":")[0]
+    return kind if resource == "npu" and kind in ACCEL_KINDS else resource
+
+
 def epoch(t: datetime) -> int:
     """Whole epoch seconds of an aware datetime (sacct's times have no fractions)."""
     return int(t.timestamp())
@@ -171,6 +197,8 @@ def meter(job: AcctJob, topo: Topology, now: datetime | None = None) -> Usage | 
     else:
         gpu_type, gpus = "", 0
     npu_type, npus = npu_cards(tres)
+    accel_type, accels = accel_cards(tres)
+    npu_type, npus = (npu_type or accel_type), npus + accels
     return Usage(
         cluster=job.cluster,
         job_id=job.job_id,

@@ -22,7 +22,7 @@ from prometheus_client.metrics_core import Metric
 from sqlalchemy import Engine, func, select
 
 from accounting.ingest import IngestResult
-from accounting.meter import UCARDS
+from accounting.meter import UCARDS, card_kind
 from accounting.models import IngestState, Rollup
 from accounting.report import month_start
 from slurm_plugins.common.metrics import SnapshotCollector, name, registry_of
@@ -72,8 +72,9 @@ def usage_family(engine: Engine, now: datetime, default_cluster: str) -> Metric:
     sums: dict[tuple[str, str, str, str], int] = {}
     with engine.connect() as conn:
         for cluster, account, gpu_type, npu_type, gpu, npu in conn.execute(query):
-            for kind, model, ucs in (("gpu", gpu_type, gpu), ("npu", npu_type, npu)):
+            for resource, model, ucs in (("gpu", gpu_type, gpu), ("npu", npu_type, npu)):
                 if ucs:
+                    kind = card_kind(resource, model or "")
                     key = (cluster or default_cluster, account, kind, model or UNTYPED)
                     sums[key] = sums.get(key, 0) + int(ucs)
     for key, ucs in sorted(sums.items()):

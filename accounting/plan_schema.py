@@ -118,7 +118,8 @@ class _Rate(_Strict):
         load_default="",
         validate=[
             validate.Length(max=32),
-            _Whole(r"^[A-Za-z0-9._-]*$", error=N_("Only letters, digits, '.', '_' and '-'.")),
+            # ':' for the typed accelerator cards metered with the NPUs, e.g. "mlu:mlu370".
+            _Whole(r"^[A-Za-z0-9._:-]*$", error=N_("Only letters, digits, '.', '_', ':' and '-'.")),
         ],
     )
     rate = MoneyField(required=True)

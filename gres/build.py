@@ -9,26 +9,29 @@ from __future__ import annotations
 
 import posixpath
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from fractions import Fraction
+from functools import partial
 from typing import Any, TypeVar
 
 from gres.errors import InventoryError
 from gres.hostlist import expand_range
-from gres.model import TEMPLATES, Gpu, Inventory, NodeInventory, Npu, Vnpu
+from gres.model import TEMPLATES, Accel, Gpu, Inventory, NodeInventory, Npu, Vnpu
 from gres.naming import (
+    ACCEL_KINDS,
     DEFAULT_DEVICE_DIR,
     DEFAULT_SHARDS_PER_GPU,
     NODE_NAME_RE,
     RESERVED_NODE_NAMES,
     VNPU_ID_BASE,
+    accel_device,
     gpu_device,
     npu_device,
     vnpu_device,
 )
 from gres.topology import build_topology
 
-_D = TypeVar("_D", Gpu, Npu)
+_D = TypeVar("_D", Gpu, Npu, Accel)
 
 
 def build_inventory(data: Mapping[str, Any]) -> Inventory:
@@ -117,7 +120,16 @@ class _Builder:
                 if npu_entry["model"].endswith(f"_{t.suffix}"):
                     self.error(f"{path}.npus[{j}].model", f"'_{t.suffix}' is kept for vNPU types")
         vnpus = self._vnpus(entry.get("vnpus") or [], f"{path}.vnpus", ddir, npus)
-        self._check_unique_devices([*gpus, *npus, *vnpus])
+        accels: list[tuple[Accel, str]] = []
+        for kind in ACCEL_KINDS:
+            accels += self._devices(
+                entry.get(f"{kind}s") or [],
+                f"{path}.{kind}s",
+                ddir,
+                partial(_make_accel, kind),
+                partial(accel_device, kind),
+            )
+        self._check_unique_devices([*gpus, *npus, *vnpus, *accels])
         return NodeInventory(
             name=name,
             cpus=cpus,
@@ -130,6 +142,7 @@ class _Builder:
             npus=tuple(sorted((n for n, _ in npus), key=lambda n: n.index)),
             vnpus=tuple(sorted((v for v, _ in vnpus), key=lambda v: v.vnpu_id)),
             shards_per_gpu=entry.get("shards_per_gpu", self.shards),
+            accels=tuple(sorted((a for a, _ in accels), key=_accel_order)),
         )
 
     def _devices(
@@ -215,7 +228,9 @@ class _Builder:
                 out.append((Vnpu(npu, template.name, vid, device or vnpu_device(ddir, vid)), epath))
         return out
 
-    def _check_unique_devices(self, devices: list[tuple[Gpu | Npu | Vnpu, str]]) -> None:
+    def _check_unique_devices(
+        self, devices: Sequence[tuple[Gpu | Npu | Vnpu | Accel, str]]
+    ) -> None:
         """Two GRES on one device file would let Slurm hand the same card to two jobs."""
         owner: dict[str, str] = {}
         for dev, epath in devices:
@@ -241,3 +256,17 @@ def _make_npu(entry: Mapping[str, Any], index: int, device: str) -> Npu:
     return Npu(
         index=index, model=entry["model"], device=device, memory_mib=entry.get("memory_mib", 0)
     )
+
+
+def _make_accel(kind: str, entry: Mapping[str, Any], index: int, device: str) -> Accel:
+    return Accel(
+        kind=kind,
+        index=index,
+        model=entry["model"],
+        device=device,
+        memory_mib=entry.get("memory_mib", 0),
+    )
+
+
+def _accel_order(accel: Accel) -> tuple[int, int]:
+    return ACCEL_KINDS.index(accel.kind), accel.index

@@ -13,9 +13,12 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from gres.naming import (
+    ACCEL_KINDS,
     DEFAULT_DEVICE_DIR,
     DEFAULT_SHARDS_PER_GPU,
     VNPU_ID_BASE,
+    accel_device,
+    accel_device_name,
     gpu_device,
     npu_device,
     vnpu_device,
@@ -23,14 +26,14 @@ from gres.naming import (
 from gres.topology import topology_to_dict
 
 if TYPE_CHECKING:
-    from gres.model import Gpu, Inventory, NodeInventory, Npu, Vnpu
+    from gres.model import Accel, Gpu, Inventory, NodeInventory, Npu, Vnpu
 
 
 def inventory_to_yaml(inv: Inventory) -> str:
     """YAML with one node per block and one device entry per line, as people write it."""
     data = inventory_to_dict(inv)
     for node in data["nodes"]:
-        for key in ("gpus", "npus", "vnpus"):
+        for key in ("gpus", "npus", "vnpus", *(f"{k}s" for k in ACCEL_KINDS)):
             if key in node:
                 node[key] = [_FlowDict(e) for e in node[key]]
         if "features" in node:
@@ -77,6 +80,7 @@ def _device_dir_of(node: NodeInventory) -> str | None:
         *(_conventional_dir(g.device, f"nvidia{g.index}") for g in node.gpus),
         *(_conventional_dir(n.device, f"davinci{n.index}") for n in node.npus),
         *(_conventional_dir(v.device, f"vdavinci{v.vnpu_id}") for v in node.vnpus),
+        *(_accel_dir(a) for a in node.accels),
     ]
     dirs = [d for d in found if d is not None]
     if not dirs:
@@ -123,6 +127,7 @@ def node_to_dict(
         ("gpus", _gpu_entries(node.gpus, ddir)),
         ("npus", _npu_entries(node.npus, ddir)),
         ("vnpus", _vnpu_entries(node.vnpus, ddir)),
+        *((f"{k}s", _accel_entries(node.accels_of(k), ddir)) for k in ACCEL_KINDS),
     ):
         if entries:
             out[key] = [_ordered(e) for e in entries]
@@ -206,4 +211,36 @@ def _vnpu_entries(vnpus: tuple[Vnpu, ...], ddir: str) -> list[dict[str, Any]]:
             entries.append(entry)
             last = (key, v.vnpu_id) if plain else None
         next_id = v.vnpu_id + 1
+    return entries
+
+
+def _accel_dir(accel: Accel) -> str | None:
+    """The device directory of a card under its conventional name (``/dev`` for a DCU whose
+    render node is in ``/dev/dri``)."""
+    found = _conventional_dir(accel.device, accel_device_name(accel.kind, accel.index))
+    if found is not None and accel.kind == "dcu" and found == f"{DEFAULT_DEVICE_DIR}/dri":
+        return DEFAULT_DEVICE_DIR
+    return found
+
+
+def _accel_entries(accels: tuple[Accel, ...], ddir: str) -> list[dict[str, Any]]:
+    entries: list[dict[str, Any]] = []
+    next_index, last = 0, None
+    for a in accels:
+        plain = a.device == accel_device(a.kind, ddir, a.index)
+        key = (a.model, a.memory_mib)
+        if plain and last is not None and last[0] == key and last[1] + 1 == a.index:
+            entries[-1]["count"] = entries[-1].get("count", 1) + 1
+            last = (key, a.index)
+        else:
+            entry: dict[str, Any] = {"model": a.model}
+            if a.index != next_index:
+                entry["index"] = a.index
+            if a.memory_mib:
+                entry["memory_mib"] = a.memory_mib
+            if not plain:
+                entry["device"] = a.device
+            entries.append(entry)
+            last = (key, a.index) if plain else None
+        next_index = a.index + 1
     return entries

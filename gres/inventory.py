@@ -14,6 +14,7 @@ from gres.errors import InventoryError
 from gres.loader import load_file, load_text
 from gres.model import (
     TEMPLATES,
+    Accel,
     Gpu,
     Inventory,
     NodeInventory,
@@ -28,6 +29,7 @@ __all__ = [
     "DEFAULT_SHARDS_PER_GPU",
     "TEMPLATES",
     "VNPU_ID_BASE",
+    "Accel",
     "Gpu",
     "Inventory",
     "InventoryError",

@@ -133,6 +133,10 @@ class _NodeSchema(_Strict):
     gpus = _list(_nested(_GpuSchema), allow_none=True)
     npus = _list(_nested(_NpuSchema), allow_none=True)
     vnpus = _list(_nested(_VnpuSchema), allow_none=True)
+    # Cambricon MLUs, Hygon DCUs, Kunlunxin XPUs: entries shaped like NPUs'.
+    mlus = _list(_nested(_NpuSchema), allow_none=True)
+    dcus = _list(_nested(_NpuSchema), allow_none=True)
+    xpus = _list(_nested(_NpuSchema), allow_none=True)
     shards_per_gpu = _int(1, 128)
     device_dir = _device_path()
 

@@ -17,7 +17,7 @@ from fractions import Fraction
 from typing import Any
 
 from gres import dump
-from gres.naming import DEFAULT_SHARDS_PER_GPU, DEVICE_PATH_RE, reroot
+from gres.naming import ACCEL_KINDS, DEFAULT_SHARDS_PER_GPU, DEVICE_PATH_RE, reroot
 from gres.topology import Topology
 
 
@@ -65,6 +65,19 @@ class Npu:
 
 
 @dataclass(frozen=True, slots=True)
+class Accel:
+    """A Cambricon MLU, Hygon DCU or Kunlunxin XPU card; ``kind`` is its GRES name
+    (:data:`gres.naming.ACCEL_KINDS`), ``index`` the number its runtime's visibility variable
+    takes, ``model`` its Slurm GRES type."""
+
+    kind: str
+    index: int
+    model: str
+    device: str
+    memory_mib: int = 0
+
+
+@dataclass(frozen=True, slots=True)
 class Vnpu:
     """An Ascend vNPU carved out of physical NPU ``npu_index`` with template ``template``."""
 
@@ -94,6 +107,21 @@ class NodeInventory:
     npus: tuple[Npu, ...] = ()
     vnpus: tuple[Vnpu, ...] = ()
     shards_per_gpu: int = DEFAULT_SHARDS_PER_GPU
+    #: MLU, DCU and XPU cards, by kind then index
+    accels: tuple[Accel, ...] = ()
+
+    def accels_of(self, kind: str) -> tuple[Accel, ...]:
+        """The node's cards of one accelerator kind, by index."""
+        return tuple(a for a in self.accels if a.kind == kind)
+
+    @property
+    def accel_kinds(self) -> tuple[str, ...]:
+        """Accelerator kinds the node has, in :data:`ACCEL_KINDS` order."""
+        return tuple(k for k in ACCEL_KINDS if any(a.kind == k for a in self.accels))
+
+    def accel_models(self, kind: str) -> tuple[str, ...]:
+        """Distinct Slurm types of one kind's cards, sorted."""
+        return tuple(sorted({a.model for a in self.accels_of(kind)}))
 
     @property
     def gpu_models(self) -> tuple[str, ...]:
@@ -153,9 +181,10 @@ class NodeInventory:
 
     @property
     def device_classes(self) -> tuple[str, ...]:
-        """``gpu`` and/or ``npu`` for accelerator nodes, ``cpu`` for the rest."""
+        """``gpu``, ``npu``, ``mlu``, ``dcu``, ``xpu`` for accelerator nodes, ``cpu`` for the
+        rest."""
         classes = tuple(c for c, has in (("gpu", self.has_gpus), ("npu", self.has_npus)) if has)
-        return classes or ("cpu",)
+        return (*classes, *self.accel_kinds) or ("cpu",)
 
     def with_device_dir(self, device_dir: str) -> NodeInventory:
         """A copy with every device file moved under ``device_dir`` (same file names)."""
@@ -164,6 +193,7 @@ class NodeInventory:
             gpus=tuple(replace(g, device=reroot(g.device, device_dir)) for g in self.gpus),
             npus=tuple(replace(n, device=reroot(n.device, device_dir)) for n in self.npus),
             vnpus=tuple(replace(v, device=reroot(v.device, device_dir)) for v in self.vnpus),
+            accels=tuple(replace(a, device=reroot(a.device, device_dir)) for a in self.accels),
         )
 
     def to_dict(self) -> dict[str, Any]:

@@ -50,3 +50,37 @@ def vnpu_device(device_dir: str, vnpu_id: int) -> str:
 def reroot(device: str, device_dir: str) -> str:
     """The same device file name under another directory."""
     return posixpath.join(device_dir, posixpath.basename(device))
+
+
+#: Accelerator families beside NVIDIA GPUs and Ascend NPUs, by Slurm GRES name: Cambricon MLU,
+#: Hygon DCU, Kunlunxin XPU. Each is a typed custom GRES with one device file per card.
+ACCEL_KINDS = ("mlu", "dcu", "xpu")
+#: The variable each family's runtime reads to choose its cards (CNRT, HIP, XPU runtime); the
+#: TaskProlog exports it as NPUs get ASCEND_RT_VISIBLE_DEVICES.
+ACCEL_VARIABLES = {
+    "mlu": "MLU_VISIBLE_DEVICES",
+    "dcu": "HIP_VISIBLE_DEVICES",
+    "xpu": "XPU_VISIBLE_DEVICES",
+}
+#: DRM numbers render nodes from 128; DCU card N is /dev/dri/renderD<128+N>.
+DRM_RENDER_BASE = 128
+
+
+def accel_device_name(kind: str, index: int) -> str:
+    """File name of card ``index``: ``cambricon_dev<N>``, ``renderD<128+N>``, ``xpu<N>``."""
+    if kind == "mlu":
+        return f"cambricon_dev{index}"
+    if kind == "dcu":
+        return f"renderD{DRM_RENDER_BASE + index}"
+    if kind == "xpu":
+        return f"xpu{index}"
+    raise ValueError(f"unknown accelerator kind {kind!r}")
+
+
+def accel_device(kind: str, device_dir: str, index: int) -> str:
+    """The device file of card ``index`` of ``kind``; DCU render nodes live in ``dri/`` under
+    ``/dev`` and directly in any other device directory (a lab's fake devices)."""
+    name = accel_device_name(kind, index)
+    if kind == "dcu" and posixpath.normpath(device_dir) == DEFAULT_DEVICE_DIR:
+        return posixpath.join(device_dir, "dri", name)
+    return posixpath.join(device_dir, name)

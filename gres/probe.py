@@ -1,4 +1,5 @@
-"""Probe the local host: NVIDIA GPUs through NVML, Ascend NPUs through ``npu-smi``, CPUs, memory;
+"""Probe the local host: NVIDIA GPUs through NVML, Ascend NPUs through ``npu-smi`` (MLU, DCU and
+XPU cards through :mod:`gres.accel`), CPUs, memory;
 and each accelerator's load (utilisation, memory, power, temperature) and health now.
 
 The probes are the only I/O in this package. Each takes what it talks to as an argument (the
@@ -14,23 +15,23 @@ import contextlib
 import os
 import re
 import socket
-import subprocess
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from gres.errors import ProbeError
-from gres.inventory import Gpu, NodeInventory, Npu
+from gres.inventory import Accel, Gpu, NodeInventory, Npu
 from gres.naming import DEFAULT_DEVICE_DIR, GRES_TYPE_RE, NODE_NAME_RE, gpu_device, npu_device
 from gres.npusmi import parse_npu_smi_info
+from gres.smi import SMI_TIMEOUT, run_smi
 
 try:
     import pynvml as _pynvml
 except ImportError:  # pragma: no cover - nvidia-ml-py is a dependency, but probe without it
     _pynvml = None
 
-NPU_SMI_TIMEOUT = 15.0
+NPU_SMI_TIMEOUT = SMI_TIMEOUT
 _MIB = 1024 * 1024
 #: Words in NVML product names that are brand or packaging, not the model.
 _BRANDS = {"nvidia", "tesla", "geforce", "quadro"}
@@ -110,19 +111,7 @@ def run_npu_smi(
     npu_smi: Sequence[str] = ("npu-smi",), timeout: float = NPU_SMI_TIMEOUT
 ) -> str | None:
     """Text of ``npu-smi info``; None when the tool is not installed (no Ascend driver)."""
-    argv = [*npu_smi, "info"]
-    try:
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
-    except FileNotFoundError:
-        return None
-    except subprocess.TimeoutExpired as exc:
-        raise ProbeError(f"{' '.join(argv)} did not answer within {timeout:g} s") from exc
-    except OSError as exc:
-        raise ProbeError(f"cannot run {' '.join(argv)}: {exc}") from exc
-    if proc.returncode != 0:
-        detail = (proc.stderr or proc.stdout).strip()[:500]
-        raise ProbeError(f"{' '.join(argv)} failed with exit code {proc.returncode}: {detail}")
-    return proc.stdout
+    return run_smi([*npu_smi, "info"], timeout)
 
 
 def probe_npus(
@@ -222,8 +211,10 @@ def probe_host(
     device_dir: str = DEFAULT_DEVICE_DIR,
     proc_dir: str | os.PathLike[str] = "/proc",
     timeout: float = NPU_SMI_TIMEOUT,
+    accel_argvs: Mapping[str, Sequence[str]] | None = None,
 ) -> NodeInventory:
-    """This host as one inventory node; a host without accelerators is a CPU-only node."""
+    """This host as one inventory node; a host without accelerators is a CPU-only node.
+    ``accel_argvs`` runs the MLU/DCU/XPU tools by another argv (see :mod:`gres.accel`)."""
     node_name = name or socket.gethostname().split(".")[0]
     if not NODE_NAME_RE.match(node_name):
         raise ProbeError(f"{node_name!r} is not a valid Slurm node name; give one with --name")
@@ -237,7 +228,17 @@ def probe_host(
         memory_mb=memory_mb,
         gpus=probe_gpus(nvml, device_dir=device_dir),
         npus=probe_npus(npu_smi, device_dir=device_dir, timeout=timeout),
+        accels=_probe_accels(accel_argvs, device_dir, timeout),
     )
+
+
+def _probe_accels(
+    argvs: Mapping[str, Sequence[str]] | None, device_dir: str, timeout: float
+) -> tuple[Accel, ...]:
+    # gres.accel builds on this module's DeviceSample and DeviceHealth, hence the late import.
+    from gres.accel import probe_accels
+
+    return probe_accels(argvs, device_dir=device_dir, timeout=timeout)
 
 
 # --- load --------------------------------------------------------------------------------------
@@ -247,8 +248,8 @@ def probe_host(
 class DeviceSample:
     """One accelerator's load now, as its driver reports it; None where it cannot say."""
 
-    kind: str  # "gpu" or "npu"
-    index: int  # minor number (/dev/nvidia<N>) or device id (/dev/davinci<N>)
+    kind: str  # "gpu", "npu", "mlu", "dcu" or "xpu"
+    index: int  # minor number (/dev/nvidia<N>), device id (/dev/davinci<N>), card number
     util_percent: float | None = None  # GPU: busy time; NPU: AICore
     memory_used_mib: int | None = None
     memory_total_mib: int | None = None
@@ -337,8 +338,8 @@ class DeviceHealth:
     """One accelerator as its driver sees it: ``errors`` make the node unfit for work,
     ``warnings`` are worth telling but not draining for."""
 
-    kind: str  # "gpu" or "npu"
-    index: int  # minor number (/dev/nvidia<N>) or device id (/dev/davinci<N>)
+    kind: str  # "gpu", "npu", "mlu", "dcu" or "xpu"
+    index: int  # minor number (/dev/nvidia<N>), device id (/dev/davinci<N>), card number
     errors: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
     #: uncorrected ECC errors since the driver loaded, where the card counts them (NVML)

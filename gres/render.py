@@ -13,6 +13,9 @@ How devices map onto Slurm (verified on the lab cluster, see docs/gres.md):
 * Ascend NPUs are a typed custom GRES ``npu``: whole cards as ``Type=<model>``, vNPUs as
   ``Type=<model>_<template suffix>``, physical cards first. Slurm exports no variable for a
   custom GRES, so the TaskProlog maps the job's GRES indexes to device numbers.
+* Cambricon MLUs, Hygon DCUs and Kunlunxin XPUs are typed custom GRES ``mlu``, ``dcu``,
+  ``xpu`` with one device file per card; the TaskProlog exports ``MLU_VISIBLE_DEVICES``,
+  ``HIP_VISIBLE_DEVICES`` and ``XPU_VISIBLE_DEVICES`` from them the same way.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from dataclasses import dataclass
 
 from gres.hostlist import compress_paths
 from gres.inventory import Inventory, NodeInventory
-from gres.naming import GENERATED_HEADER
+from gres.naming import ACCEL_KINDS, GENERATED_HEADER
 from gres.taskprolog import render_task_prolog_script
 
 HEADER = GENERATED_HEADER
@@ -90,6 +93,11 @@ def _gres_conf_lines(node: NodeInventory) -> list[str]:
     records = [(r.gres_type, r.device) for r in npu_records(node)]
     for gres_type, devices in _typed_runs(records):
         lines += [f"{prefix} Name=npu Type={gres_type} File={f}" for f in compress_paths(devices)]
+    for kind in node.accel_kinds:
+        cards = [(a.model, a.device) for a in node.accels_of(kind)]
+        for model, devices in _typed_runs(cards):
+            files = compress_paths(devices)
+            lines += [f"{prefix} Name={kind} Type={model} File={f}" for f in files]
     return lines
 
 
@@ -108,6 +116,9 @@ def node_gres(node: NodeInventory) -> list[str]:
         items.append(f"shard:{node.shard_count}")
     types = [r.gres_type for r in npu_records(node)]
     items += [f"npu:{t}:{types.count(t)}" for t in sorted(set(types))]
+    for kind in node.accel_kinds:
+        cards = node.accels_of(kind)
+        items += [f"{kind}:{m}:{sum(a.model == m for a in cards)}" for m in node.accel_models(kind)]
     return items
 
 
@@ -117,7 +128,10 @@ def node_features(node: NodeInventory) -> list[str]:
     Users can then write ``--constraint=a100`` or ``--constraint=npu`` without the operator
     keeping features and devices in step by hand.
     """
-    return sorted({*node.features, *node.gpu_models, *node.npu_models, *node.device_classes})
+    accel_models = {a.model for a in node.accels}
+    return sorted(
+        {*node.features, *node.gpu_models, *node.npu_models, *accel_models, *node.device_classes}
+    )
 
 
 def _check_extra(inv: Inventory, extra: Mapping[str, Mapping[str, str]]) -> None:
@@ -173,6 +187,7 @@ def gres_types(inv: Inventory) -> list[str]:
             names |= {"gpu", "shard"}
         if node.npus:
             names.add("npu")
+        names |= set(node.accel_kinds)
     return sorted(names)
 
 
@@ -189,12 +204,24 @@ def accounting_tres(inv: Inventory) -> list[str]:
         out += ["gres/gpu", *(f"gres/gpu:{t}" for t in gpu_types), "gres/shard"]
     if npu_types:
         out += ["gres/npu", *(f"gres/npu:{t}" for t in npu_types)]
+    for kind in ACCEL_KINDS:
+        types = sorted({m for n in inv.nodes for m in n.accel_models(kind)})
+        if types:
+            out += [f"gres/{kind}", *(f"gres/{kind}:{t}" for t in types)]
     return out
 
 
+def device_maps(node: NodeInventory) -> dict[str, list[int]]:
+    """GRES name → device numbers in GRES index order, for each custom GRES of ``node``."""
+    maps = {"npu": npu_index_map(node)} if node.npus else {}
+    for kind in node.accel_kinds:
+        maps[kind] = [a.index for a in node.accels_of(kind)]
+    return maps
+
+
 def render_task_prolog(inv: Inventory) -> str:
-    """The TaskProlog that exports ASCEND_RT_VISIBLE_DEVICES on NPU nodes (see taskprolog)."""
-    maps = {n.name: npu_index_map(n) for n in inv.nodes if n.npus}
+    """The TaskProlog that exports each runtime's visibility variable (see taskprolog)."""
+    maps = {n.name: m for n in inv.nodes if (m := device_maps(n))}
     return render_task_prolog_script(maps)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Any
 
+from gres.naming import ACCEL_KINDS
 from jobspec.model import (
     Affinity,
     Jupyter,
@@ -68,11 +69,15 @@ def build_spec(d: dict[str, Any]) -> Spec:
 
 
 def _resources(r: dict[str, Any]) -> Resources:
+    kind = next((k for k in ACCEL_KINDS if r.get(f"{k}s")), None)
     return Resources(
         gpus=r.get("gpus", Fraction(0)),
         gpu_type=r.get("gpu_type"),
         npus=r.get("npus", 0),
         npu_type=r.get("npu_type"),
+        accel_kind=kind,
+        accels=r.get(f"{kind}s", 0) if kind else 0,
+        accel_type=r.get(f"{kind}_type") if kind else None,
         cpus=r.get("cpus"),
         memory_mb=r.get("memory"),
         nodes=r.get("nodes", 1),
@@ -140,6 +145,9 @@ def resources_to_data(r: Resources) -> dict[str, Any]:
     if r.npus:
         out["npus"] = r.npus
     _put(out, "npu_type", r.npu_type)
+    if r.accel_kind and r.accels:
+        out[f"{r.accel_kind}s"] = r.accels
+        _put(out, f"{r.accel_kind}_type", r.accel_type)
     _put(out, "cpus", r.cpus)
     if r.memory_mb is not None:
         out["memory"] = f"{r.memory_mb}M"

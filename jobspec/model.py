@@ -93,6 +93,10 @@ class Resources:
     gpu_type: str | None = None
     npus: int = 0
     npu_type: str | None = None
+    #: MLU, DCU or XPU cards per node: the GRES name (``mlu``), count and type
+    accel_kind: str | None = None
+    accels: int = 0
+    accel_type: str | None = None
     cpus: int | None = None
     memory_mb: int | None = None
     nodes: int = 1
@@ -110,8 +114,8 @@ class Resources:
 
     @property
     def devices(self) -> int:
-        """Whole accelerator cards per node (GPUs or NPUs)."""
-        return self.whole_gpus or self.npus
+        """Whole accelerator cards per node (GPUs, NPUs, MLUs, DCUs or XPUs)."""
+        return self.whole_gpus or self.npus or self.accels
 
     @property
     def processes_per_node(self) -> int:

@@ -21,6 +21,8 @@ class ClusterConfig:
 
     gpu_partition: str = "gpu"
     npu_partition: str = "npu"
+    #: the partition of MLU, DCU and XPU nodes (the lab's ``accel``)
+    accel_partition: str = "accel"
     cpu_partition: str = "cpu"
     data_root: str = "/data"
     model_root: str = "/models"
@@ -40,17 +42,22 @@ def partition_for(res: Resources, chosen: str | None, cfg: ClusterConfig) -> str
         return chosen
     if res.npus:
         return cfg.npu_partition
+    if res.accels:
+        return cfg.accel_partition
     return cfg.gpu_partition if res.gpus else cfg.cpu_partition
 
 
 def gres(res: Resources) -> tuple[Gres, ...]:
-    """``gpu:a100:2``, ``shard:8`` (a fraction of one card) or ``npu:910b:1``, per node."""
+    """``gpu:a100:2``, ``shard:8`` (a fraction of one card), ``npu:910b:1`` or ``mlu:mlu370:2``
+    (likewise ``dcu``, ``xpu``), per node."""
     if frac := res.gpu_fraction:
         return (Gres("shard", fraction_to_shards(frac)),)
     if res.whole_gpus:
         return (Gres("gpu", res.whole_gpus, res.gpu_type),)
     if res.npus:
         return (Gres("npu", res.npus, res.npu_type),)
+    if res.accel_kind and res.accels:
+        return (Gres(res.accel_kind, res.accels, res.accel_type),)
     return ()
 
 

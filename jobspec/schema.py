@@ -13,6 +13,7 @@ from typing import Any
 from marshmallow import RAISE, Schema, ValidationError, fields, pre_load, validates_schema
 from marshmallow.validate import Length, Range
 
+from gres.naming import ACCEL_KINDS
 from jobspec import fields as f
 from jobspec.codec import build_spec
 from jobspec.errors import SpecError, flatten_messages
@@ -63,11 +64,22 @@ def _enum(enum: Any, **kwargs: Any) -> fields.Enum[Any]:
     return fields.Enum(enum, by_value=True, **kwargs)
 
 
+#: Resource keys of the MLU, DCU and XPU cards (``mlus: 2``), in ACCEL_KINDS order.
+CARD_KEYS = tuple(f"{kind}s" for kind in ACCEL_KINDS)
+
+
 class ResourcesSchema(Strict):
     gpus = f.Gpus()
     gpu_type = f.Line(pattern=f.WORD, hint=f.WORD_HINT)
     npus = Int(validate=Range(0, 64))
     npu_type = f.Line(pattern=f.WORD, hint=f.WORD_HINT)
+    # Cambricon MLU, Hygon DCU, Kunlunxin XPU: whole cards, like NPUs.
+    mlus = Int(validate=Range(0, 64))
+    mlu_type = f.Line(pattern=f.WORD, hint=f.WORD_HINT)
+    dcus = Int(validate=Range(0, 64))
+    dcu_type = f.Line(pattern=f.WORD, hint=f.WORD_HINT)
+    xpus = Int(validate=Range(0, 64))
+    xpu_type = f.Line(pattern=f.WORD, hint=f.WORD_HINT)
     cpus = Int(validate=Range(1, 4096))
     memory = f.Memory()
     nodes = Int(validate=Range(1, 1024))
@@ -79,6 +91,14 @@ class ResourcesSchema(Strict):
         gpus, npus = data.get("gpus", 0), data.get("npus", 0)
         if gpus and npus:
             raise ValidationError("a job asks for GPUs or NPUs, not both", "npus")
+        asked = [k for k in ("gpus", "npus", *CARD_KEYS) if data.get(k)]
+        if len(asked) > 1:
+            raise ValidationError(
+                f"a job asks for one kind of card: {' or '.join(asked)}, not both", asked[-1]
+            )
+        for key in CARD_KEYS:
+            if f"{key[:-1]}_type" in data and not data.get(key):
+                raise ValidationError(f"set {key} as well", f"{key[:-1]}_type")
         if "gpu_type" in data and not gpus:
             raise ValidationError("set gpus as well", "gpu_type")
         if "gpu_type" in data and gpus < 1:

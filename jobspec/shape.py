@@ -8,7 +8,22 @@ from marshmallow import ValidationError
 
 from jobspec.model import TopologyKind
 
-_ROLE_ONLY = ("gpus", "gpu_type", "npus", "npu_type", "cpus", "memory", "nodes", "tasks_per_node")
+_ROLE_ONLY = (
+    "gpus",
+    "gpu_type",
+    "npus",
+    "npu_type",
+    "mlus",
+    "mlu_type",
+    "dcus",
+    "dcu_type",
+    "xpus",
+    "xpu_type",
+    "cpus",
+    "memory",
+    "nodes",
+    "tasks_per_node",
+)
 
 
 def check_shape(data: dict[str, Any]) -> None:
@@ -47,7 +62,8 @@ def check_shape(data: dict[str, Any]) -> None:
         )
     if kind is TopologyKind.MULTI_GPU:
         gpus = res.get("gpus", 0)
-        if not (res.get("npus") or (gpus >= 1 and gpus.denominator == 1)):
+        whole = any(res.get(k) for k in ("npus", "mlus", "dcus", "xpus"))
+        if not (whole or (gpus >= 1 and gpus.denominator == 1)):
             raise ValidationError(
                 "multi_gpu starts one process per card: ask for whole gpus or npus",
                 "resources.gpus",

@@ -18,6 +18,9 @@ PACKAGE_DIR = Path(__file__).resolve().parent
 DEFAULT_INVENTORY = Path(gres.__file__).resolve().parent / "examples" / "lab.yaml"
 DEFAULT_TENANTS = PACKAGE_DIR / "tenants.yaml"
 MEMBER_INVENTORY = PACKAGE_DIR / "cluster2.yaml"
+#: The lab of MLU, DCU and XPU cards: a node of each kind's fake devices in the ``accel``
+#: partition (``AIPOOL_LAB_INVENTORY``, or a test's side lab).
+ACCEL_INVENTORY = PACKAGE_DIR / "accel.yaml"
 # The job runtime (scripts/install-runtime.sh): what every user's jobs run, readable by all
 DEFAULT_RUNTIME = Path("/opt/aipool/runtime")
 # Every further cluster of a multi-cluster lab moves its ports by this much (so two clusters of

@@ -24,13 +24,19 @@ def write_private(path: Path, content: str | bytes) -> None:
         f.write(content.encode() if isinstance(content, str) else content)
 
 
+_ACCEL_MAJOR = {"mlu": 240, "dcu": 241, "xpu": 242}
+
+
 def make_fake_devices(inv: Inventory) -> None:
-    """Character devices that look like /dev/nvidiaN and /dev/davinciN to slurmd."""
+    """Character devices that look like /dev/nvidiaN, /dev/davinciN, /dev/cambricon_devN,
+    /dev/dri/renderDN and /dev/xpuN to slurmd. MLU, DCU and XPU files take majors from the
+    range Linux keeps for local use (240-254), so none is a real device of this host."""
     seen: set[str] = set()
     for node in inv.nodes:
         devices = [(g.device, 195, g.index) for g in node.gpus]
         devices += [(n.device, 236, n.index) for n in node.npus]
         devices += [(v.device, 237, v.vnpu_id) for v in node.vnpus]
+        devices += [(a.device, _ACCEL_MAJOR[a.kind], a.index) for a in node.accels]
         for path, major, minor in devices:
             if path in seen:
                 continue

@@ -5,12 +5,13 @@ GRES lines come from ``gres.render`` — the same code the Ansible roles use —
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import jinja2
 
 from aipool.lab.config import PACKAGE_DIR, LabConfig
 from gres.inventory import Inventory, NodeInventory
+from gres.naming import ACCEL_KINDS
 from gres.render import (
     accounting_tres,
     gres_types,
@@ -20,7 +21,7 @@ from gres.render import (
 )
 from gres.topology import render_topology_conf
 from slurm_plugins.admission import HOOK_FILE, load_policy, render_hook
-from slurm_plugins.admission.config import LAB_POLICY
+from slurm_plugins.admission.config import LAB_POLICY, Kind, PolicyConfig, Pool
 from slurm_plugins.admission.render import ADMISSION_SUBDIR
 
 _ENV = jinja2.Environment(
@@ -39,7 +40,8 @@ class Partition:
 
 
 def partitions(inv: Inventory) -> list[Partition]:
-    """GPU, NPU and CPU partitions: accelerator work never lands on the wrong kind of node."""
+    """GPU, NPU, CPU and (with MLU, DCU or XPU nodes) ``accel`` partitions: accelerator work
+    never lands on the wrong kind of node."""
 
     def names(kind: str) -> tuple[str, ...]:
         return tuple(n.name for n in inv.nodes if node_kind(n) == kind)
@@ -48,6 +50,7 @@ def partitions(inv: Inventory) -> list[Partition]:
         Partition("gpu", names("gpu"), default=True),
         Partition("npu", names("npu")),
         Partition("cpu", names("cpu")),
+        Partition("accel", names("accel")),
     ]
     return [p for p in parts if p.nodes]
 
@@ -57,7 +60,20 @@ def node_kind(node: NodeInventory) -> str:
         return "gpu"
     if node.npus or node.vnpus:
         return "npu"
+    if node.accels:
+        return "accel"
     return "cpu"
+
+
+def lab_policy(inv: Inventory) -> PolicyConfig:
+    """The lab's admission policy; a lab with an ``accel`` partition (MLU, DCU and XPU nodes)
+    gets a shared pool for it, so the default lab's policy stays as its file says."""
+    policy = load_policy(LAB_POLICY)
+    if not any(p.name == "accel" for p in partitions(inv)):
+        return policy
+    gres = {**policy.cluster.gres, **dict.fromkeys(ACCEL_KINDS, Kind.ACCEL)}
+    pools = (*policy.pools, Pool("accel", Kind.ACCEL, ("accel",), shared=True))
+    return replace(policy, cluster=replace(policy.cluster, gres=gres), pools=pools)
 
 
 def node_extra(cfg: LabConfig, inv: Inventory) -> dict[str, dict[str, str]]:
@@ -91,7 +107,7 @@ def render_lab(
     if job_submit:
         # slurmctld's hook reads the table from the portal's directory; beside the table,
         # the same pair as the portal writes (it explains refusals with that hook)
-        policy = load_policy(LAB_POLICY)
+        policy = lab_policy(inv)
         pair = render_hook(policy)
         hook = {f"{ADMISSION_SUBDIR}/{name}": text for name, text in pair.items()}
         hook[HOOK_FILE] = render_hook(policy, table_dir=ADMISSION_SUBDIR)[HOOK_FILE]

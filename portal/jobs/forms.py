@@ -28,6 +28,15 @@ class JobForm(FlaskForm):
         validators=[Optional(), NumberRange(1, 2048)],
     )
     npus = IntegerField(lazy_gettext("NPUs"), validators=[Optional(), NumberRange(min=1, max=64)])
+    mlus = IntegerField(
+        lazy_gettext("Cambricon MLUs"), validators=[Optional(), NumberRange(min=1, max=64)]
+    )
+    dcus = IntegerField(
+        lazy_gettext("Hygon DCUs"), validators=[Optional(), NumberRange(min=1, max=64)]
+    )
+    xpus = IntegerField(
+        lazy_gettext("Kunlunxin XPUs"), validators=[Optional(), NumberRange(min=1, max=64)]
+    )
     gres_type = StringField(
         lazy_gettext("Device type (e.g. a100 or 910b)"), validators=[Optional(), Length(max=32)]
     )
@@ -50,10 +59,11 @@ def jupyter_spec(data: dict[str, Any]) -> dict[str, Any]:
         resources["gpus"] = int(data["gpus"])
     elif data.get("shards"):
         resources["gpus"] = f"{int(data['shards'])}/{DEFAULT_SHARDS_PER_GPU}"
-    if data.get("npus"):
-        resources["npus"] = int(data["npus"])
+    card = next((k for k in ("npus", "mlus", "dcus", "xpus") if data.get(k)), None)
+    if card:
+        resources[card] = int(data[card])
     if data.get("gres_type"):
-        resources["npu_type" if data.get("npus") else "gpu_type"] = data["gres_type"]
+        resources[f"{card[:-1]}_type" if card else "gpu_type"] = data["gres_type"]
     if data.get("cpus"):
         resources["cpus"] = int(data["cpus"])
     spec: dict[str, Any] = {"name": data["name"], "jupyter": {"app": "lab"}, "resources": resources}

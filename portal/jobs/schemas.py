@@ -37,9 +37,22 @@ class JobSubmitSchema(Schema):
     gpus = fields.Integer(strict=True, validate=validate.Range(min=1, max=64))
     shards = fields.Integer(strict=True, validate=validate.Range(min=1, max=2048))
     npus = fields.Integer(strict=True, validate=validate.Range(min=1, max=64))
+    mlus = fields.Integer(
+        strict=True,
+        validate=validate.Range(min=1, max=64),
+        metadata={"description": "Cambricon MLUs"},
+    )
+    dcus = fields.Integer(
+        strict=True, validate=validate.Range(min=1, max=64), metadata={"description": "Hygon DCUs"}
+    )
+    xpus = fields.Integer(
+        strict=True,
+        validate=validate.Range(min=1, max=64),
+        metadata={"description": "Kunlunxin XPUs"},
+    )
     gres_type = fields.String(
         validate=[validate.Length(max=32), _IDENT],
-        metadata={"description": "device type, e.g. a100 or 910b"},
+        metadata={"description": "device type, e.g. a100, 910b, mlu370"},
     )
 
 

@@ -41,8 +41,17 @@ from slurm_plugins.client.errors import AuthenticationError, JobRequestError, Sl
 from slurm_plugins.client.job import Component, Gres, JobRequest
 from slurm_plugins.client.models import Job
 
-GRES_KINDS = ("gpus", "shards", "npus")
-_GRES_NAME = {"gpus": "gpu", "shards": "shard", "npus": "npu"}
+GRES_KINDS = ("gpus", "shards", "npus", "mlus", "dcus", "xpus")
+_GRES_NAME = {
+    "gpus": "gpu",
+    "shards": "shard",
+    "npus": "npu",
+    "mlus": "mlu",
+    "dcus": "dcu",
+    "xpus": "xpu",
+}
+#: Kinds a project's quota limits (MLU, DCU and XPU cards have no quota of their own yet).
+_QUOTA_KINDS = ("gpus", "shards", "npus")
 #: What a portal job starts with: Slurm's variables and a plain PATH, nothing of the portal's.
 JOB_ENVIRONMENT = {"PATH": "/usr/local/bin:/usr/bin:/bin"}
 
@@ -74,7 +83,14 @@ def _check_request(project: Project, data: Mapping[str, Any]) -> None:
     asked = [k for k in GRES_KINDS if data.get(k)]
     if len(asked) > 1:
         raise ValidationFailed(
-            {k: [gettext("Ask for one kind of device: whole GPUs, shards or NPUs.")] for k in asked}
+            {
+                k: [
+                    gettext(
+                        "Ask for one kind of device: whole GPUs, shards, NPUs, MLUs, DCUs or XPUs."
+                    )
+                ]
+                for k in asked
+            }
         )
     script = data["script"]
     limit = current_app.config["JOB_SCRIPT_MAX_BYTES"]
@@ -112,7 +128,11 @@ def _check_quota(project: Project, wanted: Mapping[str, int]) -> None:
 def _gres_wanted(request: JobRequest) -> dict[str, int]:
     """Devices a job asks for in all (every component, every node), by quota kind."""
     totals = request.gres_totals()
-    return {kind: totals[name] for kind, name in _GRES_NAME.items() if name in totals}
+    return {
+        kind: totals[name]
+        for kind, name in _GRES_NAME.items()
+        if name in totals and kind in _QUOTA_KINDS
+    }
 
 
 def job_workdir(user: str) -> str:

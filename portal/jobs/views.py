@@ -45,7 +45,8 @@ class Jobs(AuthedView):
     def post(self, args: dict[str, Any]) -> dict[str, int]:
         """Submit a batch job as the caller, charged to a project.
 
-        Ask for one kind of device at most (``gpus``, ``shards`` or ``npus``): 422 otherwise."""
+        Ask for one kind of device at most (``gpus``, ``shards``, ``npus``, ``mlus``, ``dcus`` or
+        ``xpus``): 422 otherwise."""
         return {"job_id": service.submit(session(), current_access(), slurm(), args)}
 
 

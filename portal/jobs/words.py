@@ -13,7 +13,7 @@ from pathlib import Path
 
 from flask import Flask, current_app
 
-from portal.i18n import current, gettext, ngettext, number
+from portal.i18n import current, gettext, lazy_gettext, ngettext, number
 from portal.jobs import explain
 from slurm_plugins.client.capacity import Held, held
 from slurm_plugins.client.models import Job, JobState, Tres
@@ -61,6 +61,14 @@ def policy_reasons(job: Job) -> list[str]:
     return [explain.policy_words(r, current()) for r in said]
 
 
+#: The accelerator families beside NVIDIA and Ascend, as the portal names them.
+CARD_WORDS = {
+    "mlu": lazy_gettext("Cambricon MLU"),
+    "dcu": lazy_gettext("Hygon DCU"),
+    "xpu": lazy_gettext("Kunlunxin XPU"),
+}
+
+
 def cards_text(cards: Fraction) -> str:
     """A number of cards: ``2``, ``1/4`` (a part of one card), ``1.25``."""
     if cards.denominator == 1:
@@ -91,6 +99,17 @@ def _device(h: Held) -> str:
         if h.type:
             return ngettext("%(num)d NPU %(type)s", "%(num)d NPUs %(type)s", h.count, type=h.type)
         return ngettext("%(num)d NPU", "%(num)d NPUs", h.count)
+    if h.kind in CARD_WORDS:
+        card = str(CARD_WORDS[h.kind])
+        if h.type:
+            return ngettext(
+                "%(num)d %(card)s card %(type)s",
+                "%(num)d %(card)s cards %(type)s",
+                h.count,
+                card=card,
+                type=h.type,
+            )
+        return ngettext("%(num)d %(card)s card", "%(num)d %(card)s cards", h.count, card=card)
     if h.type:
         return ngettext(
             "%(num)d whole GPU %(type)s", "%(num)d whole GPUs %(type)s", h.count, type=h.type

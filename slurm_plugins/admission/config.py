@@ -46,6 +46,8 @@ class Kind(StrEnum):
     GPU = "gpu"
     NPU = "npu"
     CPU = "cpu"
+    #: Cambricon MLUs, Hygon DCUs, Kunlunxin XPUs (GRES mlu, dcu, xpu)
+    ACCEL = "accel"
 
 
 class PriorityClass(StrEnum):

@@ -22,7 +22,8 @@ FORMAT = 1
 
 LuaValue = str | int | float | bool | Mapping[str, Any] | Sequence[Any]
 
-_KIND_ORDER = (Kind.NPU, Kind.GPU)  # devices a job can be routed by (CPU jobs keep Slurm's)
+# devices a job can be routed by (CPU jobs keep Slurm's)
+_KIND_ORDER = (Kind.NPU, Kind.GPU, Kind.ACCEL)
 
 
 def build_table(
@@ -61,11 +62,13 @@ def build_table(
 def _placement(cfg: PolicyConfig) -> dict[str, Any]:
     """What the hook needs to let the policy daemon place jobs first: its heartbeat file
     (beside the table), how old it may be, how long a job waits, and which partitions' jobs
-    (those holding GPUs or NPUs: CPU work there strands cards too)."""
+    (those holding GPUs or NPUs: CPU work there strands cards too; the daemon does not place
+    MLU, DCU or XPU cards)."""
     pl = cfg.cluster.placement
     if pl is None:
         return {}
-    parts = [part for p in cfg.pools if p.kind is not Kind.CPU for part in p.partitions]
+    placed = (Kind.GPU, Kind.NPU)
+    parts = [part for p in cfg.pools if p.kind in placed for part in p.partitions]
     return {
         "heartbeat": pl.heartbeat,
         "lapse": pl.lapse_s,

@@ -29,7 +29,7 @@ from fractions import Fraction
 
 from gres.hostlist import expand_hostlist
 from gres.model import TEMPLATES
-from gres.naming import DEFAULT_SHARDS_PER_GPU
+from gres.naming import ACCEL_KINDS, DEFAULT_SHARDS_PER_GPU
 from slurm_plugins.client.models import Gres, Node, Tres
 
 GPU, NPU, CPU = "gpu", "npu", "cpu"
@@ -292,7 +292,7 @@ class Held:
     """Devices a job asks for or holds, of one GRES type: ``count`` of them, each ``share``
     of a card (1 for whole cards), ``cards`` in all."""
 
-    kind: str  # gpu, shard, npu or vnpu
+    kind: str  # gpu, shard, npu, vnpu, mlu, dcu or xpu
     type: str  # the GRES type (a100, 910b_vir05), "" when Slurm names none
     count: int
     share: Fraction
@@ -319,4 +319,9 @@ def held(tres: Tres, per_card: int = DEFAULT_SHARDS_PER_GPU) -> tuple[Held, ...]
             out.append(Held(NPU if share == 1 else "vnpu", t, n, share))
     if tres.npus > sum(npus.values()):
         out.append(Held(NPU, "", tres.npus - sum(npus.values()), Fraction(1)))
+    for kind in ACCEL_KINDS:  # MLU, DCU, XPU: whole cards
+        typed = tres.typed(kind)
+        out += [Held(kind, t, n, Fraction(1)) for t, n in sorted(typed.items()) if n]
+        if tres[f"gres/{kind}"] > sum(typed.values()):
+            out.append(Held(kind, "", tres[f"gres/{kind}"] - sum(typed.values()), Fraction(1)))
     return tuple(out)

@@ -23,7 +23,8 @@ from slurm_plugins.common.cli import fail
     "--source",
     default="nvml",
     show_default=True,
-    help="nvml, npu-smi, file:DIR (DIR/<job id> holds a percentage) or lab:DIR (the lab: "
+    help="nvml, npu-smi, cnmon, hy-smi, xpu-smi, file:DIR (DIR/<job id> holds a percentage) "
+    "or lab:DIR (the lab: "
     "a job's CPU load stands in for its cards', DIR/<job id> overrides).",
 )
 @click.option(
@@ -64,23 +65,33 @@ def agent(
     cluster: str,
 ) -> None:
     """Node agent: per-job utilisation samples for the idle reaper, node health reports."""
+    from gres.accel import SOURCE_NAMES
     from slurm_plugins.common.address import parse_address
     from slurm_plugins.common.metrics import serve
     from slurm_plugins.node.agent import Agent
     from slurm_plugins.node.health import health_reporter
     from slurm_plugins.node.metrics import NodeMetrics
-    from slurm_plugins.node.sources import NpuSmi
+    from slurm_plugins.node.sources import AccelSmi, NpuSmi
     from slurm_plugins.node.sources import source as make_source
 
     try:
         address = parse_address(metrics_at) if metrics_at is not None else None
     except ValueError as exc:
         fail([f"--metrics: {exc}"], 2)
-    npu_smi = NpuSmi()  # one npu-smi run per interval serves the samples and the health
+    # One tool run per interval serves both the samples and the health.
+    npu_smi = NpuSmi()
+    accel_smi = AccelSmi(SOURCE_NAMES[source]) if source in SOURCE_NAMES else None
     try:
-        src = make_source(source, node, npu_smi=npu_smi)
+        src = make_source(source, node, npu_smi=npu_smi, accel_smi=accel_smi)
         reporter = (
-            health_reporter(source, node, inventory=inventory, faults=faults, npu_smi=npu_smi)
+            health_reporter(
+                source,
+                node,
+                inventory=inventory,
+                faults=faults,
+                npu_smi=npu_smi,
+                accel_smi=accel_smi,
+            )
             if health
             else None
         )

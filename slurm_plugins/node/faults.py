@@ -31,12 +31,13 @@ from typing import Any
 import yaml
 from marshmallow import RAISE, Schema, ValidationError, fields, validate
 
+from gres.naming import ACCEL_KINDS
 from gres.probe import DeviceHealth
 from slurm_plugins.common.fields import parse_duration
 from slurm_plugins.node.report import Clock
 from slurm_plugins.validation import flatten
 
-KINDS = ("gpu", "npu")
+KINDS = ("gpu", "npu", *ACCEL_KINDS)
 
 
 class FaultsError(ValueError):

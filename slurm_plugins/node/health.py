@@ -20,7 +20,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Protocol
 
+from gres.accel import SOURCE_NAMES, accel_health
 from gres.errors import ProbeError
+from gres.naming import ACCEL_KINDS
 from gres.probe import DeviceHealth, gpu_health, npu_health, xid_problem
 from slurm_plugins.node.clock import parse_chronyc_tracking, parse_timedatectl
 from slurm_plugins.node.faults import FaultsError, apply_faults, load_faults
@@ -33,7 +35,7 @@ from slurm_plugins.node.report import (
     rates,
     write_report,
 )
-from slurm_plugins.node.sources import NpuSmi
+from slurm_plugins.node.sources import AccelSmi, NpuSmi
 
 log = logging.getLogger("aipool.node.health")
 
@@ -130,6 +132,21 @@ class NpuSmiHealth:
         return () if text is None else npu_health(text)
 
 
+class AccelSmiHealth:
+    """MLU, DCU or XPU cards' health from their tool (:func:`gres.accel.accel_health`), from
+    the reading the agent's utilisation source took when they share one :class:`AccelSmi`."""
+
+    expected: Mapping[str, int] = {}
+
+    def __init__(self, smi: AccelSmi) -> None:
+        self.smi = smi
+        self.kinds: tuple[str, ...] = (smi.kind,)
+
+    def devices(self) -> tuple[DeviceHealth, ...]:
+        text = self.smi.text()
+        return () if text is None else accel_health(self.smi.kind, text)
+
+
 class InventoryHealth:
     """The lab: this node's devices from the inventory YAML, all healthy, with the faults
     of the fault-injection file (re-read every time) laid over them."""
@@ -142,11 +159,13 @@ class InventoryHealth:
             raise ValueError(f"node {node!r} is not in the inventory {inventory}")
         self.node = node
         self.faults = faults
-        self.base = tuple(DeviceHealth("gpu", g.index) for g in spec.gpus) + tuple(
-            DeviceHealth("npu", n.index) for n in spec.npus
+        self.base = (
+            tuple(DeviceHealth("gpu", g.index) for g in spec.gpus)
+            + tuple(DeviceHealth("npu", n.index) for n in spec.npus)
+            + tuple(DeviceHealth(a.kind, a.index) for a in spec.accels)
         )
         self.kinds: tuple[str, ...] = tuple(
-            k for k in ("gpu", "npu") if any(d.kind == k for d in self.base)
+            k for k in ("gpu", "npu", *ACCEL_KINDS) if any(d.kind == k for d in self.base)
         )
         self.expected: Mapping[str, int] = {
             k: sum(1 for d in self.base if d.kind == k) for k in self.kinds
@@ -298,16 +317,21 @@ def health_reporter(
     inventory: Path | None = None,
     faults: Path | None = None,
     npu_smi: NpuSmi | None = None,
+    accel_smi: AccelSmi | None = None,
 ) -> HealthReporter:
     """The node's health reporter; its devices are probed like its samples are: from the
     inventory and fault file (the lab) when given, NVML for ``nvml``, ``npu-smi`` for
-    ``npu-smi``; with ``file:DIR`` or ``lab:DIR`` and no inventory only the clock and counters."""
+    ``npu-smi``, the vendor's tool for ``cnmon``, ``hy-smi``, ``xpu-smi``; with
+    ``file:DIR`` or ``lab:DIR`` and no inventory only the clock and counters."""
     if inventory is not None:
         return HealthReporter(node, InventoryHealth(inventory, node, faults))
     if source_spec == "nvml":
         return HealthReporter(node, NvmlHealth())
     if source_spec == "npu-smi":
         return HealthReporter(node, NpuSmiHealth(npu_smi))
+    if source_spec in SOURCE_NAMES:
+        smi = accel_smi or AccelSmi(SOURCE_NAMES[source_spec])
+        return HealthReporter(node, AccelSmiHealth(smi))
     return HealthReporter(node, None)
 
 

@@ -16,8 +16,12 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
+from gres.accel import SOURCE_NAMES, accel_samples
+from gres.accel import tool as accel_tool
 from gres.errors import ProbeError
+from gres.naming import ACCEL_VARIABLES
 from gres.probe import DeviceSample, gpu_samples, npu_samples, run_npu_smi
+from gres.smi import run_smi
 
 log = logging.getLogger("aipool.node")
 
@@ -202,8 +206,62 @@ class NpuSmiSource:
         return jobs_on(self.devices, "ASCEND_RT_VISIBLE_DEVICES", self.proc)
 
 
-def source(spec: str, node: str = "", *, npu_smi: NpuSmi | None = None) -> Source:
-    """``nvml``, ``npu-smi``, ``file:DIR`` or ``lab:DIR`` (the lab node ``node``)."""
+class AccelSmi:
+    """One reading of an MLU, DCU or XPU tool (``cnmon``, ``hy-smi``, ``xpu-smi``) at most
+    once per ``max_age_s``, shared by the utilisation source and the health probe."""
+
+    def __init__(
+        self,
+        kind: str,
+        argv: tuple[str, ...] | None = None,
+        *,
+        max_age_s: float = 5.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.kind = kind
+        self.argv = accel_tool(kind, argv).argv
+        self.max_age = max_age_s
+        self.clock = clock
+        self._read: tuple[float, str | None] | None = None
+
+    def text(self) -> str | None:
+        """The tool's output; None without the tool. Raises :class:`ProbeError` when it fails."""
+        now = self.clock()
+        if self._read is None or now - self._read[0] >= self.max_age:
+            self._read = None
+            self._read = (now, run_smi(self.argv))
+        return self._read[1]
+
+
+class AccelSmiSource:
+    """MLU, DCU or XPU utilisation per job, matched through the runtime's visibility variable
+    (``MLU_VISIBLE_DEVICES``, ``HIP_VISIBLE_DEVICES``, ``XPU_VISIBLE_DEVICES``)."""
+
+    def __init__(self, smi: AccelSmi, proc: Path = Path("/proc")) -> None:
+        self.smi = smi
+        self.proc = proc
+        self.devices: tuple[DeviceSample, ...] = ()
+
+    def sample(self) -> dict[int, float]:
+        try:
+            text = self.smi.text()
+            self.devices = accel_samples(self.smi.kind, text) if text is not None else ()
+        except ProbeError as exc:
+            log.warning("%s", exc)
+            self.devices = ()
+            return {}
+        return jobs_on(self.devices, ACCEL_VARIABLES[self.smi.kind], self.proc)
+
+
+def source(
+    spec: str,
+    node: str = "",
+    *,
+    npu_smi: NpuSmi | None = None,
+    accel_smi: AccelSmi | None = None,
+) -> Source:
+    """``nvml``, ``npu-smi``, ``cnmon``, ``hy-smi``, ``xpu-smi``, ``file:DIR`` or ``lab:DIR``
+    (the lab node ``node``)."""
     if spec.startswith("lab:"):
         if not node:
             raise ValueError("the lab source needs the node's name (--node)")
@@ -212,6 +270,11 @@ def source(spec: str, node: str = "", *, npu_smi: NpuSmi | None = None) -> Sourc
         return NvmlSource()
     if spec == "npu-smi":
         return NpuSmiSource(npu_smi=npu_smi)
+    if spec in SOURCE_NAMES:
+        return AccelSmiSource(accel_smi or AccelSmi(SOURCE_NAMES[spec]))
     if spec.startswith("file:"):
         return FileSource(Path(spec[5:]))
-    raise ValueError(f"unknown sample source {spec!r}: use nvml, npu-smi, file:DIR or lab:DIR")
+    raise ValueError(
+        f"unknown sample source {spec!r}: use nvml, npu-smi, cnmon, hy-smi, xpu-smi, "
+        "file:DIR or lab:DIR"
+    )

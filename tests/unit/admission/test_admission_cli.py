@@ -60,7 +60,7 @@ def test_a_bad_policy_exits_2_naming_each_field(tmp_path: Path) -> None:
     )
     result = invoke("render", "--config", str(bad), "--out", str(tmp_path / "out"))
     assert result.exit_code == 2
-    assert "error: pools.gpu.kind: Must be one of: gpu, npu, cpu." in result.output
+    assert "error: pools.gpu.kind: Must be one of: gpu, npu, cpu, accel." in result.output
     assert "error: tenants.nlp.limits.time: must be a Slurm time" in result.output
     assert not (tmp_path / "out").exists()
 

@@ -106,7 +106,7 @@ ERRORS = [
     ({"version": 2}, "version: Must be equal to 1."),
     ({"cluster__shards_per_gpu": 0}, "cluster.shards_per_gpu: Must be greater than or equal to 1"),
     ({"cluster__fractions": {"910b_vir05": 1.5}}, "cluster.fractions.910b_vir05: Must be greater"),
-    ({"pools__gpu__kind": "tpu"}, "pools.gpu.kind: Must be one of: gpu, npu, cpu."),
+    ({"pools__gpu__kind": "tpu"}, "pools.gpu.kind: Must be one of: gpu, npu, cpu, accel."),
     ({"pools__gpu__partitions": []}, "pools.gpu.partitions: Shorter than minimum length 1."),
     (
         {"pools__bad name": {"kind": "gpu", "partitions": ["x"]}},

@@ -241,7 +241,9 @@ def test_any_inventory_round_trips_through_yaml(inv: Inventory) -> None:
 def test_example_path() -> None:
     assert example_path("lab").name == "lab.yaml"
     assert example_path("gpu-pool.yaml").is_file()
-    with pytest.raises(FileNotFoundError, match="known: gpu-pool, lab, switches, teaching-lab"):
+    with pytest.raises(
+        FileNotFoundError, match="known: domestic-accel, gpu-pool, lab, switches, teaching-lab"
+    ):
         example_path("nope")
     with pytest.raises(FileNotFoundError):
         example_path("../inventory")

@@ -28,6 +28,7 @@ INVENTORIES = {
     "lab": REPO / "gres" / "examples" / "lab.yaml",
     "teaching-lab": REPO / "gres" / "examples" / "teaching-lab.yaml",
     "gpu-pool": REPO / "gres" / "examples" / "gpu-pool.yaml",
+    "domestic-accel": REPO / "gres" / "examples" / "domestic-accel.yaml",
     "edge-cases": DATA / "inventories" / "edge-cases.yaml",
 }
 LAB_EXTRA = {

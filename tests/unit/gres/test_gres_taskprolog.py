@@ -230,6 +230,6 @@ def test_sourcing_runs_nothing(script: Path) -> None:
 
 def test_script_rejects_unsafe_map_input() -> None:
     with pytest.raises(ValueError, match="node name"):
-        render_task_prolog_script({"a'b": [0]})
+        render_task_prolog_script({"a'b": {"npu": [0]}})
     with pytest.raises(ValueError, match="non-negative"):
-        render_task_prolog_script({"npu1": [-1]})
+        render_task_prolog_script({"npu1": {"npu": [-1]}})

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from aipool.lab.config import DEFAULT_INVENTORY, LabConfig
+from aipool.lab.config import ACCEL_INVENTORY, DEFAULT_INVENTORY, LabConfig
 from aipool.lab.render import partitions, render_lab
 from gres.inventory import load_inventory
 from gres.render import render_gres_conf
@@ -77,3 +77,19 @@ def test_switches_in_the_inventory_turn_on_topology_tree(tmp_path: Path) -> None
         "SwitchName=leaf2 Nodes=tgpu2,tgpu4",
         "SwitchName=root Switches=leaf[1-2]",
     ]
+
+
+def test_the_accelerator_lab_has_its_own_partition_and_tres(tmp_path: Path) -> None:
+    cfg = LabConfig.from_env(
+        {"AIPOOL_LAB_DIR": str(tmp_path), "AIPOOL_LAB_INVENTORY": str(ACCEL_INVENTORY)}
+    )
+    inv = load_inventory(cfg.inventory).with_device_dir(str(cfg.dev))
+    assert {p.name: p.nodes for p in partitions(inv)} == {"accel": ("acc1",), "cpu": ("acpu1",)}
+    files = render_lab(cfg, inv, db_password="pw")
+    slurm = conf(files["slurm.conf"])
+    assert slurm["GresTypes"] == "dcu,mlu,xpu"
+    assert {"gres/mlu:mlu370", "gres/dcu:k100_ai", "gres/xpu:p800"} <= set(
+        slurm["AccountingStorageTRES"].split(",")
+    )
+    assert "'acc1:mlu') echo \"0 1\"" in files["taskprolog.sh"]
+    assert "accel" not in {p.name for p in partitions(load_inventory(DEFAULT_INVENTORY))}
