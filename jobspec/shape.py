@@ -8,7 +8,18 @@ from marshmallow import ValidationError
 
 from jobspec.model import TopologyKind
 
-_ROLE_ONLY = ("gpus", "gpu_type", "npus", "npu_type", "cpus", "memory", "nodes", "tasks_per_node")
+_ROLE_ONLY = (
+    "gpus",
+    "gpu_type",
+    "npus",
+    "npu_type",
+    "cpus",
+    "memory",
+    "nodes",
+    "tasks_per_node",
+    "precision",
+    "min_score",
+)
 
 
 def check_shape(data: dict[str, Any]) -> None:
