@@ -73,7 +73,7 @@ def with_pool(
     """``cfg`` with the pool's card models (its nodes' features) when a spec asks for a
     precision and they are not known yet: a constraint may only name features nodes have."""
     cfg = cfg or ClusterConfig()
-    if cfg.card_types is not None or not any(_asks_precision(s) for s in specs):
+    if cfg.card_types is not None or not any(asks_precision(s) for s in specs):
         return cfg
     try:
         nodes = client.nodes()
@@ -82,7 +82,8 @@ def with_pool(
     return replace(cfg, card_types=tuple(sorted({f for n in nodes for f in n.features})))
 
 
-def _asks_precision(spec: Spec) -> bool:
+def asks_precision(spec: Spec) -> bool:
+    """Whether the spec (or one of its roles) names a precision: the pool's models matter."""
     return spec.resources.precision is not None or any(
         r.resources.precision is not None for r in spec.topology.roles
     )
