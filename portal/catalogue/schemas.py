@@ -9,9 +9,7 @@ from gres.catalogue import Card, Precision
 from gres.scores import Score
 from portal.catalogue.service import CatalogueView
 
-_TFLOPS: dict[str, fields.Field[Any]] = {
-    p.value: fields.Float(allow_none=True) for p in Precision
-}
+_TFLOPS: dict[str, fields.Field[Any]] = {p.value: fields.Float(allow_none=True) for p in Precision}
 
 
 class CardSchema(Schema):
