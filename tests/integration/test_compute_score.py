@@ -5,13 +5,18 @@ node. The lab's cluster is unchanged: card models are node features already."""
 
 from __future__ import annotations
 
+import sys
 import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from sqlalchemy import create_engine
+from sqlalchemy.orm import Session
 
+from accounting import migrate
+from accounting.energy import import_energy, job_energy, read_power
 from aipool.lab.cluster import Lab
 from aipool.score import score
 from gres.scores import load_scores
@@ -20,7 +25,9 @@ from jobspec.schema import load_spec
 from jobspec.submit import submit_specs
 from slurm_plugins.client import SlurmClient
 from slurm_plugins.client.models import JobState
-from tests.integration.conftest import wait_job
+from slurm_plugins.node.agent import Agent
+from slurm_plugins.node.sources import LabSource
+from tests.integration.conftest import wait_job, wait_until
 
 pytestmark = pytest.mark.slurm
 
@@ -88,3 +95,40 @@ def test_a_score_job_per_node_kind(lab: Lab, client: SlurmClient, workdir: Path)
     assert got["cpu", "fp32"].source == "measured-cpu"
     assert got["cpu", "fp32"].tflops > 0
     assert got["cpu", "fp32"].node == "cpu1"
+
+
+def test_a_jobs_energy_from_the_node_agents_samples(
+    client: SlurmClient, workdir: Path, tmp_path: Path
+) -> None:
+    """A real job on a lab GPU, the node agent's lab source reading its processes (as root it
+    may read them all), and accounting's import: the made-up draw is recorded and marked."""
+    # a busy loop for 20 s, on one line (a command's words hold no newline)
+    busy = "import time; t = time.time(); sum(1 for _ in iter(lambda: time.time() - t < 20, False))"
+    busy_spec = load_spec(
+        {
+            "name": "busy",
+            "workdir": str(workdir),
+            "command": [sys.executable, "-c", busy],
+            "resources": {"gpus": 1, "time": 5},
+        }
+    )
+    (done,) = submit_specs([busy_spec], client)
+    job = wait_job(client, done.job_id, lambda j: j.state is JobState.RUNNING, 60)
+    samples = tmp_path / "samples"
+    agent = Agent(LabSource(job.nodes, tmp_path / "util"), samples, job.nodes)
+    passes = []
+
+    def sampled_twice() -> bool:
+        passes.append(agent.run_once())
+        return sum(1 for n in passes if n) >= 2
+
+    wait_until(sampled_twice, 15, interval=2)
+    engine = create_engine(f"sqlite:///{tmp_path / 'acct.db'}")
+    migrate.upgrade(engine)
+    with Session(engine) as s:
+        import_energy(s, "lab", read_power(samples))
+        s.commit()
+    with engine.connect() as conn:
+        got = job_energy(conn, "lab", [done.job_id])[done.job_id]
+    assert got.source == "fake"
+    assert got.kwh > 0
