@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
 from gres.catalogue import (
     CatalogueError,
@@ -14,6 +15,9 @@ from gres.catalogue import (
     parse_cards,
     site_path,
 )
+from gres.catalogue_features import node_catalogue_features, with_catalogue_features
+from gres.cli import cli
+from gres.inventory import load_inventory
 
 CARD = {
     "id": "x1",
@@ -104,3 +108,40 @@ def test_duplicate_ids_and_missing_site_file(tmp_path: Path) -> None:
         parse_cards({"cards": [CARD, CARD]}, "site.yaml")
     with pytest.raises(CatalogueError, match=r"missing\.yaml"):
         load_catalogue(tmp_path / "missing.yaml")
+
+
+def test_catalogue_features_of_the_lab_nodes() -> None:
+    inv = load_inventory(Path(__file__).parents[3] / "gres" / "examples" / "lab.yaml")
+    cat = default_catalogue()
+    got = {n.name: node_catalogue_features(n, cat) for n in inv.nodes}
+    assert got["gpu1"] == (
+        "fp32", "fp16", "fp16_ge100", "fp16_ge200", "bf16", "bf16_ge100", "bf16_ge200",
+        "int8", "int8_ge100", "int8_ge200", "int8_ge400",
+    )  # fmt: skip
+    assert "fp8" not in got["npu1"]
+    assert "bf16_ge200" in got["npu1"]
+    assert got["cpu1"] == ()
+    gpu1 = with_catalogue_features(inv, cat).node("gpu1")
+    assert set(gpu1.features) >= {"bf16", "bf16_ge200", *inv.node("gpu1").features}
+
+
+def test_a_card_the_catalogue_does_not_know_gets_no_guess(tmp_path: Path) -> None:
+    path = tmp_path / "inv.yaml"
+    path.write_text(
+        "nodes:\n  - {name: g1, cpus: 4, memory_mb: 1000,\n"
+        "     gpus: [{model: a100, count: 1}, {model: x9000, count: 1}]}\n",
+        encoding="utf-8",
+    )
+    assert node_catalogue_features(load_inventory(path).node("g1"), default_catalogue()) == ()
+
+
+def test_render_adds_them_only_when_asked() -> None:
+    lab = str(Path(__file__).parents[3] / "gres" / "examples" / "lab.yaml")
+    args = ["render", "--inventory", lab, "--part", "nodes.conf"]
+    plain = CliRunner().invoke(cli, args)
+    asked = CliRunner().invoke(cli, [*args, "--catalogue-features"])
+    assert plain.exit_code == 0, plain.output
+    assert asked.exit_code == 0, asked.output
+    assert "bf16" not in plain.output
+    gpu1 = next(ln for ln in asked.output.splitlines() if ln.startswith("NodeName=gpu1 "))
+    assert "Feature=a100,bf16,bf16_ge100,bf16_ge200,fp16," in gpu1
