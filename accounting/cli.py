@@ -121,6 +121,40 @@ def ingest(  # noqa: PLR0917 (one parameter per option)
     click.echo(f"{res.seen} jobs read, {res.written} written, {res.unchanged} unchanged")
 
 
+@accounting.command()
+@_db
+@_lab
+@click.option(
+    "--samples",
+    required=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="the node agents' samples directory (<node>.jsonl files)",
+)
+@click.option("--cluster", help="the Slurm cluster the samples are of (default: Slurm's only one)")
+@click.option(
+    "--max-gap",
+    default=100.0,
+    show_default=True,
+    type=click.FloatRange(1, 3600),
+    help="seconds between two samples beyond which nothing is counted (the agent was down)",
+)
+def energy(db: str | None, lab: bool, samples: Path, cluster: str | None, max_gap: float) -> None:
+    """Add the cards' energy per job from the node agents' power samples (idempotent)."""
+    from sqlalchemy.orm import Session
+
+    from accounting.energy import import_energy, kwh, read_power
+
+    if cluster is None:
+        names = _client(lab).clusters()
+        if len(names) != 1:
+            raise click.UsageError(f"Slurm knows {len(names)} clusters: name one with --cluster")
+        cluster = names[0]
+    with Session(_engine(db)) as session:
+        done = import_energy(session, cluster, read_power(samples), max_gap_s=max_gap)
+        session.commit()
+    click.echo(f"{done.samples} samples of {done.jobs} jobs: {kwh(done.joules)} kWh added")
+
+
 def _topology(client: SlurmClient) -> Topology:
     """The cluster's node cards and account tree, for metering saved documents; without a
     cluster that answers, GPU models come from the jobs' own TRES and domains are accounts."""

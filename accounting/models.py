@@ -142,3 +142,7 @@ TABLES += BILLING_TABLES
 from accounting.alert_models import ALERT_TABLES  # noqa: E402
 
 TABLES += ALERT_TABLES
+
+from accounting.energy_models import ENERGY_TABLES  # noqa: E402
+
+TABLES += ENERGY_TABLES

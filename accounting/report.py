@@ -2,21 +2,23 @@
 
 A period is covered by the coarsest rollups that fit: whole months, then whole days, then
 hours at the edges. Amounts come back as :class:`~decimal.Decimal` card-hours, CPU-hours and
-GiB-hours, rounded to 4 places.
+GiB-hours, rounded to 4 places, with the kWh of the jobs that ended in the period beside them
+(from the job rows and :mod:`accounting.energy`, not the rollups).
 """
 
 from __future__ import annotations
 
 import calendar
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from enum import StrEnum
 
 from sqlalchemy import ColumnElement, Connection, and_, func, or_, select
 
-from accounting.models import UCS_PER_CARD_HOUR, Rollup
+from accounting.energy import energy_by
+from accounting.models import UCS_PER_CARD_HOUR, Rollup, UsageRecord
 from slurm_plugins.client.models import Node
 from translations import N_, Message
 
@@ -67,6 +69,8 @@ class Line:
     cpu_hours: Decimal
     mem_gib_hours: Decimal
     avg_wait_min: Decimal
+    #: the cards' energy of the jobs that ended in the period (accounting.energy)
+    kwh: Decimal = Decimal(0)
 
     @property
     def card_hours(self) -> Decimal:
@@ -216,6 +220,42 @@ def _grouped(
     return sorted(lines, key=lambda ln: (-ln.card_hours, -ln.cpu_hours, ln.key))
 
 
+_JOB_COLUMN = {
+    Dim.DOMAIN: UsageRecord.domain,
+    Dim.PROJECT: UsageRecord.account,
+    Dim.USER: UsageRecord.user,
+    Dim.GPU_TYPE: UsageRecord.gpu_type,
+    Dim.NPU_TYPE: UsageRecord.npu_type,
+    Dim.POOL: UsageRecord.partition,
+    Dim.CLUSTER: UsageRecord.cluster,
+}
+
+
+def _with_energy(
+    conn: Connection,
+    lines: list[Line],
+    period: tuple[datetime, datetime, Dim],
+    *,
+    where: Mapping[Dim, Iterable[str]],
+    scope: ColumnElement[bool] | None,
+    unscoped: bool,
+) -> list[Line]:
+    """The lines with their kWh beside the card-hours; a scoped report needs the scope on
+    the job rows too, else it shows none rather than another tenant's."""
+    if scope is None and not unscoped:
+        return lines
+    start, end, by = period
+    got = energy_by(
+        conn,
+        start,
+        end,
+        _JOB_COLUMN[by],
+        where={_JOB_COLUMN[d]: v for d, v in where.items()},
+        scope=scope,
+    )
+    return [replace(ln, kwh=got.get(ln.key, Decimal(0))) for ln in lines]
+
+
 def capacity(nodes: Iterable[Node]) -> dict[str, tuple[int, int]]:
     """Cards per pool (partition): ``{"gpu": (8, 0), "npu": (0, 12)}``."""
     out: dict[str, tuple[int, int]] = {}
@@ -236,14 +276,23 @@ def build(
     pools: Mapping[str, tuple[int, int]] | None = None,
     top: int = 10,
     scope: ColumnElement[bool] | None = None,
+    job_scope: ColumnElement[bool] | None = None,
 ) -> Report:
     """Usage by ``by`` over [start, end), with totals, pool utilisation and top users.
 
     ``where`` keeps only the listed values of some dimensions; ``scope`` is a further condition
-    on :class:`Rollup` rows (the portal's tenant scoping).
+    on :class:`Rollup` rows (the portal's tenant scoping), ``job_scope`` the same on
+    :class:`UsageRecord` rows, for the energy: without it a scoped report shows no kWh.
     """
     where = where or {}
-    lines = _grouped(conn, start, end, by, where=where, scope=scope)
+    lines = _with_energy(
+        conn,
+        _grouped(conn, start, end, by, where=where, scope=scope),
+        (start, end, by),
+        where=where,
+        scope=job_scope if scope is not None else None,
+        unscoped=scope is None,
+    )
     jobs = sum(ln.jobs for ln in lines)
     waited = sum((ln.avg_wait_min * ln.jobs for ln in lines), Decimal(0))
     total = Line(
@@ -254,6 +303,7 @@ def build(
         sum((ln.cpu_hours for ln in lines), Decimal(0)),
         sum((ln.mem_gib_hours for ln in lines), Decimal(0)),
         (waited / jobs).quantize(PLACES) if jobs else Decimal(0),
+        sum((ln.kwh for ln in lines), Decimal(0)),
     )
     hours = Decimal(int((end - start).total_seconds()) // 3600)
     util = []

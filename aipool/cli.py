@@ -154,6 +154,7 @@ def _mount() -> None:
     """The packages' own command groups, under one ``aipool``."""
     from accounting.cli import accounting
     from aipool.backup.cli import backup
+    from aipool.score import score as score_cli
     from gres.cli import cli as gres_cli
     from jobspec.cli import COMMANDS as job_commands
     from portal.cli import portal
@@ -165,6 +166,7 @@ def _mount() -> None:
     from slurm_plugins.node.cli import cli as node_cli
     from slurm_plugins.policy.cli import COMMANDS as policy_commands
 
+    gres_cli.add_command(score_cli)
     main.add_command(gres_cli, name="gres")
     for command in job_commands:
         main.add_command(command)

@@ -18,6 +18,8 @@ from typing import Any, NoReturn
 import click
 import yaml
 
+from gres.catalogue import default_catalogue
+from gres.catalogue_features import with_catalogue_features
 from gres.errors import InventoryError, ProbeError
 from gres.inventory import Inventory, load_inventory
 from gres.naming import DEFAULT_DEVICE_DIR
@@ -141,12 +143,18 @@ def _write(path: Path, text: str, mode: int) -> None:
     type=click.Path(dir_okay=False, path_type=Path),
     help="YAML {node: {NodeAddr: …, Port: …}} added to the node lines.",
 )
-def render(
+@click.option(
+    "--catalogue-features",
+    is_flag=True,
+    help="Add the precisions and score classes of each node's cards (bf16, bf16_ge200 …).",
+)
+def render(  # noqa: PLR0917 (one parameter per option)
     inventory_path: Path,
     out: Path | None,
     part: str,
     device_dir: str | None,
     extra_path: Path | None,
+    catalogue_features: bool,
 ) -> None:
     """Render gres.conf, the NodeName lines, the TaskProlog, the GresTypes /
     AccountingStorageTRES (and TopologyPlugin) settings and topology.conf from an inventory."""
@@ -154,6 +162,8 @@ def render(
         inv = load_inventory(inventory_path)
         if device_dir is not None:
             inv = inv.with_device_dir(device_dir)
+        if catalogue_features:
+            inv = with_catalogue_features(inv, default_catalogue())
     except InventoryError as exc:
         _fail(exc.errors, 2, f"{inventory_path}: ")
     except ValueError as exc:

@@ -83,6 +83,8 @@ def _resources(r: dict[str, Any]) -> Resources:
         nodes=r.get("nodes", 1),
         tasks_per_node=r.get("tasks_per_node"),
         time_min=r.get("time"),
+        precision=r.get("precision"),
+        min_score=r.get("min_score"),
     )
 
 
@@ -155,6 +157,8 @@ def resources_to_data(r: Resources) -> dict[str, Any]:
         out["nodes"] = r.nodes
     _put(out, "tasks_per_node", r.tasks_per_node)
     _put(out, "time", r.time_min)
+    _put(out, "precision", r.precision.value if r.precision else None)
+    _put(out, "min_score", r.min_score)
     return out
 
 

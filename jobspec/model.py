@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from fractions import Fraction
 
+from gres.catalogue import Precision
+
 
 class Priority(StrEnum):
     HIGH = "high"
@@ -102,6 +104,10 @@ class Resources:
     nodes: int = 1
     tasks_per_node: int | None = None
     time_min: int | None = None
+    #: The precision the job computes in: only cards that run it natively (the catalogue).
+    precision: Precision | None = None
+    #: The least dense TFLOPS (TOPS for int8) at ``precision`` a card must offer.
+    min_score: float | None = None
 
     @property
     def whole_gpus(self) -> int:

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from gres.shards import fraction_to_shards
+from jobspec.compute import constraint
 from jobspec.model import Dependency, Resources, Spec, TopologyKind
 from slurm_plugins.client.job import Component, Gres, JobRequest, OpenMode, Switches
 from slurm_plugins.client.job import Dependency as After
@@ -35,6 +36,9 @@ class ClusterConfig:
     port_low: int = 20000
     port_slots: int = 150
     port_span: int = 64
+    #: The GRES types (card models) the pool's nodes have, for ``precision`` and
+    #: ``min_score``; None: not known (a dry run), every model of the catalogue.
+    card_types: tuple[str, ...] | None = None
 
 
 def partition_for(res: Resources, chosen: str | None, cfg: ClusterConfig) -> str:
@@ -70,9 +74,11 @@ def component(
     tasks_per_node: int,
     single_task: bool,
     with_nodes: bool = True,
+    cards: tuple[str, ...] = (),
 ) -> Component:
     """One component: the spec's account, QOS and time limit; where it runs and what each
-    node of it gets; the spec's affinity (``with_nodes=False`` leaves the node list out)."""
+    node of it gets; the spec's affinity (``with_nodes=False`` leaves the node list out) and
+    the card models its precision allows (``cards``, from :func:`jobspec.compute.card_types`)."""
     a = spec.affinity
     return Component(
         account=spec.project,
@@ -85,7 +91,7 @@ def component(
         cpus_per_task=res.cpus,
         memory_mb=res.memory_mb,
         gres=gres(res),
-        constraint="&".join(a.features) or None,
+        constraint=constraint(a.features, cards),
         nodelist=a.nodes if with_nodes else (),
         exclude=a.exclude,
         switches=switches(spec, nodes),

@@ -13,6 +13,7 @@ from typing import Any
 from marshmallow import RAISE, Schema, ValidationError, fields, pre_load, validates_schema
 from marshmallow.validate import Length, Range
 
+from gres.catalogue import Precision
 from gres.naming import ACCEL_KINDS
 from jobspec import fields as f
 from jobspec.codec import build_spec
@@ -85,6 +86,8 @@ class ResourcesSchema(Strict):
     nodes = Int(validate=Range(1, 1024))
     tasks_per_node = Int(validate=Range(1, 1024))
     time = f.Duration()
+    precision = _enum(Precision)
+    min_score = fields.Float(validate=Range(min=0, min_inclusive=False), allow_nan=False)
 
     @validates_schema
     def _devices(self, data: dict[str, Any], **kwargs: Any) -> None:
@@ -108,6 +111,12 @@ class ResourcesSchema(Strict):
             )
         if "npu_type" in data and not npus:
             raise ValidationError("set npus as well", "npu_type")
+        if "precision" in data and not (gpus or npus):
+            raise ValidationError("a precision is for cards: set gpus or npus", "precision")
+        if "min_score" in data and "precision" not in data:
+            raise ValidationError(
+                "a score is in TFLOPS at one precision: set precision as well", "min_score"
+            )
 
 
 class RoleResourcesSchema(ResourcesSchema):

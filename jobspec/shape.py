@@ -23,6 +23,8 @@ _ROLE_ONLY = (
     "memory",
     "nodes",
     "tasks_per_node",
+    "precision",
+    "min_score",
 )
 
 

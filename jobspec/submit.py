@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from jobspec.deps import submission_order
 from jobspec.errors import SubmitError
@@ -49,6 +49,7 @@ def submit_specs(
     """
     ids: dict[str, int | str] = {}
     done: list[Submitted] = []
+    cfg = with_pool(specs, client, cfg)
     for spec in submission_order(specs):
         rendered = render(spec, cfg, dependencies=ids)
         try:
@@ -64,6 +65,28 @@ def submit_specs(
         if history is not None and job_id:
             history.record(cluster, job_id, spec)
     return done
+
+
+def with_pool(
+    specs: Sequence[Spec], client: SlurmClient, cfg: ClusterConfig | None
+) -> ClusterConfig:
+    """``cfg`` with the pool's card models (its nodes' features) when a spec asks for a
+    precision and they are not known yet: a constraint may only name features nodes have."""
+    cfg = cfg or ClusterConfig()
+    if cfg.card_types is not None or not any(asks_precision(s) for s in specs):
+        return cfg
+    try:
+        nodes = client.nodes()
+    except SlurmError as exc:
+        raise SubmitError(f"cannot list the pool's nodes: {exc}") from exc
+    return replace(cfg, card_types=tuple(sorted({f for n in nodes for f in n.features})))
+
+
+def asks_precision(spec: Spec) -> bool:
+    """Whether the spec (or one of its roles) names a precision: the pool's models matter."""
+    return spec.resources.precision is not None or any(
+        r.resources.precision is not None for r in spec.topology.roles
+    )
 
 
 def _roll_back(client: SlurmClient, job_ids: list[int]) -> None:

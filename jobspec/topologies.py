@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from jobspec.compute import card_types
 from jobspec.model import Spec, TopologyKind
 from jobspec.options import ClusterConfig, component, job_request, partition_for
 from slurm_plugins.client.job import Component, JobRequest
@@ -59,6 +60,7 @@ def layout(spec: Spec, cfg: ClusterConfig, deps: Mapping[str, int | str]) -> Lay
         nodes=res.nodes,
         tasks_per_node=per_node,
         single_task=single,
+        cards=card_types(res, cfg.card_types),
     )
     template = "jupyter.sh.j2" if spec.jupyter is not None else f"{kind.value}.sh.j2"
     return Layout(
@@ -81,6 +83,9 @@ def _heterogeneous(spec: Spec, cfg: ClusterConfig, deps: Mapping[str, int | str]
                 tasks_per_node=1,
                 single_task=False,
                 with_nodes=False,
+                cards=card_types(
+                    role.resources, cfg.card_types, path=f"topology.roles.{role.name}.resources"
+                ),
             )
         )
         roles.append(RoleLaunch(role.name, group, role.replicas, role.command))

@@ -20,6 +20,7 @@ from werkzeug.routing import BaseConverter, IntegerConverter
 from portal import (
     alerts,
     audit,
+    catalogue,
     clusters,
     config,
     dashboard,
@@ -62,6 +63,7 @@ RESOURCES: tuple[Callable[[Flask, Api], None], ...] = (
     registry.register,
     inference.register,
     clusters.register,
+    catalogue.register,
     alerts.register,
     metrics.register,
 )

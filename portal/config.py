@@ -106,6 +106,8 @@ DEFAULTS: dict[str, Any] = {
     "CLOCK": None,  # a callable returning the UTC time (tests); None: the system clock
     # the node agent's utilisation samples (aipool node agent --out); None: no job charts
     "SAMPLES_DIR": None,
+    # the compute scores per node kind (aipool gres score run --store); None: none shown
+    "SCORES_FILE": None,
     # the policy daemon's state directory (its decision log: why it holds or steers a job,
     # shown on the job's page); None: no policy reasons shown
     "POLICY_STATE_DIR": None,

@@ -33,6 +33,8 @@ def portal_settings(cfg: LabConfig | None = None) -> dict[str, Any]:
         "SLURM_JWT_KEY_FILE": str(cfg.jwt_key),
         # where the lab's node agents write utilisation samples (the policy daemon's dir)
         "SAMPLES_DIR": str(cfg.root / "policy" / "samples"),
+        # the compute scores per node kind (aipool gres score run --lab --store …)
+        "SCORES_FILE": str(cfg.root / "scores.json"),
         # the policy daemon's decision log (why it holds or steers a job), for the job pages
         "POLICY_STATE_DIR": str(cfg.root / "policy"),
         # the admission table's directory, the portal's to write (the hook stays root's)

@@ -211,7 +211,7 @@ def submit_spec(
 ) -> int:
     """A job from a declarative spec, charged to the project whatever the spec names."""
     project = get_project(session, access, project_id, Perm.JOBS_SUBMIT)
-    script, request = spec_job(spec, cluster_config())
+    script, request = spec_job(spec, cluster_config(), port)
     mounts.check(session, access, spec, cluster_config())
     for part in request.components:
         if part.account not in (None, project.name):

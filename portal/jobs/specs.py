@@ -6,12 +6,16 @@ request and a script. The request goes to slurmrestd as it is; a heterogeneous s
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from flask import current_app
 
 from jobspec import ClusterConfig, SpecError, load_spec, render
+from jobspec.submit import asks_precision
 from portal.errors import ValidationFailed
+from portal.nodes.service import read_nodes
+from portal.slurm import SlurmPort
 from slurm_plugins.client.job import JobRequest
 
 
@@ -21,10 +25,17 @@ def cluster_config() -> ClusterConfig:
     return ClusterConfig(runtime=str(runtime) if runtime else None)
 
 
-def spec_job(data: Mapping[str, Any], cfg: ClusterConfig | None = None) -> tuple[str, JobRequest]:
-    """``(script, request)`` for one spec mapping; field errors as :class:`ValidationFailed`."""
+def spec_job(
+    data: Mapping[str, Any], cfg: ClusterConfig | None = None, port: SlurmPort | None = None
+) -> tuple[str, JobRequest]:
+    """``(script, request)`` for one spec mapping; field errors as :class:`ValidationFailed`.
+    A spec with a precision is rendered against the card models of ``port``'s nodes."""
     try:
-        rendered = render(load_spec(data), cfg)
+        spec = load_spec(data)
+        if port is not None and asks_precision(spec):
+            features = {f for n in read_nodes(port) for f in n.features}
+            cfg = replace(cfg or ClusterConfig(), card_types=tuple(sorted(features)))
+        rendered = render(spec, cfg)
     except SpecError as exc:
         raise ValidationFailed({"spec": list(exc.messages)}) from None
     return rendered.script, rendered.request

@@ -115,6 +115,8 @@ class UsageLineSchema(Schema):
     cpu_hours = _decimal()
     mem_gib_hours = _decimal()
     avg_wait_min = _decimal()
+    #: the cards' energy of the jobs that ended in the period, beside their card-hours
+    kwh = _decimal()
 
 
 class PoolUtilisationSchema(Schema):

@@ -123,6 +123,7 @@ def report_for(
             where=filters(args),
             pools=pools,
             scope=scope(session, access),
+            job_scope=scope(session, access, UsageRecord),
         )
     except ReportError as exc:
         raise ValidationFailed({"from": [translate(current(), exc.message)]}) from exc

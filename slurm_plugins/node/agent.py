@@ -33,7 +33,10 @@ class Agent:
     def run_once(self) -> int:
         """One pass; returns how many job samples it wrote."""
         samples = self.source.sample()
-        write_samples(self.out, self.node, samples, self.clock())
+        # sources that read no power (the file source) have no ``watts``: no energy then
+        watts = getattr(self.source, "watts", None)
+        power = getattr(self.source, "power", "measured")
+        write_samples(self.out, self.node, samples, self.clock(), watts=watts, power=power)
         health: tuple[DeviceHealth, ...] = ()
         if self.reporter is not None:
             report = self.reporter.report()

@@ -3,7 +3,10 @@ read them.
 
 Every interval the agent appends ``{"ts", "job", "util", "node"}`` lines to
 ``<samples dir>/<node>.jsonl`` (a shared directory); :class:`SampleReader` reads every
-node's file back, per job.
+node's file back, per job. Where the source reads the cards' power draw, a line also has
+``"watts"`` (the job's cards on this node together) and ``"power"``: ``measured`` from the
+driver, or ``fake`` for the lab's device files; accounting integrates them into energy per
+job (:mod:`accounting.energy`).
 """
 
 from __future__ import annotations
@@ -34,12 +37,22 @@ def write_samples(
     keep_s: float = 3600,
     *,
     max_bytes: int = MAX_FILE_BYTES,
+    watts: Mapping[int, float] | None = None,
+    power: str = "measured",
 ) -> Path:
     """Append one line per job to ``<out_dir>/<node>.jsonl``; once the file is larger than
-    ``max_bytes``, lines older than ``keep_s`` are dropped first."""
+    ``max_bytes``, lines older than ``keep_s`` are dropped first. ``watts`` (per job) adds
+    the power draw, marked ``power`` (``measured`` or ``fake``)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / f"{node}.jsonl"
-    lines = [json.dumps({"ts": now, "job": j, "util": u, "node": node}) for j, u in samples.items()]
+    watts = watts or {}
+    lines = [
+        json.dumps(
+            {"ts": now, "job": j, "util": u, "node": node}
+            | ({"watts": round(watts[j], 1), "power": power} if j in watts else {})
+        )
+        for j, u in samples.items()
+    ]
     if path.exists() and path.stat().st_size > max_bytes:
         kept = [ln for ln in path.read_text().splitlines() if _ts(ln) >= now - keep_s]
         tmp = path.with_suffix(".tmp")

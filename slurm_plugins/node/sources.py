@@ -62,19 +62,27 @@ class LabSource:
     load of its fake cards; a job's ``<dir>/<job id>`` file, where one exists, overrides it so
     that a test or a demo can set an exact figure. A job is first reported on the sample after
     the one that first saw it. Processes whose environment this user may not read are not
-    counted (the agent sees the jobs it runs as, or all of them as root)."""
+    counted (the agent sees the jobs it runs as, or all of them as root).
+
+    The fake cards draw no power, so their draw is made up from the load (:func:`fake_watts`)
+    and marked ``fake`` in the samples and in accounting."""
+
+    power = "fake"
 
     def __init__(self, node: str, directory: Path) -> None:
         self.node = node
         self.files = FileSource(directory)
         self.devices: tuple[DeviceSample, ...] = ()
+        self.watts: dict[int, float] = {}
         self._last: dict[int, tuple[float, float]] = {}  # job -> (CPU seconds, monotonic time)
+        self._cards: dict[int, int] = {}
 
     def _cpu(self) -> tuple[dict[int, float], dict[int, int]]:
         import psutil
 
         seconds: dict[int, float] = {}
         cpus: dict[int, int] = {}
+        self._cards = {}
         for proc in psutil.process_iter(["environ", "cpu_times"]):
             env, times = proc.info["environ"], proc.info["cpu_times"]
             if not env or times is None or env.get("SLURMD_NODENAME") != self.node:
@@ -84,9 +92,17 @@ class LabSource:
                 continue
             seconds[int(job)] = seconds.get(int(job), 0.0) + times.user + times.system
             cpus[int(job)] = max(cpus.get(int(job), 1), int(given) if given.isdigit() else 1)
+            self._cards[int(job)] = max(self._cards.get(int(job), 0), cards_in(env))
         return seconds, cpus
 
     def sample(self) -> dict[int, float]:
+        out = self._sample()
+        self.watts = {
+            j: fake_watts(self._cards[j], u) for j, u in out.items() if self._cards.get(j)
+        }
+        return out
+
+    def _sample(self) -> dict[int, float]:
         now = time.monotonic()
         seconds, cpus = self._cpu()
         out: dict[int, float] = {}
@@ -98,6 +114,22 @@ class LabSource:
         self._last = {job: (total, now) for job, total in seconds.items()}
         out.update(self.files.sample())
         return out
+
+
+#: The lab's made-up card: this many watts idle, up to FAKE_IDLE_W + FAKE_SPAN_W at 100 %.
+FAKE_IDLE_W = 60.0
+FAKE_SPAN_W = 240.0
+_VISIBLE = ("CUDA_VISIBLE_DEVICES", "ASCEND_RT_VISIBLE_DEVICES")
+
+
+def cards_in(env: Mapping[str, str]) -> int:
+    """How many cards a process sees, from the runtimes' visibility variables."""
+    return max(len([x for x in env.get(v, "").split(",") if x.strip()]) for v in _VISIBLE)
+
+
+def fake_watts(cards: int, util: float) -> float:
+    """The lab's stand-in power draw of ``cards`` fake cards at ``util`` percent."""
+    return cards * (FAKE_IDLE_W + FAKE_SPAN_W * min(max(util, 0.0), 100.0) / 100.0)
 
 
 def proc_jobs(variable: str, proc: Path = Path("/proc")) -> dict[int, set[int]]:
@@ -130,17 +162,34 @@ def per_job(device_util: Mapping[int, float], jobs: Mapping[int, set[int]]) -> d
     }
 
 
+def per_job_watts(
+    devices: Sequence[DeviceSample], jobs: Mapping[int, set[int]]
+) -> dict[int, float]:
+    """A job's power draw: the sum over its cards; a job none of whose cards reports power
+    is left out (its energy is unknown, not zero)."""
+    power = {s.index: s.power_w for s in devices if s.power_w is not None}
+    return {
+        job: sum(power[i] for i in devs if i in power)
+        for job, devs in jobs.items()
+        if any(i in power for i in devs)
+    }
+
+
 def utilisation(samples: Sequence[DeviceSample]) -> dict[int, float]:
     """Utilisation per device index; a device that reports none is left out (0 % then)."""
     return {s.index: s.util_percent for s in samples if s.util_percent is not None}
 
 
-def jobs_on(devices: Sequence[DeviceSample], variable: str, proc: Path) -> dict[int, float]:
-    """Each job's mean utilisation over its devices; none at all when the probe saw no
-    device: a driver that is down must not make every job look idle to the reaper."""
+def jobs_on(
+    devices: Sequence[DeviceSample], variable: str, proc: Path
+) -> tuple[dict[int, float], dict[int, float]]:
+    """Each job's mean utilisation over its devices and its cards' power draw; none at all
+    when the probe saw no device: a driver that is down must not make every job look idle to
+    the reaper."""
     if not devices:
-        return {}
-    return per_job(utilisation(devices), proc_jobs(variable, proc))
+        return {}, {}
+    jobs = proc_jobs(variable, proc)
+    return per_job(utilisation(devices), jobs), per_job_watts(devices, jobs)
 
 
 class NvmlSource:
@@ -150,15 +199,17 @@ class NvmlSource:
         self.proc = proc
         self.nvml = nvml
         self.devices: tuple[DeviceSample, ...] = ()
+        self.watts: dict[int, float] = {}
 
     def sample(self) -> dict[int, float]:
         try:
             self.devices = gpu_samples(self.nvml)
         except ProbeError as exc:
             log.warning("%s", exc)
-            self.devices = ()
+            self.devices, self.watts = (), {}
             return {}
-        return jobs_on(self.devices, "CUDA_VISIBLE_DEVICES", self.proc)
+        util, self.watts = jobs_on(self.devices, "CUDA_VISIBLE_DEVICES", self.proc)
+        return util
 
 
 class NpuSmi:
@@ -194,16 +245,18 @@ class NpuSmiSource:
         self.proc = proc
         self.npu_smi = npu_smi or NpuSmi()
         self.devices: tuple[DeviceSample, ...] = ()
+        self.watts: dict[int, float] = {}
 
     def sample(self) -> dict[int, float]:
         try:
             text = self.npu_smi.text()
         except ProbeError as exc:
             log.warning("%s", exc)
-            self.devices = ()
+            self.devices, self.watts = (), {}
             return {}
         self.devices = npu_samples(text) if text is not None else ()
-        return jobs_on(self.devices, "ASCEND_RT_VISIBLE_DEVICES", self.proc)
+        util, self.watts = jobs_on(self.devices, "ASCEND_RT_VISIBLE_DEVICES", self.proc)
+        return util
 
 
 class AccelSmi:
@@ -241,6 +294,7 @@ class AccelSmiSource:
         self.smi = smi
         self.proc = proc
         self.devices: tuple[DeviceSample, ...] = ()
+        self.watts: dict[int, float] = {}
 
     def sample(self) -> dict[int, float]:
         try:
@@ -248,9 +302,10 @@ class AccelSmiSource:
             self.devices = accel_samples(self.smi.kind, text) if text is not None else ()
         except ProbeError as exc:
             log.warning("%s", exc)
-            self.devices = ()
+            self.devices, self.watts = (), {}
             return {}
-        return jobs_on(self.devices, ACCEL_VARIABLES[self.smi.kind], self.proc)
+        util, self.watts = jobs_on(self.devices, ACCEL_VARIABLES[self.smi.kind], self.proc)
+        return util
 
 
 def source(

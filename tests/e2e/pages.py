@@ -72,6 +72,7 @@ PAGES: tuple[Page, ...] = (
     Page("project", "tenancy_pages.project", _ids("/projects/{project}"), NLP),
     Page("quotas", "quotas_pages.index", _ids("/quotas")),
     Page("nodes", "nodes_pages.index", _ids("/nodes")),
+    Page("catalogue", "catalogue_pages.index", _ids("/catalogue")),
     Page("charts", "nodes_pages.charts", _ids("/nodes/charts?window=1h"), ready="#charts .uplot"),
     Page("usage", "usage_pages.index", _ids("/usage?{period}")),
     Page("usage-domain", "usage_pages.domain", _ids("/usage/domains/research?{period}"), NLP),

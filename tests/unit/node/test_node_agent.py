@@ -19,6 +19,8 @@ from slurm_plugins.node.sources import (
     NpuSmi,
     NpuSmiSource,
     NvmlSource,
+    cards_in,
+    fake_watts,
     per_job,
     proc_jobs,
     source,
@@ -220,3 +222,36 @@ def test_a_failing_npu_smi_is_no_samples_and_a_health_probe_error(tmp_path: Path
     missing = NpuSmi((str(tmp_path / "absent"),))
     assert NpuSmiSource(proc=tmp_path / "proc", npu_smi=missing).sample() == {}
     assert NpuSmiHealth(missing).devices() == ()
+
+
+def test_power_per_job_from_nvml_and_npu_smi(tmp_path: Path) -> None:
+    fake_proc(tmp_path, 5, {"SLURM_JOB_ID": "3", "CUDA_VISIBLE_DEVICES": "1"})
+    fake_proc(tmp_path, 6, {"SLURM_JOB_ID": "4", "CUDA_VISIBLE_DEVICES": "0,2"})
+    src = NvmlSource(proc=tmp_path, nvml=FakeNvml())
+    src.sample()
+    # card 1 reports no power: job 3's energy is unknown, not zero
+    assert src.watts == {4: 250.5}
+    fake_proc(tmp_path / "proc", 7, {"SLURM_JOB_ID": "9", "ASCEND_RT_VISIBLE_DEVICES": "2,3"})
+    table = NPU_SMI / "atlas-800t-a2-910b3.txt"
+    npu = NpuSmiSource(proc=tmp_path / "proc", npu_smi=NpuSmi(npu_smi_tool(tmp_path, table)))
+    npu.sample()
+    power = {d.index: d.power_w for d in npu_samples(table.read_text())}
+    assert npu.watts == {9: pytest.approx((power[2] or 0) + (power[3] or 0))}
+    assert npu.watts[9] > 0
+
+
+def test_lab_cards_draw_made_up_power_marked_fake() -> None:
+    assert cards_in({"CUDA_VISIBLE_DEVICES": "0,1", "ASCEND_RT_VISIBLE_DEVICES": ""}) == 2
+    assert cards_in({"HOME": "/root"}) == 0
+    assert fake_watts(2, 50.0) == 2 * (60 + 120)
+    assert fake_watts(1, 150.0) == 300.0
+    assert LabSource.power == "fake"
+
+
+def test_sample_lines_carry_watts_and_where_they_came_from(tmp_path: Path) -> None:
+    write_samples(tmp_path, "gpu1", {7: 50.0, 8: 0.0}, 100.0, watts={7: 180.04}, power="fake")
+    lines = [json.loads(x) for x in (tmp_path / "gpu1.jsonl").read_text().splitlines()]
+    assert lines == [
+        {"ts": 100.0, "job": 7, "util": 50.0, "node": "gpu1", "watts": 180.0, "power": "fake"},
+        {"ts": 100.0, "job": 8, "util": 0.0, "node": "gpu1"},
+    ]

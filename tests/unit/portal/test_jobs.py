@@ -159,6 +159,20 @@ def test_spec_jobs_render_through_jobspec_and_run_as_the_caller(env: Env) -> Non
     assert props["current_working_directory"] == str(env.app.config["JOB_WORKDIR"])
 
 
+def test_a_precision_chooses_among_the_pools_card_models(env: Env) -> None:
+    nlp = env.world.projects["nlp"]
+    bf16 = {**HELLO, "resources": {"gpus": 1, "precision": "bf16"}}
+    r = env.api("alice").post("/api/v1/jobs/spec", json={"project_id": nlp, "spec": bf16})
+    assert r.status_code == 201, r.json
+    assert env.slurm.requests[-1].components[0].constraint == "a100"
+    fp8 = {**HELLO, "resources": {"gpus": 1, "precision": "fp8"}}
+    r = env.api("alice").post("/api/v1/jobs/spec", json={"project_id": nlp, "spec": fp8})
+    assert r.status_code == 422, r.json
+    assert r.json["errors"]["json"]["spec"] == [
+        "resources.precision: no GPU model here runs fp8 (models: a100)"
+    ]
+
+
 @pytest.mark.parametrize(
     ("spec", "message"),
     [

@@ -5,7 +5,9 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
+from sqlalchemy.orm import Session
 
+from accounting.energy import Point, Series, import_energy
 from accounting.ingest import ingest
 from accounting.meter import NodeCards, Topology, meter
 from portal.extensions import db
@@ -97,3 +99,31 @@ def test_usage_page(usage: Env) -> None:
     assert "cs101" in html
     assert "nlp" not in html
     assert datetime(2026, 11, 1, tzinfo=UTC).strftime("%Y-%m-%d") in html
+
+
+def test_energy_beside_card_hours_within_the_callers_scope(usage: Env) -> None:
+    t0 = JOBS[0].start_time.timestamp()  # type: ignore[union-attr]
+    series = [
+        Series(job, "gpu1", (Point(t0, watts), Point(t0 + 60, watts)))
+        for job, watts in ((1, 600.0), (3, 300.0), (4, 120.0))
+    ]
+    with usage.app.app_context(), Session(db.engine) as s:
+        import_energy(s, "aipool", series)
+        s.commit()
+
+    def kwh(who: str) -> dict[str, str]:
+        res = usage.api(who).get("/api/v1/usage?month=2026-11&by=project")
+        return {ln["key"]: ln["kwh"] for ln in res.json["lines"]} | {"": res.json["total"]["kwh"]}
+
+    assert kwh("admin") == {
+        "nlp": "0.010000",
+        "vision": "0.005000",
+        "cs101": "0.002000",
+        "": "0.017000",
+    }
+    assert kwh("erin") == {
+        "nlp": "0.010000",
+        "vision": "0.005000",
+        "": "0.015000",
+    }  # research admin
+    assert kwh("alice") == {"nlp": "0.010000", "": "0.010000"}  # her own job
