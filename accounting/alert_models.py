@@ -17,33 +17,29 @@ from accounting.db import Base
 from dbtypes import UTCDateTime, utcnow
 
 
-class AlertRuleRow(Base):
+class _Saved:
+    """A named document the portal saved for a scope (a rule or a channel)."""
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(64), unique=True)
+    scope_level: Mapped[str] = mapped_column(String(16))
+    scope_name: Mapped[str] = mapped_column(String(64), default="")
+    document: Mapped[dict[str, object]] = mapped_column(JSON)
+    created_by: Mapped[str] = mapped_column(String(64), default="")
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+
+
+class AlertRuleRow(_Saved, Base):
     """A rule as the portal saved it: its document (:mod:`accounting.alert_rules`)."""
 
     __tablename__ = "acct_alert_rules"
 
-    id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    name: Mapped[str] = mapped_column(String(64), unique=True)
-    scope_level: Mapped[str] = mapped_column(String(16))
-    scope_name: Mapped[str] = mapped_column(String(64), default="")
-    document: Mapped[dict[str, object]] = mapped_column(JSON)
-    created_by: Mapped[str] = mapped_column(String(64), default="")
-    updated_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
 
-
-class AlertChannelRow(Base):
+class AlertChannelRow(_Saved, Base):
     """A channel as the portal saved it; ``document`` holds its URL and secret, which the
     portal never shows back in full."""
 
     __tablename__ = "acct_alert_channels"
-
-    id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    name: Mapped[str] = mapped_column(String(64), unique=True)
-    scope_level: Mapped[str] = mapped_column(String(16))
-    scope_name: Mapped[str] = mapped_column(String(64), default="")
-    document: Mapped[dict[str, object]] = mapped_column(JSON)
-    created_by: Mapped[str] = mapped_column(String(64), default="")
-    updated_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
 
 
 class AlertState(Base):

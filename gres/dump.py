@@ -8,6 +8,7 @@ exactly the same objects and a lab inventory stays as short as a hand-written on
 from __future__ import annotations
 
 import posixpath
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import yaml
@@ -171,10 +172,18 @@ def _gpu_entries(gpus: tuple[Gpu, ...], ddir: str) -> list[dict[str, Any]]:
 
 
 def _npu_entries(npus: tuple[Npu, ...], ddir: str) -> list[dict[str, Any]]:
+    return _card_entries(npus, lambda n: npu_device(ddir, n.index))
+
+
+def _card_entries(
+    cards: Sequence[Npu | Accel], device_of: Callable[[Any], str]
+) -> list[dict[str, Any]]:
+    """NPU or MLU/DCU/XPU entries, runs of like cards on their conventional device files
+    written as one entry with a count."""
     entries: list[dict[str, Any]] = []
     next_index, last = 0, None
-    for n in npus:
-        plain = n.device == npu_device(ddir, n.index)
+    for n in cards:
+        plain = n.device == device_of(n)
         key = (n.model, n.memory_mib)
         if plain and last is not None and last[0] == key and last[1] + 1 == n.index:
             entries[-1]["count"] = entries[-1].get("count", 1) + 1
@@ -224,23 +233,4 @@ def _accel_dir(accel: Accel) -> str | None:
 
 
 def _accel_entries(accels: tuple[Accel, ...], ddir: str) -> list[dict[str, Any]]:
-    entries: list[dict[str, Any]] = []
-    next_index, last = 0, None
-    for a in accels:
-        plain = a.device == accel_device(a.kind, ddir, a.index)
-        key = (a.model, a.memory_mib)
-        if plain and last is not None and last[0] == key and last[1] + 1 == a.index:
-            entries[-1]["count"] = entries[-1].get("count", 1) + 1
-            last = (key, a.index)
-        else:
-            entry: dict[str, Any] = {"model": a.model}
-            if a.index != next_index:
-                entry["index"] = a.index
-            if a.memory_mib:
-                entry["memory_mib"] = a.memory_mib
-            if not plain:
-                entry["device"] = a.device
-            entries.append(entry)
-            last = (key, a.index) if plain else None
-        next_index = a.index + 1
-    return entries
+    return _card_entries(accels, lambda a: accel_device(a.kind, ddir, a.index))

@@ -8,7 +8,6 @@ import email
 import email.policy
 import shutil
 import socket
-import threading
 from collections.abc import Iterator
 from email.message import Message
 from pathlib import Path
@@ -20,7 +19,7 @@ from sqlalchemy import Engine, create_engine
 
 from accounting import migrate
 from slurm_plugins.common.mail import Mailer, SmtpSettings
-from tests.unit.accounting.receivers import Receiver
+from tests.unit.accounting.receivers import Receiver, serving
 
 
 @pytest.fixture(scope="session")
@@ -77,12 +76,8 @@ def smtp() -> Iterator[tuple[Inbox, Mailer]]:
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[Receiver]:
-    srv = Receiver()
-    thread = threading.Thread(target=srv.serve_forever, daemon=True)
-    thread.start()
-    yield srv
-    srv.shutdown()
-    srv.server_close()
+    with serving() as srv:
+        yield srv
 
 
 @pytest.fixture

@@ -5,6 +5,9 @@ and answers Prometheus instant queries from its samples."""
 from __future__ import annotations
 
 import json
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -54,3 +57,16 @@ class _Handler(BaseHTTPRequestHandler):
 
     def log_message(self, *_: Any) -> None:
         pass
+
+
+@contextmanager
+def serving() -> Iterator[Receiver]:
+    """A receiver answering in a thread until the block ends."""
+    srv = Receiver()
+    thread = threading.Thread(target=srv.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield srv
+    finally:
+        srv.shutdown()
+        srv.server_close()

@@ -8,7 +8,6 @@ import base64
 import hashlib
 import hmac
 import logging
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,7 +19,7 @@ from slurm_plugins.common.notify import Notification, WebhookSink
 from slurm_plugins.common.webhooks import Hook, HookType
 from slurm_plugins.policy.config import parse_config
 from slurm_plugins.policy.daemon import notifier_for
-from tests.unit.accounting.receivers import Receiver
+from tests.unit.accounting.receivers import Receiver, serving
 from translations import N_, Message
 
 SECRET = "SEC-notify-0123456789"
@@ -29,12 +28,8 @@ TITLE = N_("Job %(job)s (%(name)s) was requeued")
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[Receiver]:
-    srv = Receiver()
-    thread = threading.Thread(target=srv.serve_forever, daemon=True)
-    thread.start()
-    yield srv
-    srv.shutdown()
-    srv.server_close()
+    with serving() as srv:
+        yield srv
 
 
 @pytest.fixture
