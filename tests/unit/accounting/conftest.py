@@ -82,7 +82,4 @@ def server() -> Iterator[Receiver]:
 
 @pytest.fixture
 def receiver(server: Receiver) -> Receiver:
-    server.requests.clear()
-    server.script.clear()
-    server.samples = []
-    return server
+    return server.reset()

@@ -26,6 +26,13 @@ class Receiver(ThreadingHTTPServer):
     def base(self) -> str:
         return f"http://127.0.0.1:{self.server_address[1]}"
 
+    def reset(self) -> Receiver:
+        """Forget what came and what was scripted (between tests sharing one server)."""
+        self.requests.clear()
+        self.script.clear()
+        self.samples = []
+        return self
+
     def to(self, path: str) -> list[dict[str, Any]]:
         return [body for p, _, body in self.requests if p == path]
 

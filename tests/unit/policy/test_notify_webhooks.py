@@ -34,9 +34,7 @@ def server() -> Iterator[Receiver]:
 
 @pytest.fixture
 def receiver(server: Receiver) -> Receiver:
-    server.requests.clear()
-    server.script.clear()
-    return server
+    return server.reset()
 
 
 def _note() -> Notification:
