@@ -20,7 +20,7 @@ from sqlalchemy import column, select, table
 from sqlalchemy.orm import Session
 
 from portal.audit.models import AuditEvent
-from portal.audit.words import SLURM_TARGETS, field_text
+from portal.audit.words import SLURM_TARGETS, field_text, value_text
 from portal.i18n import EMPTY, gettext
 from portal.roles.texts import BUILTIN_NAMES
 
@@ -167,6 +167,8 @@ class Names:
             return EMPTY
         if isinstance(value, bool):
             return gettext("yes") if value else gettext("no")
+        if isinstance(value, str) and (word := value_text(key, value)) is not None:
+            return word
         if isinstance(value, list) and all(isinstance(v, str | int | float) for v in value):
             return ", ".join(str(v) for v in value)
         if isinstance(value, dict | list):

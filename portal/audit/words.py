@@ -75,6 +75,10 @@ ACTIONS: dict[str, str] = {
     "billing.topup": N_("Topped up a balance"),
     "billing.bill": N_("Issued a bill"),
     "usage.import": N_("Imported usage from Slurm"),
+    "alert_rule.save": N_("Saved an alert rule"),
+    "alert_rule.delete": N_("Deleted an alert rule"),
+    "alert_channel.create": N_("Created an alert channel"),
+    "alert_channel.delete": N_("Deleted an alert channel"),
 }
 
 TARGETS: dict[str, str] = {
@@ -97,6 +101,8 @@ TARGETS: dict[str, str] = {
     "billing_account": N_("Billing account"),
     "price_plan": N_("Price plan"),
     "usage": N_("Usage"),
+    "alert_rule": N_("Alert rule"),
+    "alert_channel": N_("Alert channel"),
 }
 
 FIELDS: dict[str, str] = {
@@ -129,6 +135,21 @@ FIELDS: dict[str, str] = {
     "month": N_("month"),
     "visibility": N_("visibility"),
     "prefix": N_("prefix"),
+    "severity": N_("severity"),
+    "channels": N_("channels"),
+    "threshold": N_("threshold"),
+    "comparator": N_("comparison"),
+    "query": N_("query"),
+    "scope": N_("scope"),
+    "for": N_("lasting"),
+    "type": N_("type"),
+    "recipients": N_("recipients"),
+    "urgent": N_("urgent"),
+}
+
+#: Recorded values that are words of a fixed set, by field: shown in the reader's language.
+VALUES: dict[str, dict[str, str]] = {
+    "severity": {"urgent": N_("urgent"), "normal": N_("normal")},
 }
 
 #: The Slurm objects of ``slurm.*`` events, by their target id.
@@ -146,6 +167,12 @@ def target_text(target_type: str) -> str:
 
 def field_text(key: str) -> str:
     return gettext(FIELDS[key]) if key in FIELDS else key
+
+
+def value_text(key: str, value: str) -> str | None:
+    """A recorded word of a fixed set in the reader's language; None for other values."""
+    words = VALUES.get(key, {})
+    return gettext(words[value]) if value in words else None
 
 
 def known_actions() -> list[tuple[str, str]]:
