@@ -56,6 +56,8 @@ class Card:
     tflops: Mapping[Precision, float]
     source: str
     note: str = ""
+    #: the note in Chinese, for the portal's Chinese readers
+    note_zh: str = ""
 
     def supports(self, precision: Precision) -> bool:
         return self.tflops.get(precision, 0) > 0
@@ -126,6 +128,7 @@ class _CardSchema(Schema):
     # a figure without a source cannot be checked; insist on a public address
     source = fields.Url(required=True, schemes={"https", "http"})
     note = fields.String(load_default="")
+    note_zh = fields.String(load_default="")
 
 
 class _FileSchema(Schema):

@@ -26,6 +26,7 @@ class CardSchema(Schema):
     )
     source = fields.String(metadata={"description": "the vendor's public page or datasheet"})
     note = fields.String()
+    note_zh = fields.String(metadata={"description": "the note in Chinese"})
 
 
 class ScoreSchema(Schema):
@@ -55,6 +56,7 @@ def card_data(c: Card) -> dict[str, Any]:
         "tflops": {p.value: c.tflops.get(p) for p in Precision},
         "source": c.source,
         "note": c.note,
+        "note_zh": c.note_zh,
     }
 
 

@@ -55,9 +55,16 @@ def test_the_page_in_both_languages(scored: Env) -> None:
     assert 'data-card="a100-80gb"' in en
     assert 'data-source="catalogue"' in en
     assert "cannot run the benchmark" in en
+    assert "NVLink limited to 400 GB/s" in en
+    assert "Huawei" in en
     zh = client.get("/catalogue", headers={"Accept-Language": "zh-CN"})
     assert zh.status_code == 200
-    assert 'data-precision="bf16"' in zh.get_data(as_text=True)
+    zh_page = zh.get_data(as_text=True)
+    assert 'data-precision="bf16"' in zh_page
+    # the cards' notes and vendors in Chinese too
+    assert "NVLink 限制为 400 GB/s" in zh_page
+    assert "NVLink limited to 400 GB/s" not in zh_page
+    assert "华为" in zh_page
 
 
 def test_no_scores_yet(env: Env) -> None:
