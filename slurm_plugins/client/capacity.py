@@ -267,14 +267,19 @@ def of_nodes(nodes: Iterable[Node]) -> Capacity:
     return total(node_capacity(n) for n in nodes)
 
 
-def by_partition(nodes: Iterable[Node]) -> dict[str, Capacity]:
-    """Each partition's capacity; a node in several partitions counts in each of them."""
+def by_partition(
+    nodes: Iterable[Node], capacities: Iterable[Capacity] | None = None
+) -> dict[str, Capacity]:
+    """Each partition's capacity; a node in several partitions counts in each of them.
+    ``capacities``, where the caller has them, are the nodes' own, in the same order (not
+    computed again)."""
+    nodes = list(nodes)
+    caps = list(capacities) if capacities is not None else [node_capacity(n) for n in nodes]
     parts: dict[str, list[Capacity]] = defaultdict(list)
-    for n in nodes:
-        cap = node_capacity(n)
+    for n, cap in zip(nodes, caps, strict=True):
         for p in n.partitions:
             parts[p].append(cap)
-    return {p: total(caps) for p, caps in sorted(parts.items())}
+    return {p: total(c) for p, c in sorted(parts.items())}
 
 
 def shards_per_card(node: Node | None) -> int:

@@ -109,7 +109,7 @@ def capacity_families(cluster: str, nodes: Sequence[Node]) -> list[Metric]:
         *_cards(
             "partition",
             ["cluster", "partition"],
-            (((cluster, p), c) for p, c in by_partition(nodes).items()),
+            (((cluster, p), c) for p, c in by_partition(nodes, [c for _, c in per_node]).items()),
         ),
         *_cards("pool", ["cluster"], [((cluster,), pool)]),
         *_fragmentation(cluster, pool),
