@@ -212,13 +212,13 @@ class NvmlSource:
         return util
 
 
-class NpuSmi:
-    """``npu-smi info`` read at most once per ``max_age_s``: the utilisation source and the
+class SmiReading:
+    """A tool's output read at most once per ``max_age_s``: the utilisation source and the
     health probe of one agent share a reading instead of running the tool twice."""
 
     def __init__(
         self,
-        argv: tuple[str, ...] = ("npu-smi",),
+        argv: tuple[str, ...],
         *,
         max_age_s: float = 5.0,
         clock: Callable[[], float] = time.monotonic,
@@ -228,14 +228,33 @@ class NpuSmi:
         self.clock = clock
         self._read: tuple[float, str | None] | None = None
 
+    def run(self) -> str | None:
+        return run_smi(self.argv)
+
     def text(self) -> str | None:
-        """The table; None without the tool. Raises :class:`ProbeError` when it fails (the
+        """The output; None without the tool. Raises :class:`ProbeError` when it fails (the
         failure is not kept: the next call runs the tool again)."""
         now = self.clock()
         if self._read is None or now - self._read[0] >= self.max_age:
             self._read = None
-            self._read = (now, run_npu_smi(self.argv))
+            self._read = (now, self.run())
         return self._read[1]
+
+
+class NpuSmi(SmiReading):
+    """``npu-smi info``, read at most once per ``max_age_s``."""
+
+    def __init__(
+        self,
+        argv: tuple[str, ...] = ("npu-smi",),
+        *,
+        max_age_s: float = 5.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        super().__init__(argv, max_age_s=max_age_s, clock=clock)
+
+    def run(self) -> str | None:
+        return run_npu_smi(self.argv)
 
 
 class NpuSmiSource:
@@ -259,7 +278,7 @@ class NpuSmiSource:
         return util
 
 
-class AccelSmi:
+class AccelSmi(SmiReading):
     """One reading of an MLU, DCU or XPU tool (``cnmon``, ``hy-smi``, ``xpu-smi``) at most
     once per ``max_age_s``, shared by the utilisation source and the health probe."""
 
@@ -271,19 +290,8 @@ class AccelSmi:
         max_age_s: float = 5.0,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        super().__init__(accel_tool(kind, argv).argv, max_age_s=max_age_s, clock=clock)
         self.kind = kind
-        self.argv = accel_tool(kind, argv).argv
-        self.max_age = max_age_s
-        self.clock = clock
-        self._read: tuple[float, str | None] | None = None
-
-    def text(self) -> str | None:
-        """The tool's output; None without the tool. Raises :class:`ProbeError` when it fails."""
-        now = self.clock()
-        if self._read is None or now - self._read[0] >= self.max_age:
-            self._read = None
-            self._read = (now, run_smi(self.argv))
-        return self._read[1]
 
 
 class AccelSmiSource:
