@@ -69,6 +69,24 @@ class Kind:
     def respond(self, results: list[dict[str, Any]]) -> dict[str, Any]:
         return results[0]
 
+    def evaluate(
+        self, loaded: Any, x: Sequence[Any], y: Sequence[Any], out: Path
+    ) -> dict[str, Any]:
+        """The evaluation report of ``loaded`` on the labelled examples ``x``, ``y``.
+
+        Every task's report has one shape (docs/models.md, "Evaluation reports"): ``task``;
+        ``metrics``, a flat ``{name: number}`` with ``samples``; ``per_class``, rows of
+        ``{"label": ..., <column>: number}`` (may be empty); and, for classification only,
+        ``labels`` and ``confusion``. Files beside ``metrics.json`` (a plot) go in ``out``.
+        This default is classification's: ACC, macro F1 / P / R and the confusion matrix."""
+        from portal.presets import metrics
+
+        predicted = [r["label"] for r in self.predict(loaded, x)]
+        labels = [*self.labels, *sorted(set(y) - set(self.labels))]
+        report = metrics.classification(y, predicted, labels)
+        metrics.confusion_png(report["confusion"], report["labels"], out / "confusion.png")
+        return {"task": "classification", **report}
+
 
 # ---------------------------------------------------------------------- image: bundled digits
 @cache

@@ -17,9 +17,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from portal.presets import metrics
 from portal.presets.catalog import RESULTS, get
-from portal.presets.kinds import KINDS, Kind
+from portal.presets.kinds import Kind
+from portal.presets.programs import KINDS
 from translations import N_
 
 
@@ -57,11 +57,7 @@ def train(kind: Kind, base: Path, out: Path, data: Path | None = None) -> dict[s
 def evaluate(kind: Kind, model: Path, out: Path, data: Path | None = None) -> dict[str, Any]:
     out.mkdir(parents=True, exist_ok=True)
     x, y = kind.from_directory(data) if data is not None else kind.test_set()
-    loaded = kind.load(model)
-    predicted = [r["label"] for r in kind.predict(loaded, x)]
-    labels = [*kind.labels, *sorted(set(y) - set(kind.labels))]
-    report = metrics.classification(y, predicted, labels)
-    metrics.confusion_png(report["confusion"], report["labels"], out / "confusion.png")
+    report = kind.evaluate(kind.load(model), x, y, out)
     _write_json(out / "metrics.json", report)
     return report
 
