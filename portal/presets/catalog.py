@@ -29,6 +29,19 @@ class Preset:
     summary: str
     input: dict[str, Any] = field(default_factory=dict)
     output: dict[str, Any] = field(default_factory=dict)
+    #: the hub revision (a commit or branch) the mirror holds
+    revision: str = "main"
+    #: the ModelScope model id, where it differs from ``mirror`` (the Hugging Face id)
+    modelscope: str | None = None
+    #: glob patterns of the files the mirror needs (``mirror fill``); all files when empty
+    files: list[str] = field(default_factory=list)
+    #: the upstream model page (its card, licence and results)
+    source: str | None = None
+    #: parameters, and the size of the mirrored files in MB
+    params: int | None = None
+    size_mb: float | None = None
+    #: the upstream's published evaluation: ``{dataset, split, metrics: {name: value}, source}``
+    published: dict[str, Any] | None = None
 
     @property
     def runnable(self) -> bool:
