@@ -56,6 +56,7 @@ TASK = {
     "text-classification": N_("Text classification"),
     "token-classification": N_("Token classification"),
     "feature-extraction": N_("Feature extraction"),
+    "keyword-extraction": N_("Keyword extraction"),
     "summarization": N_("Summarisation"),
     "translation": N_("Translation"),
     "question-answering": N_("Question answering"),

@@ -21,6 +21,7 @@ import pytest
 from portal.jobs.specs import spec_job
 from portal.presets import runtime
 from portal.presets.catalog import presets
+from portal.presets.programs import KINDS
 from portal.registry import cards
 from tests.unit.portal.conftest import Env
 from tests.unit.portal.test_registry import reg  # noqa: F401 -- fixture
@@ -45,7 +46,9 @@ def test_twenty_presets_ten_image_ten_language() -> None:
     by = {m: [p for p in found.values() if p.modality == m] for m in ("image", "language")}
     assert (len(by["image"]), len(by["language"])) == (10, 10)
     assert len({p.task for p in by["image"]}) >= 8  # classification, detection, segmentation, …
-    assert tuple(n for n, p in found.items() if p.runnable) == RUNNABLE
+    runnable = {n for n, p in found.items() if p.runnable}
+    assert set(RUNNABLE) <= runnable
+    assert {found[n].runtime for n in runnable} <= set(KINDS)  # each has its program
 
 
 @pytest.mark.parametrize("name", sorted(presets()))
@@ -70,10 +73,14 @@ def test_each_preset_has_a_card_schemas_and_valid_job_templates(name: str) -> No
         script, request = spec_job(spec)  # the job-spec validator and renderer
         assert "portal.presets.runtime" in script
         assert (request.name or "").endswith(name), kind
-    if preset.runnable:
+    if name in RUNNABLE:  # the offline four: the test tool's published results
         published = preset.results()
         assert published is not None
         assert set(published["metrics"]) >= {"accuracy", "f1", "precision", "recall"}
+    elif preset.runnable and preset.published is not None:  # the hub's, with their source
+        assert set(preset.published) == {"dataset", "split", "metrics", "source"}
+        assert str(preset.published["source"]).startswith("https://")
+        assert all(0 < v <= 1 for v in preset.published["metrics"].values())
 
 
 @pytest.mark.parametrize("name", RUNNABLE)
@@ -173,7 +180,7 @@ def test_preset_api(reg: Env) -> None:  # noqa: F811
     assert v1["card_meta"]["pipeline_tag"] == "image-classification"
     # weights that are not in the mirror: a clear refusal, nothing created
     r = alice.post(
-        "/api/v1/presets/bert-ner/import", json={"project_id": reg.world.projects["nlp"]}
+        "/api/v1/presets/bert-ner-zh/import", json={"project_id": reg.world.projects["nlp"]}
     )
     assert r.status_code == 409
     assert "offline mirror" in r.json["message"]
