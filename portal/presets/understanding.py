@@ -86,9 +86,8 @@ class HubKind(Kind):
     def settings(self, base: Path) -> dict[str, Any]:
         """The fine-tune's settings: the defaults, overridden by the base version's config."""
         raw = _config(base)
-        return {"base": self.repo, **{k: raw.get(k, v) for k, v in TRAINING.items()}} | (
-            {"base": raw["base"]} if isinstance(raw.get("base"), str) else {}
-        )
+        repo = raw["base"] if isinstance(raw.get("base"), str) else self.repo
+        return {"base": repo} | {k: raw.get(k, v) for k, v in TRAINING.items()}
 
     def auto(self, model: Path, head: Any, **kwargs: Any) -> tuple[Any, Any, Path]:
         """Tokenizer and model (in eval mode, on the job's device) of a version."""
