@@ -89,14 +89,13 @@ def qa(mirror: Path) -> None:
 def keywords(mirror: Path) -> None:
     """A BERT encoder with XLM-R's kind of tokenizer (a sentencepiece unigram) and mean
     pooling, saved as sentence-transformers saves it: the real model's layout."""
+    import torch
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.sentence_transformer.modules import Pooling, Transformer
     from tokenizers import SentencePieceUnigramTokenizer
     from transformers import BertConfig, BertModel, XLMRobertaTokenizer
 
     from portal.presets import extraction
-
-    import torch
 
     torch.manual_seed(0)
     path = mirror / extraction.Keywords.repo
