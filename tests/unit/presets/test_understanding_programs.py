@@ -251,3 +251,23 @@ def test_keywords_come_from_the_text_and_training_copies_the_encoder(
     assert cfg["fine_tuned"] is False
     assert (tmp_path / "model" / "modules.json").is_file()
     assert kind.weights(tmp_path / "model") == tmp_path / "model"
+
+
+def test_a_mirror_holding_pytorch_model_bin_loads_the_same(mirror: Path, tmp_path: Path) -> None:
+    """Three of the real repositories ship their weights as ``pytorch_model.bin`` (read with
+    torch's weights-only loader): the same weights give the same answers."""
+    import shutil
+
+    import torch
+    from safetensors.torch import load_file
+
+    repo = str(presets()["roberta-sentiment-zh"].mirror)
+    other = tmp_path / "mirror"
+    shutil.copytree(mirror / repo, other / repo)
+    weights = other / repo / "model.safetensors"
+    torch.save(load_file(weights), other / repo / "pytorch_model.bin")
+    weights.unlink()
+    x, _ = ZhSentiment(mirror).test_set()
+    v1 = version_1(tmp_path, "roberta-sentiment-zh")
+    expected = ZhSentiment(mirror).predict(ZhSentiment(mirror).load(v1), x)
+    assert ZhSentiment(other).predict(ZhSentiment(other).load(v1), x) == expected
