@@ -3,8 +3,8 @@ evaluated as a Slurm job (the runtime's program on a tiny random-weight model of
 architecture, from the offline mirror) and served as an inference service that answers one
 request through the portal.
 
-All four evaluations are submitted at once and waited for together, then the four services:
-the module's time is about one job's start and run, twice.
+All four evaluations (and a fine-tune of the tagger) are submitted at once and waited for
+together, then the four services: the module's time is about one job's start and run, twice.
 """
 
 from __future__ import annotations
@@ -80,7 +80,20 @@ def test_understanding_presets_import_evaluate_serve_and_answer(
             for m in models.values()
         )
 
+    # and, beside them, a fine-tune of the tagger on its bundled sentences: version 2
+    tagger = models["bert-ner-zh"]
+    r = api.post(f"/api/v1/models/{tagger}/versions/1/fine-tune", json={})
+    assert r.status_code == 201, r.json
+
+    def tuned() -> bool:
+        return bool(_get(api, f"/api/v1/models/{tagger}/versions/2")["status"] != "training")
+
     wait_until(evaluated, 60, interval=0.5)
+    wait_until(tuned, 30, interval=0.5)
+    v2 = _get(api, f"/api/v1/models/{tagger}/versions/2")
+    assert v2["status"] == "ready", v2
+    assert "model.safetensors" in {f["path"] for f in v2["files"]}
+    assert v2["parameters"] > 0
     for name, model_id in models.items():
         [ev] = _get(api, f"/api/v1/models/{model_id}/versions/1/evaluations")
         assert ev["state"] == "succeeded", (name, ev.get("message"))
