@@ -76,7 +76,8 @@ class ZhQa(HubKind):
 
     @staticmethod
     def _directory_rows(path: Path) -> list[dict[str, Any]]:
-        rows = [row for file in sorted(path.glob("*.jsonl")) for row in jsonl(file)]
+        keys = ("context", "question", "answers")
+        rows = [row for file in sorted(path.glob("*.jsonl")) for row in jsonl(file, *keys)]
         rows += [row for file in sorted(path.glob("*.json")) for row in _squad(file)]
         if not rows:
             raise ValueError(f"{path}: no *.jsonl (context, question, answers) or SQuAD *.json")
@@ -238,7 +239,7 @@ class Keywords(HubKind):
 
     def from_directory(self, path: Path) -> tuple[list[Any], list[Any]]:
         """``*.jsonl`` lines ``{"text": …, "keywords": [...]}``."""
-        rows = [row for file in sorted(path.glob("*.jsonl")) for row in jsonl(file)]
+        rows = [r for file in sorted(path.glob("*.jsonl")) for r in jsonl(file, "text", "keywords")]
         if not rows:
             raise ValueError(f"{path}: no *.jsonl (text, keywords) files")
         return [str(r["text"]) for r in rows], [list(map(str, r["keywords"])) for r in rows]

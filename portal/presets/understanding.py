@@ -37,8 +37,21 @@ def device() -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
-def jsonl(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+def jsonl(path: Path, *keys: str) -> list[dict[str, Any]]:
+    """The JSON objects of a ``*.jsonl`` file, each with ``keys``; a clear error naming the
+    file and line for one that is not."""
+    rows = []
+    for number, line in enumerate(path.read_text().splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except ValueError as exc:
+            raise ValueError(f"{path.name}:{number}: not JSON ({exc})") from None
+        if not isinstance(row, dict) or not set(keys) <= set(row):
+            raise ValueError(f"{path.name}:{number}: an object with {', '.join(keys)} expected")
+        rows.append(row)
+    return rows
 
 
 def texts(body: dict[str, Any]) -> list[str]:
@@ -160,7 +173,7 @@ class ZhSentiment(HubKind):
 
     def from_directory(self, path: Path) -> tuple[list[Any], list[str]]:
         """``*.jsonl`` lines ``{"text": …, "label": …}``, or ``<label>/<n>.txt`` files."""
-        rows = [row for file in sorted(path.glob("*.jsonl")) for row in jsonl(file)]
+        rows = [r for file in sorted(path.glob("*.jsonl")) for r in jsonl(file, "text", "label")]
         x = [str(r["text"]) for r in rows]
         y = [str(r["label"]) for r in rows]
         for file in sorted(path.glob("*/*.txt")):
@@ -277,7 +290,11 @@ class ZhNer(HubKind):
     def from_directory(self, path: Path) -> tuple[list[Any], list[Any]]:
         """``*.jsonl`` lines ``{"tokens": [...], "tags": [...]}`` (BIO), or ``*.conll`` files
         with a token and its tag on each line and a blank line between sentences."""
-        rows = [(r["tokens"], r["tags"]) for f in sorted(path.glob("*.jsonl")) for r in jsonl(f)]
+        rows = [
+            (r["tokens"], r["tags"])
+            for f in sorted(path.glob("*.jsonl"))
+            for r in jsonl(f, "tokens", "tags")
+        ]
         rows += [s for f in sorted(path.glob("*.conll")) for s in _conll(f)]
         for tokens, tags in rows:
             if len(tokens) != len(tags):

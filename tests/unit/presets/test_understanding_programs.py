@@ -271,3 +271,26 @@ def test_a_mirror_holding_pytorch_model_bin_loads_the_same(mirror: Path, tmp_pat
     v1 = version_1(tmp_path, "roberta-sentiment-zh")
     expected = ZhSentiment(mirror).predict(ZhSentiment(mirror).load(v1), x)
     assert ZhSentiment(other).predict(ZhSentiment(other).load(v1), x) == expected
+
+
+@pytest.mark.parametrize(
+    ("kind", "line", "message"),
+    [
+        (ZhSentiment, '{"text": "好"}', r"a.jsonl:2: an object with text, label expected"),
+        (ZhNer, "not json", r"a.jsonl:2: not JSON"),
+        (ZhQa, '{"question": "谁？"}', r"a.jsonl:2: an object with context, question, answers"),
+        (Keywords, "[1, 2]", r"a.jsonl:2: an object with text, keywords expected"),
+    ],
+)
+def test_a_bad_dataset_line_is_named_with_its_file_and_line(
+    kind: type[Kind], line: str, message: str, tmp_path: Path
+) -> None:
+    good = {
+        ZhSentiment: {"text": "好", "label": "positive"},
+        ZhNer: {"tokens": ["好"], "tags": ["O"]},
+        ZhQa: {"context": "好", "question": "？", "answers": ["好"]},
+        Keywords: {"text": "好", "keywords": []},
+    }[kind]
+    (tmp_path / "a.jsonl").write_text(json.dumps(good) + "\n" + line + "\n")
+    with pytest.raises(ValueError, match=message):
+        kind(None).from_directory(tmp_path)
