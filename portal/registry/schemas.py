@@ -85,7 +85,13 @@ class ModelVersionSchema(Schema):
     sha256 = fields.String()
     encrypted = fields.Boolean()
     tags = fields.Dict(keys=fields.String(), values=fields.String())
-    metrics = fields.Dict(metadata={"description": "of the latest evaluation"})
+    metrics = fields.Dict(
+        keys=fields.String(),
+        metadata={"description": "of the latest evaluation: {name: number, evaluation_id}"},
+    )
+    metrics_task = fields.String(
+        metadata={"description": "the task of that evaluation's report ('': classification)"}
+    )
     job_id = fields.Integer(allow_none=True)
     dataset_version_id = fields.Integer(allow_none=True)
     parent_id = fields.Integer(allow_none=True)
@@ -150,10 +156,21 @@ class ModelEvaluationSchema(Schema):
     state = fields.String()
     dataset = fields.String()
     dataset_version_id = fields.Integer(allow_none=True)
-    metrics = fields.Dict()
-    per_class = fields.List(fields.Dict())
-    labels = fields.List(fields.String())
-    confusion = fields.List(fields.List(fields.Integer()))
+    task = fields.String(
+        metadata={"description": "the report's task, e.g. object-detection ('': classification)"}
+    )
+    metrics = fields.Dict(
+        keys=fields.String(),
+        metadata={"description": "{name: number}: accuracy, f1, map, miou, bleu, rougeL, …"},
+    )
+    per_class = fields.List(
+        fields.Dict(),
+        metadata={"description": "[{label, <metric>: number, …}]; the columns depend on the task"},
+    )
+    labels = fields.List(fields.String(), metadata={"description": "classification only"})
+    confusion = fields.List(
+        fields.List(fields.Integer()), metadata={"description": "classification only"}
+    )
     confusion_png = fields.String(allow_none=True)
     message = fields.String()
     created_at = fields.DateTime()

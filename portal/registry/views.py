@@ -46,7 +46,7 @@ def model_data(model: RegisteredModel, lvl: Level | None = None) -> dict[str, An
 
 
 def evaluation_data(number: int, row: Evaluation) -> dict[str, Any]:
-    has_png = row.state == "succeeded"
+    has_png = row.state == "succeeded" and bool(row.labels)  # classification's plot only
     return {
         "id": row.id,
         "version": number,
@@ -54,6 +54,7 @@ def evaluation_data(number: int, row: Evaluation) -> dict[str, Any]:
         "state": row.state,
         "dataset": row.dataset,
         "dataset_version_id": row.dataset_version_id,
+        "task": row.task,
         "metrics": row.metrics,
         "per_class": row.per_class,
         "labels": row.labels,
