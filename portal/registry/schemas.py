@@ -216,7 +216,18 @@ class PresetSchema(Schema):
     summary = fields.String()
     input_schema = fields.Dict()
     output_schema = fields.Dict()
-    results = fields.Dict(allow_none=True)
+    results = fields.Dict(allow_none=True, metadata={"description": "the offline test tool's"})
+    source = fields.String(allow_none=True, metadata={"description": "the upstream model page"})
+    revision = fields.String(allow_none=True, metadata={"description": "the hub revision"})
+    modelscope = fields.String(allow_none=True, metadata={"description": "its ModelScope id"})
+    files = fields.List(fields.String(), metadata={"description": "globs of the mirrored files"})
+    params = fields.Integer(allow_none=True)
+    size_mb = fields.Float(allow_none=True, metadata={"description": "of the mirrored files"})
+    published = fields.Dict(
+        allow_none=True,
+        metadata={"description": "the upstream's evaluation: {dataset, split, metrics, source}"},
+    )
+    reproduce = fields.String(metadata={"description": "the command that reproduces it"})
     card = fields.String()
     templates = fields.Dict()
 
