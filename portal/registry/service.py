@@ -401,10 +401,11 @@ def import_preset(session: Session, access: Access, data: Mapping[str, Any]) -> 
     if preset.mirror and not (storage.mirror() / preset.mirror).is_dir():
         raise Conflict(
             gettext(
-                "%(repo)s is not in the offline mirror %(mirror)s: the site copies it there "
-                "from a hub first.",
+                "%(repo)s is not in the offline mirror %(mirror)s: the site fills it first, "
+                "with %(command)s (or --from modelscope, or --from a directory).",
                 repo=preset.mirror,
                 mirror=storage.mirror(),
+                command=f"aipool models mirror fill {preset.name} --from huggingface",
             )
         )
     model = create_model(

@@ -14,6 +14,7 @@ from flask_babel import force_locale
 
 from portal.extensions import db
 from portal.i18n import gettext
+from portal.presets import hubs
 from portal.registry import reports, words
 from portal.registry.models import Evaluation
 from slurm_plugins.client.models import JobState
@@ -134,6 +135,22 @@ def test_a_report_not_of_the_shape_fails_the_evaluation(reg: Env, bad: dict[str,
     assert ev["metrics"] == {}
     version = reg.api("alice").get(f"/api/v1/models/{model_id}/versions/1").json
     assert version["metrics"] == {}
+
+
+def test_a_preset_imports_once_the_mirror_holds_its_weights(reg: Env, tmp_path: Path) -> None:
+    alice = reg.api("alice")
+    body = {"project_id": reg.world.projects["nlp"]}
+    r = alice.post("/api/v1/presets/detr-detector/import", json=body)
+    assert r.status_code == 409
+    assert "aipool models mirror fill detr-detector --from huggingface" in r.json["message"]
+    snapshot = tmp_path / "snapshot"
+    snapshot.mkdir()
+    (snapshot / "config.json").write_text('{"model_type": "detr"}')
+    (snapshot / "model.safetensors").write_bytes(b"\0" * 64)
+    hubs.fill(Path(reg.app.config["MODEL_MIRROR"]), "facebook/detr-resnet-50", str(snapshot))
+    r = alice.post("/api/v1/presets/detr-detector/import", json=body)
+    assert r.status_code == 201, r.json
+    assert r.json["preset"] == "detr-detector"
 
 
 def test_an_old_classification_report_still_reads() -> None:
