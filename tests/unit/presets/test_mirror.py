@@ -205,3 +205,29 @@ def test_the_command_fills_from_a_directory_and_lists_it(tmp_path: Path) -> None
     assert rows["detr-detector"]["state"] == "absent"
     refused = runner.invoke(main, ["models", "mirror", "fill", "no-such", "--from", "huggingface"])
     assert refused.exit_code != 0
+
+
+def test_the_command_says_a_refusal_in_the_sites_language(
+    tmp_path: Path, hub: Hub, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import translations
+
+    monkeypatch.setenv("AIPOOL_DEFAULT_LOCALE", "zh_CN")
+    monkeypatch.setenv("AIPOOL_HF_ENDPOINT", "http://127.0.0.1:9")  # not used: --endpoint wins
+    vit = Hub("google/vit-base-patch16-224", {"config.json": b"{}"}, set(), lie={"config.json"})
+    mirror = tmp_path / "mirror"
+    with serve(vit):
+        args = ["models", "mirror", "fill", "vit-base-classifier", "--from", "huggingface"]
+        result = CliRunner().invoke(main, [*args, "--endpoint", vit.url, "--mirror", str(mirror)])
+    assert result.exit_code == 1
+    said = translations.gettext(
+        "zh_CN",
+        "Checksum mismatch for %(file)s: the hub lists %(algorithm)s %(expected)s, the download "
+        "has %(got)s; the mirror was left as it was.",
+        file="config.json",
+        algorithm="git-sha1",
+        expected=blob_id(b"{}"),
+        got=blob_id(vit.served("config.json")),
+    )
+    assert f"vit-base-classifier: {said}" in result.output
+    assert not (mirror / "google" / "vit-base-patch16-224").exists()
