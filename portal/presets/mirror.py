@@ -102,9 +102,17 @@ class Status:
     revision: str
 
 
+def inside(path: str) -> bool:
+    """A repository path that stays inside the repository's directory: relative, no ``..``, no
+    hidden part (``.gitattributes``, ``.git/…`` are the hub's, not the model's)."""
+    parts = path.split("/")
+    return bool(path) and "\\" not in path and all(p and not p.startswith(".") for p in parts)
+
+
 def selected(paths: Iterable[str], patterns: Sequence[str]) -> list[str]:
-    """The paths matching any glob of the preset's ``files`` (all of them when it has none)."""
-    paths = sorted(paths)
+    """The paths matching any glob of the preset's ``files`` (all of them when it has none);
+    a path that would leave the repository's directory is never one."""
+    paths = sorted(p for p in paths if inside(p))
     if not patterns:
         return paths
     return [p for p in paths if any(fnmatch.fnmatchcase(p, pat) for pat in patterns)]

@@ -231,3 +231,17 @@ def test_the_command_says_a_refusal_in_the_sites_language(
     )
     assert f"vit-base-classifier: {said}" in result.output
     assert not (mirror / "google" / "vit-base-patch16-224").exists()
+
+
+def test_a_listed_path_that_would_leave_the_repository_is_never_fetched(
+    tmp_path: Path, hub: Hub
+) -> None:
+    hub.files["../../escaped.json"] = b"{}"
+    hub.files["sub/../../up.json"] = b"{}"
+    hub.files[".gitattributes"] = b"*.safetensors filter=lfs"
+    with serve(hub):
+        hubs.fill(tmp_path / "mirror", REPO, "huggingface", patterns=["*"], endpoint=hub.url)
+    assert not (tmp_path / "escaped.json").exists()
+    assert not (tmp_path / "up.json").exists()
+    assert sorted(held(tmp_path / "mirror")) == sorted([*FILES, MANIFEST])
+    assert not any("escaped" in r or "up.json" in r for r in hub.requests)
