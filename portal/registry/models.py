@@ -183,6 +183,8 @@ class Evaluation(Base):
     per_class: Mapped[list[dict[str, Any]]] = mapped_column(JSON, default=list)
     labels: Mapped[list[str]] = mapped_column(JSON, default=list)
     confusion: Mapped[list[list[int]]] = mapped_column(JSON, default=list)
+    # the other plots the job drew (``<name>.png``), kept under MODEL_STORAGE/evaluations/<id>/
+    plots: Mapped[list[str]] = mapped_column(JSON, default=list, server_default="[]")
     message: Mapped[str] = mapped_column(String(1000), default="")
     workdir: Mapped[str] = mapped_column(String(255), default="")
     created_by: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))

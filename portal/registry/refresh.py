@@ -132,6 +132,22 @@ def finish_version(session: Session, version: ModelVersion, job: Job) -> None:
     userdirs.remove_run(workdir)
 
 
+def keep_plots(evaluation_id: int, workdir: Path, owner: str) -> list[str]:
+    """The other plots the job drew (``<name>.png`` beside its report, at most
+    :data:`reports.MAX_PLOTS`, each a PNG of the job's user), copied into the store."""
+    names = sorted(p.name for p in workdir.glob("*.png") if reports.PLOT_NAME.fullmatch(p.name))
+    kept = []
+    for name in [n for n in names if n != "confusion.png"][: reports.MAX_PLOTS]:
+        data = read_file(workdir / name, owner, IMAGE_MAX_BYTES)
+        if data is None or not data.startswith(b"\x89PNG\r\n\x1a\n"):
+            continue
+        target = storage.root() / "evaluations" / str(evaluation_id) / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+        kept.append(name)
+    return kept
+
+
 def finish_evaluation(session: Session, row: Evaluation, job: Job) -> None:
     """An evaluation whose job has ended: its task's report (:mod:`portal.registry.reports`)
     and, for classification, its confusion plot; or why it failed."""
@@ -154,6 +170,7 @@ def finish_evaluation(session: Session, row: Evaluation, job: Job) -> None:
             target = storage.root() / "evaluations" / f"{row.id}.png"
             target.parent.mkdir(exist_ok=True)
             target.write_bytes(png)
+        row.plots = keep_plots(row.id, workdir, owner)
         row.state = EvalState.SUCCEEDED.value
         version = session.get(ModelVersion, row.version_id)
         if version is not None:

@@ -15,6 +15,7 @@ classification's.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,6 +24,9 @@ MAX_NAME = 64
 MAX_METRICS = 64
 MAX_ROWS = 2000  # per-class rows (ADE20k has 150 classes, COCO 80, ImageNet 1,000)
 MAX_COLUMNS = 32
+#: the other plots an evaluation job may draw beside its report (``out/<name>.png``)
+MAX_PLOTS = 8
+PLOT_NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,47}\.png")
 
 
 @dataclass(frozen=True, slots=True)

@@ -172,6 +172,11 @@ class ModelEvaluationSchema(Schema):
         fields.List(fields.Integer()), metadata={"description": "classification only"}
     )
     confusion_png = fields.String(allow_none=True)
+    plots = fields.Dict(
+        keys=fields.String(),
+        values=fields.String(),
+        metadata={"description": "the job's other plots: {name.png: url}"},
+    )
     message = fields.String()
     created_at = fields.DateTime()
     finished_at = fields.DateTime(allow_none=True)

@@ -1,5 +1,6 @@
 """registry: the task of an evaluation's report (detection, translation, …) on the evaluation
-and on the version whose metrics it set; rows from before are classification's ("")
+and on the version whose metrics it set (rows from before are classification's, ""), and the
+names of the plots the evaluation job drew besides the confusion matrix
 
 Revision ID: 0012
 Revises: 0011
@@ -22,8 +23,12 @@ def upgrade() -> None:
         op.add_column(
             table, sa.Column(column, sa.String(length=64), nullable=False, server_default="")
         )
+    op.add_column(
+        "model_evaluations", sa.Column("plots", sa.JSON(), nullable=False, server_default="[]")
+    )
 
 
 def downgrade() -> None:
+    op.drop_column("model_evaluations", "plots")
     op.drop_column("model_versions", "metrics_task")
     op.drop_column("model_evaluations", "task")

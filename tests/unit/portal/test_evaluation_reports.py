@@ -46,9 +46,14 @@ TRANSLATION = {
 }
 
 
-def evaluate_with(env: Env, report: object) -> tuple[int, dict[str, Any]]:
-    """A preset model evaluated by a job that wrote ``report`` and completed; the model's id
-    and the evaluation as the API shows it."""
+PNG = b"\x89PNG\r\n\x1a\n" + b"\0" * 32  # the signature is what the refresher checks
+
+
+def evaluate_with(
+    env: Env, report: object, plots: dict[str, bytes] | None = None
+) -> tuple[int, dict[str, Any]]:
+    """A preset model evaluated by a job that wrote ``report`` (and ``plots``) and completed;
+    the model's id and the evaluation as the API shows it."""
     model_id = import_digits(env)
     alice = env.api("alice")
     r = alice.post(f"/api/v1/models/{model_id}/versions/1/evaluations", json={})
@@ -58,6 +63,8 @@ def evaluate_with(env: Env, report: object) -> tuple[int, dict[str, Any]]:
         assert row is not None
         workdir = Path(row.workdir)
     (workdir / "metrics.json").write_text(json.dumps(report))
+    for name, data in (plots or {}).items():
+        (workdir / name).write_bytes(data)
     set_job(env, r.json["job_id"], JobState.COMPLETED)
     reconcile(env)
     [ev] = alice.get(f"/api/v1/models/{model_id}/versions/1/evaluations").json
@@ -76,7 +83,8 @@ def metric_in(env: Env, lang: str, name: str) -> str:
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_a_detection_report_reaches_the_version_and_its_page(reg: Env, lang: str) -> None:
-    model_id, ev = evaluate_with(reg, DETECTION)
+    drawn = {"pr-curve.png": PNG, "Not a plot.png": PNG, "fake.png": b"GIF89a", "x.txt": PNG}
+    model_id, ev = evaluate_with(reg, DETECTION, drawn)
     assert ev["state"] == "succeeded"
     assert ev["task"] == "object-detection"
     assert ev["metrics"] == DETECTION["metrics"]
@@ -99,6 +107,19 @@ def test_a_detection_report_reaches_the_version_and_its_page(reg: Env, lang: str
     assert head in per_class
     assert '<th scope="row">person</th><td>0.5500</td><td>1,234</td>' in per_class
     assert "/confusion.png" not in page
+    # the other plots the job drew: PNGs with plain names only
+    assert ev["plots"] == {"pr-curve.png": f"/api/v1/evaluations/{ev['id']}/plots/pr-curve.png"}
+    assert f'href="{ev["plots"]["pr-curve.png"]}"' in page
+    alice = reg.api("alice")
+    shown = alice.get(ev["plots"]["pr-curve.png"])
+    assert shown.data == PNG
+    shown.close()
+    assert alice.get(f"/api/v1/evaluations/{ev['id']}/plots/fake.png").status_code == 404
+    assert reg.api("dave").get(ev["plots"]["pr-curve.png"]).status_code == 404  # another tenant
+    kept = Path(reg.app.config["MODEL_STORAGE"]) / "evaluations" / str(ev["id"])
+    assert sorted(p.name for p in kept.iterdir()) == ["pr-curve.png"]
+    assert alice.delete(f"/api/v1/models/{model_id}").status_code == 204
+    assert not kept.exists()  # the plots go with the model
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
