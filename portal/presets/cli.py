@@ -61,21 +61,22 @@ def fill(
     mirror_dir: Path | None,
 ) -> None:
     """Download (or copy) the files of each PRESET, checked against the hub's checksums."""
-    from portal.presets.catalog import get
+    from portal.presets.catalog import Preset, get
     from portal.presets.hubs import fill as fill_repo
     from portal.presets.mirror import MirrorError
 
     mirror = _mirror(mirror_dir)
     if source not in ("huggingface", "modelscope") and not Path(source).is_dir():
         raise click.BadParameter("huggingface, modelscope or a directory", param_hint="--from")
-    presets = []
+    presets: list[tuple[Preset, str]] = []
     for name in names:
         preset = get(name)
         if preset is None or not preset.mirror:
             raise click.BadParameter(
                 f"{name}: no such preset with hub weights", param_hint="PRESET"
             )
-        presets.append((preset, preset.mirror))
+        if preset.mirror not in {repo for _, repo in presets}:  # presets may share weights
+            presets.append((preset, preset.mirror))
     mirror.mkdir(parents=True, exist_ok=True)
     for preset, repo in presets:
         try:

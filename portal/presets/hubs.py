@@ -130,13 +130,12 @@ def from_huggingface(
     endpoint: str | None = None,
 ) -> Manifest:
     from huggingface_hub import HfApi
-    from huggingface_hub.errors import HfHubHTTPError
 
     where = hf_endpoint(endpoint)
     api = HfApi(endpoint=where)
     try:
         info = api.model_info(repo, revision=revision, files_metadata=True)
-    except (HfHubHTTPError, OSError) as exc:
+    except Exception as exc:  # its HTTP errors and its HTTP library's transport errors
         raise _unreachable(repo, where, exc) from None
     # pinned to the commit the listing describes, so every file comes from the same one
     commit = info.sha or revision

@@ -245,3 +245,9 @@ def test_a_listed_path_that_would_leave_the_repository_is_never_fetched(
     assert not (tmp_path / "up.json").exists()
     assert sorted(held(tmp_path / "mirror")) == sorted([*FILES, MANIFEST])
     assert not any("escaped" in r or "up.json" in r for r in hub.requests)
+
+
+def test_an_unreachable_hub_is_said_and_leaves_nothing(tmp_path: Path) -> None:
+    with pytest.raises(MirrorError, match=r"could not be listed at http://127\.0\.0\.1:9"):
+        hubs.fill(tmp_path, REPO, "huggingface", endpoint="http://127.0.0.1:9")
+    assert not target(tmp_path, REPO).exists()
