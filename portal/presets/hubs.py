@@ -220,6 +220,22 @@ def from_modelscope(
     return Manifest(repo, "modelscope", where, revision, revision, now(), tuple(entries))
 
 
+def snapshot_in(given: Path, repo: str, revision: str | None) -> Path:
+    """Where a directory holds the repository: ``DIR/<owner>/<name>``, a Hugging Face cache
+    (``DIR/models--<owner>--<name>/snapshots/<commit>``, the one ``refs/<revision>`` names, or
+    the only one), else ``DIR`` itself."""
+    if (given / repo).is_dir():
+        return given / repo
+    cache = given / f"models--{repo.replace('/', '--')}"
+    snapshots = sorted(p for p in (cache / "snapshots").glob("*") if p.is_dir())
+    ref = cache / "refs" / (revision or "main")
+    if ref.is_file() and (cache / "snapshots" / ref.read_text().strip()).is_dir():
+        return cache / "snapshots" / ref.read_text().strip()
+    if revision and (cache / "snapshots" / revision).is_dir():
+        return cache / "snapshots" / revision
+    return snapshots[0] if len(snapshots) == 1 else given
+
+
 def fill(
     mirror: Path,
     repo: str,
@@ -258,8 +274,7 @@ def fill(
             )
             manifest = replace(manifest, repo=repo)
         else:
-            given = Path(source)
-            snapshot = given / repo if (given / repo).is_dir() else given
+            snapshot = snapshot_in(Path(source), repo, revision)
             shutil.rmtree(staging)  # a copy has nothing to resume
             staging.mkdir()
             manifest = from_directory(snapshot, repo, patterns, staging, progress)

@@ -251,3 +251,22 @@ def test_an_unreachable_hub_is_said_and_leaves_nothing(tmp_path: Path) -> None:
     with pytest.raises(MirrorError, match=r"could not be listed at http://127\.0\.0\.1:9"):
         hubs.fill(tmp_path, REPO, "huggingface", endpoint="http://127.0.0.1:9")
     assert not target(tmp_path, REPO).exists()
+
+
+def test_a_hugging_face_cache_is_a_directory_to_fill_from(tmp_path: Path) -> None:
+    # the layout `hf download` leaves: files in blobs/, a snapshot of links, refs/main naming it
+    cache = tmp_path / "hub" / "models--acme--tiny-model"
+    (cache / "blobs").mkdir(parents=True)
+    (cache / "blobs" / "b1").write_bytes(WEIGHTS)
+    (cache / "blobs" / "b2").write_bytes(FILES["config.json"])
+    for commit in (COMMIT, "f" * 40):  # two snapshots: refs/main says which
+        (cache / "snapshots" / commit).mkdir(parents=True)
+    (cache / "snapshots" / COMMIT / "model.safetensors").symlink_to("../../blobs/b1")
+    (cache / "snapshots" / COMMIT / "config.json").symlink_to("../../blobs/b2")
+    (cache / "refs").mkdir()
+    (cache / "refs" / "main").write_text(COMMIT)
+    manifest = hubs.fill(tmp_path / "mirror", REPO, str(tmp_path / "hub"), revision="main")
+    assert [f.path for f in manifest.files] == ["config.json", "model.safetensors"]
+    files = held(tmp_path / "mirror")
+    assert files["model.safetensors"] == WEIGHTS
+    assert not (target(tmp_path / "mirror", REPO) / "model.safetensors").is_symlink()
