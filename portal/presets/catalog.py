@@ -55,10 +55,14 @@ class Preset:
         return json.loads(path.read_text()) if path.is_file() else None
 
     def reproduce(self) -> str:
-        """The command that reproduces the published results: the test tool for the offline
-        presets, the evaluation job's program on the mirrored weights for the others."""
-        if not self.mirror:
-            return f"python -m portal.presets.runtime selftest --preset {self.name} --out DIR"
+        """The command that reproduces the published results: the test tool for the presets
+        whose results it measured (``results/*.json``), the evaluation job's program on the
+        mirrored weights for the others."""
+        mirror = " --mirror MIRROR" if self.mirror else ""
+        if self.results() is not None or not self.mirror:
+            return (
+                f"python -m portal.presets.runtime selftest --preset {self.name}{mirror} --out DIR"
+            )
         return (
             f"python -m portal.presets.runtime evaluate --preset {self.name} "
             f"--mirror MIRROR --model MIRROR/{self.mirror} --out DIR"

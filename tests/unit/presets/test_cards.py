@@ -104,3 +104,12 @@ def test_the_catalogue_entry_carries_the_new_fields() -> None:
         described = preset.describe()
         assert described["reproduce"]
         assert (described["source"] is None) == (preset.mirror is None and not preset.source)
+
+
+def test_results_of_the_test_tool_are_reproduced_by_the_test_tool() -> None:
+    minilm = get("minilm-intent")
+    assert minilm is not None
+    assert minilm.results() is not None
+    assert minilm.reproduce() == (
+        "python -m portal.presets.runtime selftest --preset minilm-intent --mirror MIRROR --out DIR"
+    )
