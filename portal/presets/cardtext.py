@@ -34,7 +34,8 @@ def origin(preset: Preset) -> list[str]:
         millions = f"{preset.params / 1e6:,.1f}"
         lines.append(gettext("Parameters: %(millions)s million", millions=millions))
     if preset.size_mb:
-        lines.append(gettext("Size of the mirrored files: %(mb)s MB", mb=f"{preset.size_mb:,.1f}"))
+        mb = f"{preset.size_mb:,.1f}"
+        lines.append(gettext("Size of the mirrored files: %(mb)s MB", mb=mb))
     if preset.mirror:
         lines.append(gettext("Revision: `%(revision)s`", revision=preset.revision))
     return ["## " + gettext("Source"), "", *(f"- {line}" for line in lines), ""]

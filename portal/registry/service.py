@@ -402,13 +402,14 @@ def import_preset(session: Session, access: Access, data: Mapping[str, Any]) -> 
             gettext("There is no preset named %(name)s (GET /api/v1/presets).", name=data["preset"])
         )
     if preset.mirror and not (storage.mirror() / preset.mirror).is_dir():
+        command = f"aipool models mirror fill {preset.name} --from huggingface"
         raise Conflict(
             gettext(
                 "%(repo)s is not in the offline mirror %(mirror)s: the site fills it first, "
                 "with %(command)s (or --from modelscope, or --from a directory).",
                 repo=preset.mirror,
                 mirror=storage.mirror(),
-                command=f"aipool models mirror fill {preset.name} --from huggingface",
+                command=command,
             )
         )
     model = create_model(
