@@ -15,6 +15,7 @@ import binascii
 import io
 import json
 import os
+import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +30,7 @@ SAMPLES = DATA / "vision"
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp")
 MAX_IMAGE_BYTES = 8 * 1024**2
 MAX_PIXELS = 4096 * 4096
+REPO = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+")
 STEPS, BATCH, LR = 8, 4, 5e-5  # fine-tuning: a few steps, enough to adapt a head
 
 
@@ -142,12 +144,15 @@ class HubVision(Kind):
     labels: ClassVar[tuple[str, ...]] = ()
 
     def source(self, model: Path) -> Path:
-        """Where the weights of the version in ``model`` are: its own, or the mirror's."""
-        if any(model.glob("*.safetensors")) or (model / "pytorch_model.bin").is_file():
+        """Where the weights of the version in ``model`` are: its own (safetensors only), or
+        the mirror's copy of the hub repository its ``config.json`` names."""
+        if any(model.glob("*.safetensors")):
             return model
         cfg_file = model / "config.json"
         cfg = json.loads(cfg_file.read_text()) if cfg_file.is_file() else {}
         repo = str(cfg.get("base") or self.repo)
+        if not REPO.fullmatch(repo) or ".." in repo:
+            raise ValueError(f"base: {repo!r} is not a hub repository name (owner/name)")
         fill = f"aipool models mirror fill {self.preset}"
         if self.mirror is None:
             raise FileNotFoundError(f"the offline mirror directory is not set (--mirror); {fill}")
@@ -162,6 +167,8 @@ class HubVision(Kind):
 
         transformers.utils.logging.disable_progress_bar()  # type: ignore[no-untyped-call]
         src = self.source(model)
+        if src == model:  # a version's own files: never a pickle (the mirror's are the site's)
+            options = {**options, "use_safetensors": True}
         where = device()
         processor = transformers.AutoImageProcessor.from_pretrained(src)  # type: ignore[no-untyped-call]
         auto = getattr(transformers, self.auto)

@@ -154,3 +154,19 @@ def test_an_image_as_a_data_url_is_read() -> None:
     back = decode_image("data:image/png;base64," + png_of(img))
     assert back.size == (3, 2)
     assert back.getpixel((0, 0)) == (255, 0, 0)
+
+
+@pytest.mark.parametrize("base", ["../../etc", "/etc/passwd", "a/../../b", "a b/c"])
+def test_a_version_naming_no_hub_repository_is_refused(base: str, tmp_path: Path) -> None:
+    (tmp_path / "config.json").write_text(json.dumps({"base": base}))
+    with pytest.raises(ValueError, match="not a hub repository name"):
+        kind("vit-base-classifier", tmp_path).source(tmp_path)
+
+
+def test_a_versions_own_weights_are_safetensors_only(mirror: Path, tmp_path: Path) -> None:
+    """A version holding only a pickle (pytorch_model.bin) is not read: its weights come from
+    the mirror's repository, which the site filled."""
+    model = imported(tmp_path, "xray-pneumonia")
+    (model / "pytorch_model.bin").write_bytes(b"not read")
+    program = kind("xray-pneumonia", mirror)
+    assert program.source(model) == mirror / "nickmuchi/vit-finetuned-chest-xray-pneumonia"
