@@ -37,11 +37,11 @@ def _colour(rng: np.random.Generator, low: int, high: int) -> tuple[int, int, in
     return tuple(int(v) for v in rng.integers(low, high, 3))  # type: ignore[return-value]
 
 
-def shapes(rng: np.random.Generator, size: int = 48) -> None:
+def shapes(out: Path, rng: np.random.Generator, size: int = 48) -> None:
     """``{train,test}/<shape>/<n>.png``: one coloured shape on a light background."""
     for split, count in (("train", 4), ("test", 2)):
         for shape in SHAPES:
-            folder = OUT / "shapes" / split / shape
+            folder = out / "shapes" / split / shape
             folder.mkdir(parents=True)
             for n in range(count):
                 img = Image.new("RGB", (size, size), _colour(rng, 180, 255))
@@ -51,12 +51,12 @@ def shapes(rng: np.random.Generator, size: int = 48) -> None:
                 img.save(folder / f"{n:02d}.png", optimize=True)
 
 
-def xray(rng: np.random.Generator, size: int = 48) -> None:
+def xray(out: Path, rng: np.random.Generator, size: int = 48) -> None:
     """``{train,test}/{NORMAL,PNEUMONIA}/<n>.png``: a drawn chest outline (grey); the
     pneumonia ones with bright patches inside the dark lung fields."""
     for split, count in (("train", 3), ("test", 2)):
         for label in ("NORMAL", "PNEUMONIA"):
-            folder = OUT / "xray" / split / label
+            folder = out / "xray" / split / label
             folder.mkdir(parents=True)
             for n in range(count):
                 img = Image.new("L", (size, size), int(rng.integers(20, 40)))
@@ -71,10 +71,10 @@ def xray(rng: np.random.Generator, size: int = 48) -> None:
                 img.save(folder / f"{n:02d}.png", optimize=True)
 
 
-def detection(rng: np.random.Generator, size: int = 64) -> None:
+def detection(out: Path, rng: np.random.Generator, size: int = 64) -> None:
     """``images/<n>.png`` and ``annotations.json`` (COCO: images, annotations with
     ``bbox`` = [x, y, width, height] in pixels, categories)."""
-    folder = OUT / "detection" / "images"
+    folder = out / "detection" / "images"
     folder.mkdir(parents=True)
     categories = [{"id": i + 1, "name": s} for i, s in enumerate(SHAPES)]
     images, annotations = [], []
@@ -100,14 +100,14 @@ def detection(rng: np.random.Generator, size: int = 64) -> None:
         img.save(folder / name, optimize=True)
         images.append({"id": n + 1, "file_name": name, "width": size, "height": size})
     coco = {"images": images, "annotations": annotations, "categories": categories}
-    (OUT / "detection" / "annotations.json").write_text(json.dumps(coco, indent=1) + "\n")
+    (out / "detection" / "annotations.json").write_text(json.dumps(coco, indent=1) + "\n")
 
 
-def segmentation(rng: np.random.Generator, size: int = 64) -> None:
+def segmentation(out: Path, rng: np.random.Generator, size: int = 64) -> None:
     """``images/<n>.png`` and ``masks/<n>.png`` (grey: the class id of each pixel, 255 where
     not labelled): background 0, a circle 1, a square 2."""
     for sub in ("images", "masks"):
-        (OUT / "segmentation" / sub).mkdir(parents=True)
+        (out / "segmentation" / sub).mkdir(parents=True)
     for n in range(4):
         img = Image.new("RGB", (size, size), _colour(rng, 190, 255))
         mask = Image.new("L", (size, size), 0)
@@ -117,15 +117,15 @@ def segmentation(rng: np.random.Generator, size: int = 64) -> None:
             box = (x, y, x + side, y + side)
             _draw(ImageDraw.Draw(img), shape, box, _colour(rng, 0, 120))
             _draw(ImageDraw.Draw(mask), shape, box, cls)
-        img.save(OUT / "segmentation" / "images" / f"{n:02d}.png", optimize=True)
-        mask.save(OUT / "segmentation" / "masks" / f"{n:02d}.png", optimize=True)
+        img.save(out / "segmentation" / "images" / f"{n:02d}.png", optimize=True)
+        mask.save(out / "segmentation" / "masks" / f"{n:02d}.png", optimize=True)
 
 
-def depth(rng: np.random.Generator, size: int = 48) -> None:
+def depth(out: Path, rng: np.random.Generator, size: int = 48) -> None:
     """``images/<n>.png`` and ``depth/<n>.png`` (16-bit grey, millimetres; 0 where unknown):
     a floor receding from 1 m to 10 m, shaded by distance, and a box standing on it."""
     for sub in ("images", "depth"):
-        (OUT / "depth" / sub).mkdir(parents=True)
+        (out / "depth" / sub).mkdir(parents=True)
     rows = np.linspace(10.0, 1.0, size)[:, None] * np.ones((1, size))
     for n in range(4):
         metres = rows.copy()
@@ -134,15 +134,15 @@ def depth(rng: np.random.Generator, size: int = 48) -> None:
         metres[y : y + side, x : x + side] = metres[y + side - 1, x]
         tint = np.asarray(_colour(rng, 200, 255), dtype=float)
         rgb = (tint[None, None, :] / metres[..., None] ** 0.5).clip(0, 255).astype(np.uint8)
-        Image.fromarray(rgb).save(OUT / "depth" / "images" / f"{n:02d}.png", optimize=True)
+        Image.fromarray(rgb).save(out / "depth" / "images" / f"{n:02d}.png", optimize=True)
         mm = (metres * 1000).round().astype(np.uint16)
-        Image.fromarray(mm).save(OUT / "depth" / "depth" / f"{n:02d}.png")
+        Image.fromarray(mm).save(out / "depth" / "depth" / f"{n:02d}.png")
 
 
-def main() -> None:
-    shutil.rmtree(OUT, ignore_errors=True)
+def main(out: Path = OUT) -> None:
+    shutil.rmtree(out, ignore_errors=True)
     for make in (shapes, xray, detection, segmentation, depth):
-        make(np.random.default_rng(0))
+        make(out, np.random.default_rng(0))
 
 
 if __name__ == "__main__":
