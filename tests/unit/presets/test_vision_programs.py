@@ -170,3 +170,31 @@ def test_a_versions_own_weights_are_safetensors_only(mirror: Path, tmp_path: Pat
     (model / "pytorch_model.bin").write_bytes(b"not read")
     program = kind("xray-pneumonia", mirror)
     assert program.source(model) == mirror / "nickmuchi/vit-finetuned-chest-xray-pneumonia"
+
+
+def test_the_device_is_the_jobs_card_or_the_cpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+    import types
+
+    import torch
+
+    from portal.presets.vision import device
+
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    monkeypatch.delenv("ASCEND_RT_VISIBLE_DEVICES", raising=False)
+    assert device() == "cpu"
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")  # granted, but this build has no CUDA
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert device() == "cpu"
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert device() == "cuda"
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
+    monkeypatch.setenv("ASCEND_RT_VISIBLE_DEVICES", "0")
+    monkeypatch.setitem(sys.modules, "torch_npu", None)  # not installed: import fails
+    assert device() == "cpu"
+    # torch_npu registers torch.npu when imported
+    monkeypatch.setitem(sys.modules, "torch_npu", types.ModuleType("torch_npu"))
+    monkeypatch.setattr(
+        torch, "npu", types.SimpleNamespace(is_available=lambda: True), raising=False
+    )
+    assert device() == "npu"
