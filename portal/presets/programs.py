@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from portal.presets import kinds
+from portal.presets import kinds, vision, vision_dense
 from portal.presets.kinds import Kind
 
 KINDS: dict[str, type[Kind]] = {
     **kinds.KINDS,
+    **vision.KINDS,
+    **vision_dense.KINDS,
 }
