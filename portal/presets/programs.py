@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from portal.presets import kinds
+from portal.presets import diffusion, inpainting, kinds, superres
 from portal.presets.kinds import Kind
 
 KINDS: dict[str, type[Kind]] = {
     **kinds.KINDS,
+    **superres.KINDS,
+    **diffusion.KINDS,
+    **inpainting.KINDS,
 }
