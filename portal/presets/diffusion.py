@@ -176,9 +176,6 @@ class StableDiffusionTextToImage(DiffusionKind):
     def parse(self, body: dict[str, Any]) -> list[Any]:
         return [{"prompt": imaging.text(body, "prompt", required=True), **imaging.options(body)}]
 
-    def respond(self, results: list[dict[str, Any]]) -> dict[str, Any]:
-        return results[0]
-
     def test_set(self) -> tuple[list[Any], list[Any]]:
         prompts = list(imaging.bundled()["text_to_image"])
         return prompts, prompts
