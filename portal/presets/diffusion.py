@@ -197,6 +197,7 @@ class StableDiffusionTextToImage(DiffusionKind):
             start = time.perf_counter()
             images.append(self.generate(loaded, {"prompt": prompt}, SEED + i))
             took.append((time.perf_counter() - start) * 1000)
+        imaging.contact_sheet(images, out / "samples.png")
         rows: list[dict[str, Any]] = [{"label": str(p)} for p in y]
         clip = self.clip_model(loaded)
         if clip is not None:
@@ -262,6 +263,7 @@ class StableDiffusionStyleTransfer(DiffusionKind):
             similarity = metrics_imagegen.ssim(imaging.rgb(source), imaging.rgb(image))
             rows.append({"label": example["name"], "ssim": round(similarity, 4)})
             images.append(image)
+        imaging.contact_sheet(images, out / "samples.png")
         clip = self.clip_model(loaded)
         if clip is not None:
             for row, score in zip(rows, metrics_imagegen.clip_scores(clip, images, y), strict=True):

@@ -91,6 +91,20 @@ def encode(image: Any) -> str:
     return base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
+def contact_sheet(images: list[Any], path: Path, height: int = 128) -> None:
+    """The images side by side, each scaled to ``height`` pixels high, as one PNG: what an
+    evaluation produced, for a person to look at beside its numbers."""
+    from PIL import Image
+
+    scaled = [i.resize((max(1, round(i.width * height / i.height)), height)) for i in images]
+    sheet = Image.new("RGB", (sum(i.width for i in scaled) or 1, height), (255, 255, 255))
+    left = 0
+    for image in scaled:
+        sheet.paste(image, (left, 0))
+        left += image.width
+    sheet.save(path, format="PNG")
+
+
 def rgb(image: Any) -> np.ndarray:
     return np.asarray(image.convert("RGB"), dtype=np.uint8)
 

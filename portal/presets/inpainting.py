@@ -93,11 +93,12 @@ class StableDiffusionInpainting(DiffusionKind):
     ) -> dict[str, Any]:
         whole: list[dict[str, float]] = []
         parts: dict[str, list[dict[str, float]]] = {"outside": [], "inside": []}
-        took = []
+        took, images = [], []
         for i, (example, original) in enumerate(zip(x, y, strict=True)):
             start = time.perf_counter()
             image = self.generate(loaded, example, SEED + i)
             took.append((time.perf_counter() - start) * 1000)
+            images.append(image)
             reference = imaging.rgb(fit(original, loaded.size).resize(image.size))
             output = imaging.rgb(image)
             masked = np.asarray(example["mask"].convert("L").resize(image.size)) >= 128
@@ -111,6 +112,7 @@ class StableDiffusionInpainting(DiffusionKind):
                 scores = metrics_imagegen.region(reference, output, where)
                 if scores:
                     parts[label].append(scores)
+        imaging.contact_sheet(images, out / "samples.png")
         rows = [
             {
                 "label": label,

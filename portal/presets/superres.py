@@ -124,11 +124,12 @@ class Swin2SRSuperResolution(Kind):
     def evaluate(
         self, loaded: Any, x: Sequence[Any], y: Sequence[Any], out: Path
     ) -> dict[str, Any]:
-        rows, took = [], []
+        rows, took, images = [], [], []
         for (name, small), original in zip(x, y, strict=True):
             start = time.perf_counter()
             big = self.upscale(loaded, small)
             took.append((time.perf_counter() - start) * 1000)
+            images.append(big)
             reference = imaging.rgb(original.crop((0, 0, big.width, big.height)))
             output = imaging.rgb(big)
             rows.append(
@@ -138,6 +139,7 @@ class Swin2SRSuperResolution(Kind):
                     "ssim": round(metrics_imagegen.ssim(reference, output), 4),
                 }
             )
+        imaging.contact_sheet(images, out / "samples.png")
         metrics = {
             "psnr": round(metrics_imagegen.mean([r["psnr"] for r in rows]), 4),
             "ssim": round(metrics_imagegen.mean([r["ssim"] for r in rows]), 4),

@@ -102,6 +102,8 @@ def test_superres_fine_tunes_evaluates_and_serves(tmp_path: Path, mirror: Path) 
         "rocket.png",
     ]
     assert json.loads((tmp_path / "ev1" / "metrics.json").read_text()) == before
+    with Image.open(tmp_path / "ev1" / "samples.png") as sheet:  # the four outputs, 128 high
+        assert (sheet.format, sheet.size) == ("PNG", (4 * 128, 128))
 
     cfg = runtime.train(kind, base, tmp_path / "ft")
     assert cfg["steps"] == 3
@@ -150,6 +152,7 @@ def test_text_to_image_evaluates_with_the_clip_score(tmp_path: Path, mirror: Pat
     base = _first_version(tmp_path, "sd-text-to-image", steps=2)
     report = runtime.evaluate(kind, base, tmp_path / "ev")
     assert report["task"] == "text-to-image"
+    assert (tmp_path / "ev" / "samples.png").read_bytes().startswith(b"\x89PNG")
     prompts = imaging.bundled()["text_to_image"]
     assert [r["label"] for r in report["per_class"]] == prompts
     scores = [r["clip_score"] for r in report["per_class"]]
@@ -219,6 +222,7 @@ def test_inpainting_scores_outside_and_inside_the_mask(tmp_path: Path, mirror: P
     base = _first_version(tmp_path, "sd-inpainting", steps=2)
     report = runtime.evaluate(kind, base, tmp_path / "ev")
     assert report["task"] == "inpainting"
+    assert (tmp_path / "ev" / "samples.png").read_bytes().startswith(b"\x89PNG")
     assert set(report["metrics"]) == {"psnr", "ssim", "latency_ms", "samples"}
     assert [r["label"] for r in report["per_class"]] == ["outside", "inside"]
     for row in report["per_class"]:
@@ -252,6 +256,7 @@ def test_style_transfer_keeps_content_and_scores_the_style(tmp_path: Path, mirro
     base = _first_version(tmp_path, "sd-style-transfer", steps=2, strength=0.5)
     report = runtime.evaluate(kind, base, tmp_path / "ev")
     assert report["task"] == "style-transfer"
+    assert (tmp_path / "ev" / "samples.png").read_bytes().startswith(b"\x89PNG")
     assert set(report["metrics"]) == {"ssim", "clip_score", "latency_ms", "samples"}
     styles = imaging.bundled()["style_transfer"]
     assert [r["label"] for r in report["per_class"]] == list(styles)
