@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from portal.presets import kinds, vision, vision_dense
+from portal.presets import diffusion, inpainting, kinds, superres, vision, vision_dense
 from portal.presets.kinds import Kind
 
 KINDS: dict[str, type[Kind]] = {
     **kinds.KINDS,
     **vision.KINDS,
     **vision_dense.KINDS,
+    **superres.KINDS,
+    **diffusion.KINDS,
+    **inpainting.KINDS,
 }

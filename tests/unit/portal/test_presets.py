@@ -1,4 +1,4 @@
-"""The 20 presets: definitions, cards and schemas, job templates that pass the job-spec
+"""The presets: definitions, cards and schemas, job templates that pass the job-spec
 validator, the API, and the test tool reproducing the published results of the four that run
 here (two on scikit-learn's bundled digits, two on the MiniLM encoder from the offline mirror).
 """
@@ -27,6 +27,8 @@ from tests.unit.portal.conftest import Env
 from tests.unit.portal.test_registry import reg  # noqa: F401 -- fixture
 
 RUNNABLE = ("digits-classifier", "digits-retrieval", "minilm-sentiment", "minilm-intent")
+# hub presets whose programs run on their mirrored weights (tests/unit/presets)
+HUB_RUNNABLE = ("swin2sr-superres", "sd-inpainting", "sd-text-to-image", "sd-style-transfer")
 
 
 @pytest.fixture(scope="module")
@@ -42,9 +44,9 @@ def mirror(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_twenty_presets_ten_image_ten_language() -> None:
     found = presets()
-    assert len(found) == 20
+    assert len(found) == 21
     by = {m: [p for p in found.values() if p.modality == m] for m in ("image", "language")}
-    assert (len(by["image"]), len(by["language"])) == (10, 10)
+    assert (len(by["image"]), len(by["language"])) == (11, 10)
     assert len({p.task for p in by["image"]}) >= 8  # classification, detection, segmentation, …
     runnable = [n for n, p in found.items() if p.runnable]
     assert set(RUNNABLE) <= set(runnable)
@@ -159,7 +161,7 @@ def test_a_served_preset_answers_health_and_predict(served: tuple[str, str]) -> 
 def test_preset_api(reg: Env) -> None:  # noqa: F811
     alice = reg.api("alice")
     listed = alice.get("/api/v1/presets").json
-    assert len(listed) == 20
+    assert len(listed) == 21
     image = alice.get("/api/v1/presets?modality=image&runnable=true").json
     assert {"digits-classifier", "digits-retrieval"} <= {p["name"] for p in image}
     one = alice.get("/api/v1/presets/digits-classifier").json
