@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from portal.presets import kinds
+from portal.presets import kinds, langB
 from portal.presets.kinds import Kind
 
 KINDS: dict[str, type[Kind]] = {
     **kinds.KINDS,
+    **langB.KINDS,
 }
