@@ -35,18 +35,21 @@ def samples() -> dict[str, Any]:
 
 
 def device() -> str:
-    """The job's card: CUDA, else an Ascend NPU (``torch_npu``), else the CPU."""
+    """The card Slurm gave the job: CUDA when it set ``CUDA_VISIBLE_DEVICES`` (gpu and shard
+    requests), an Ascend NPU when the TaskProlog set ``ASCEND_RT_VISIBLE_DEVICES`` and
+    ``torch_npu`` is installed; else the CPU, so that a CPU job on a GPU node leaves the
+    node's cards to the jobs they were given to."""
     import torch
 
-    if torch.cuda.is_available():
+    if os.environ.get("CUDA_VISIBLE_DEVICES") and torch.cuda.is_available():
         return "cuda"
-    try:
-        import torch_npu  # noqa: F401
-
+    if os.environ.get("ASCEND_RT_VISIBLE_DEVICES"):
+        try:
+            import torch_npu  # noqa: F401
+        except ImportError:
+            return "cpu"
         if torch.npu.is_available():  # type: ignore[attr-defined]
             return "npu"
-    except ImportError:
-        pass
     return "cpu"
 
 

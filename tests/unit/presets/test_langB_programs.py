@@ -152,3 +152,22 @@ def test_catalogue_entries_of_the_generation_presets() -> None:
         assert {"model.safetensors", "config.json"} <= set(preset.files)
         for metric in (preset.published or {}).get("metrics", {}):
             assert metric in METRICS[name]
+
+
+def test_the_card_is_the_one_slurm_gave(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    import torch
+
+    from portal.presets.langB_hub import device
+
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    monkeypatch.delenv("ASCEND_RT_VISIBLE_DEVICES", raising=False)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert device() == "cpu"  # cards on the node, none granted to the job
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
+    assert device() == "cuda"
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
+    monkeypatch.setenv("ASCEND_RT_VISIBLE_DEVICES", "0")
+    monkeypatch.setitem(sys.modules, "torch_npu", None)  # not installed
+    assert device() == "cpu"
