@@ -1,8 +1,8 @@
 """The language generation presets on the lab cluster, through the portal's API: each imported
 from a mirror that holds a tiny random-weight model of its architecture, evaluated as a Slurm
 job (the report lands on the version), served by a replica job, and asked once through the
-service's URL. The evaluations are submitted together and waited for together, then the
-services."""
+service's URL; one is also fine-tuned as a job into a safetensors version. The jobs of a step
+are submitted together and waited for together."""
 
 from __future__ import annotations
 
@@ -54,10 +54,13 @@ def test_generation_presets_evaluated_and_served_as_jobs(
         assert r.status_code == 201, r.json
         models[name] = r.json["id"]
 
-    # every evaluation at once, then wait for them together
+    # every evaluation at once, and one fine-tune beside them; then wait for them together
     for name, model_id in models.items():
         r = api.post(f"/api/v1/models/{model_id}/versions/1/evaluations", json={})
         assert r.status_code == 201, (name, r.json)
+    tuned = models["gpt2-chinese"]
+    r = api.post(f"/api/v1/models/{tuned}/versions/1/fine-tune", json={})
+    assert r.status_code == 201, r.json
     for name, model_id in models.items():
         url = f"/api/v1/models/{model_id}/versions/1/evaluations"
         [ev] = _poll(api, url, lambda rows: rows[0]["state"] != "queued", 90)
@@ -66,11 +69,20 @@ def test_generation_presets_evaluated_and_served_as_jobs(
         version = api.get(f"/api/v1/models/{model_id}/versions/1").json
         assert version["metrics"]["samples"] == ev["metrics"]["samples"] > 0
 
-    # one service each, all replicas at once; one call each through the portal
+    v2 = _poll(api, f"/api/v1/models/{tuned}/versions/2", lambda v: v["status"] != "training", 90)
+    assert v2["status"] == "ready", v2
+    files = {f["path"] for f in v2["files"]}
+    assert {"model.safetensors", "config.json", "aipool.json", "tokenizer.json"} <= files
+    assert v2["parameters"] > 0
+
+    # one service each (the fine-tuned version where there is one), all replicas at once;
+    # one call each through the portal
     services: dict[str, dict[str, Any]] = {}
     for name, model_id in models.items():
-        [v1] = api.get(f"/api/v1/models/{model_id}/versions").json
-        r = api.post("/api/v1/inference", json={"version_id": v1["id"], "allow_ips": ["127.0.0.1"]})
+        number = 2 if model_id == tuned else 1
+        version = api.get(f"/api/v1/models/{model_id}/versions/{number}").json
+        body = {"version_id": version["id"], "allow_ips": ["127.0.0.1"]}
+        r = api.post("/api/v1/inference", json=body)
         assert r.status_code == 201, (name, r.json)
         services[name] = r.json
     caller = api.application.test_client()  # no portal login: the service token only
