@@ -45,7 +45,7 @@ class _Seq2Seq(HubKind):
         out = []
         for i in range(0, len(x), 4):
             batch = tokenizer(
-                list(x[i : i + 4]),
+                [self.prepare(t) for t in x[i : i + 4]],
                 text_target=list(y[i : i + 4]),
                 padding=True,
                 truncation=True,
@@ -56,6 +56,10 @@ class _Seq2Seq(HubKind):
             out.append(dict(batch))
         return out
 
+    def prepare(self, text: str) -> str:
+        """The text as the model was trained to read it."""
+        return text
+
     def generate(self, loaded: Any, texts: Sequence[str], max_new_tokens: int) -> list[str]:
         import torch
 
@@ -63,7 +67,7 @@ class _Seq2Seq(HubKind):
         out: list[str] = []
         for i in range(0, len(texts), 8):
             batch = tokenizer(
-                list(texts[i : i + 8]),
+                [self.prepare(t) for t in texts[i : i + 8]],
                 padding=True,
                 truncation=True,
                 max_length=512,
@@ -132,6 +136,10 @@ class MT5Summariser(_Seq2Seq):
     task = "summarization"
     section = "summarisation"
     source, target, reply = "text", "summary", "summary"
+
+    def prepare(self, text: str) -> str:
+        # XL-Sum's articles were read with newlines and runs of blanks made single spaces
+        return " ".join(text.split())
 
     def score(self, hypotheses: list[str], references: list[str]) -> dict[str, float]:
         return metrics.rouge(hypotheses, references, chinese=True)
