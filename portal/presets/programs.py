@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from portal.presets import kinds, langB
+from portal.presets import kinds, textgen
 from portal.presets.kinds import Kind
 
 KINDS: dict[str, type[Kind]] = {
     **kinds.KINDS,
-    **langB.KINDS,
+    **textgen.KINDS,
 }

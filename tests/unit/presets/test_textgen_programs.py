@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from portal.presets.catalog import presets
-from portal.presets.langB_hub import HubKind
 from portal.presets.programs import KINDS
-from tests.presets.tiny_langB import BUILDERS
+from portal.presets.textgen_hub import HubKind
+from tests.presets.tiny_textgen import BUILDERS
 
 METRICS = {
     "opus-mt-zh-en": {"bleu", "chrf", "samples"},
@@ -159,7 +159,7 @@ def test_the_card_is_the_one_slurm_gave(monkeypatch: pytest.MonkeyPatch) -> None
 
     import torch
 
-    from portal.presets.langB_hub import device
+    from portal.presets.textgen_hub import device
 
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     monkeypatch.delenv("ASCEND_RT_VISIBLE_DEVICES", raising=False)

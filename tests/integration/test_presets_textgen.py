@@ -15,7 +15,7 @@ from flask.testing import FlaskClient
 from aipool.lab.cluster import Lab
 from slurm_plugins.client import SlurmClient
 from tests.integration.test_models_e2e import _poll, portal  # noqa: F401 -- fixture
-from tests.presets.tiny_langB import BUILDERS
+from tests.presets.tiny_textgen import BUILDERS
 
 METRICS = {
     "opus-mt-zh-en": {"bleu", "chrf", "samples"},

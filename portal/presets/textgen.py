@@ -1,5 +1,5 @@
 """Language generation presets on hub weights: Chinese to English translation (MarianMT) and
-multilingual summarisation (mT5); :mod:`portal.presets.langB_lm` has the chat and text
+multilingual summarisation (mT5); :mod:`portal.presets.textgen_lm` has the chat and text
 generation programs, and ``KINDS`` here gathers all four."""
 
 from __future__ import annotations
@@ -8,10 +8,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
-from portal.presets import langB_lm
-from portal.presets import metrics_langB as metrics
+from portal.presets import metrics_textgen as metrics
+from portal.presets import textgen_lm
 from portal.presets.kinds import Kind
-from portal.presets.langB_hub import (
+from portal.presets.textgen_hub import (
     EVAL_TOKENS,
     HubKind,
     read_jsonl,
@@ -145,5 +145,5 @@ class MT5Summariser(_Seq2Seq):
         return metrics.rouge(hypotheses, references, chinese=True)
 
 
-_ALL: tuple[type[Kind], ...] = (OpusMTTranslation, MT5Summariser, *langB_lm.KINDS)
+_ALL: tuple[type[Kind], ...] = (OpusMTTranslation, MT5Summariser, *textgen_lm.KINDS)
 KINDS: dict[str, type[Kind]] = {k.name: k for k in _ALL}

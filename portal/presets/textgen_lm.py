@@ -9,9 +9,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
-from portal.presets import metrics_langB as metrics
+from portal.presets import metrics_textgen as metrics
 from portal.presets.kinds import Kind
-from portal.presets.langB_hub import (
+from portal.presets.textgen_hub import (
     HubKind,
     read_jsonl,
     samples,

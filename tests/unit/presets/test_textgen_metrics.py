@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from portal.presets import metrics_langB as metrics
+from portal.presets import metrics_textgen as metrics
 
 
 def test_chinese_is_scored_on_characters_and_words_stay_whole() -> None:
