@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from portal.presets import diffusion, inpainting, kinds, superres, vision, vision_dense
+from portal.presets import diffusion, inpainting, kinds, superres, textgen, vision, vision_dense
 from portal.presets.kinds import Kind
 
 KINDS: dict[str, type[Kind]] = {
@@ -12,4 +12,5 @@ KINDS: dict[str, type[Kind]] = {
     **superres.KINDS,
     **diffusion.KINDS,
     **inpainting.KINDS,
+    **textgen.KINDS,
 }
