@@ -159,6 +159,7 @@ def _mount() -> None:
     from jobspec.cli import COMMANDS as job_commands
     from portal.cli import portal
     from portal.control.cli import command as reconcile_cli
+    from portal.presets.cli import models as models_cli
     from sim.cli import cli as sim_cli
     from slurm_plugins.admission.cli import cli as policy_cli
     from slurm_plugins.federation.cli import clusters as clusters_cli
@@ -181,6 +182,7 @@ def _mount() -> None:
     main.add_command(accounting)
     main.add_command(reconcile_cli, name="reconcile")
     main.add_command(backup)
+    main.add_command(models_cli)
 
 
 _mount()

@@ -32,7 +32,7 @@ stage "journeys and hostile tenant exited $status"
 .venv/bin/aipool lab services down >/dev/null
 .venv/bin/aipool lab up >/dev/null
 rest=0
-.venv/bin/python -m pytest --slurm --ignore=tests/journeys --ignore=tests/security "$@" || rest=$?
+.venv/bin/python -m pytest --slurm --durations=40 --ignore=tests/journeys --ignore=tests/security "$@" || rest=$?
 stage "pytest exited $rest"
 if [ "$status" = 0 ]; then status=$rest; fi
 exit "$status"

@@ -54,10 +54,30 @@ class Preset:
         path = RESULTS / f"{self.name}.json"
         return json.loads(path.read_text()) if path.is_file() else None
 
+    def reproduce(self) -> str:
+        """The command that reproduces the published results: the test tool for the presets
+        whose results it measured (``results/*.json``), the evaluation job's program on the
+        mirrored weights for the others."""
+        mirror = " --mirror MIRROR" if self.mirror else ""
+        if self.results() is not None or not self.mirror:
+            return (
+                f"python -m portal.presets.runtime selftest --preset {self.name}{mirror} --out DIR"
+            )
+        return (
+            f"python -m portal.presets.runtime evaluate --preset {self.name} "
+            f"--mirror MIRROR --model MIRROR/{self.mirror} --out DIR"
+        )
+
+    def hub_url(self) -> str | None:
+        """The upstream model page: ``source``, else the Hugging Face page of ``mirror``."""
+        if self.source:
+            return self.source
+        return f"https://huggingface.co/{self.mirror}" if self.mirror else None
+
     def card(self) -> str:
         """The model card a preset's first version starts with, in the reader's language (the
         importer's: the card is then the model's own, to edit)."""
-        from portal.i18n import gettext
+        from portal.presets.cardtext import body
 
         meta: dict[str, Any] = {
             "license": self.license,
@@ -67,49 +87,9 @@ class Preset:
         }
         if self.mirror:
             meta["base_model"] = self.mirror
-        weights = (
-            gettext(
-                "Weights come from the offline mirror (`%(mirror)s` under the mirror "
-                "directory); nothing is downloaded when a job runs.",
-                mirror=self.mirror,
-            )
-            if self.mirror
-            else gettext("Trained from data installed with scikit-learn; no weights to download.")
-        )
-        body = [f"# {gettext(self.title)}", "", gettext(self.summary), ""]
-        body += ["## " + gettext("Weights"), "", weights, ""]
-        results = self.results()
-        if results:
-            m = results["metrics"]
-            head = (
-                gettext("Accuracy"),
-                gettext("F1 score (macro)"),
-                gettext("Precision"),
-                gettext("Recall"),
-                gettext("Samples"),
-            )
-            command = f"`python -m portal.presets.runtime selftest --preset {self.name}`"
-            body += [
-                "## " + gettext("Evaluation (published)"),
-                "",
-                "| " + " | ".join(head) + " |",
-                "| --- | --- | --- | --- | --- |",
-                f"| {m['accuracy']:.4f} | {m['f1']:.4f} | {m['precision']:.4f} "
-                f"| {m['recall']:.4f} | {m['samples']} |",
-                "",
-                gettext("Measured by %(command)s.", command=command),
-                "",
-            ]
-        body += [
-            "## " + gettext("How to use it"),
-            "",
-            gettext(
-                "Import the preset into a project, then fine-tune, evaluate and deploy it from "
-                "the registry; the served API takes and returns the JSON described by the input "
-                "and output schemas."
-            ),
-        ]
-        return compose(meta, "\n".join(body))
+        if self.published and self.published.get("dataset"):
+            meta["datasets"] = [self.published["dataset"]]
+        return compose(meta, body(self))
 
     def templates(self, python: str | None = None) -> dict[str, dict[str, Any]]:
         """Job specs (see jobspec) for fine-tuning, evaluating and serving; ``{model}``,
@@ -157,6 +137,14 @@ class Preset:
             "input_schema": self.input,
             "output_schema": self.output,
             "results": self.results(),
+            "source": self.hub_url(),
+            "revision": self.revision if self.mirror else None,
+            "modelscope": self.modelscope,
+            "files": self.files,
+            "params": self.params,
+            "size_mb": self.size_mb,
+            "published": self.published,
+            "reproduce": self.reproduce(),
         }
 
 

@@ -112,6 +112,8 @@ class ModelVersion(Base):
     encrypted: Mapped[bool] = mapped_column(Boolean, default=False)
     tags: Mapped[dict[str, str]] = mapped_column(JSON, default=dict)
     metrics: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)  # latest evaluation
+    # the task of that evaluation's report ("" before reports named it: classification)
+    metrics_task: Mapped[str] = mapped_column(String(64), default="", server_default="")
     # lineage: the job and dataset version that produced it, and the version it started from
     job_id: Mapped[int | None] = mapped_column(Integer)
     dataset_version_id: Mapped[int | None] = mapped_column(
@@ -176,10 +178,13 @@ class Evaluation(Base):
     dataset_version_id: Mapped[int | None] = mapped_column(
         ForeignKey("dataset_versions.id", ondelete="SET NULL")
     )
+    task: Mapped[str] = mapped_column(String(64), default="", server_default="")  # the report's
     metrics: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     per_class: Mapped[list[dict[str, Any]]] = mapped_column(JSON, default=list)
     labels: Mapped[list[str]] = mapped_column(JSON, default=list)
     confusion: Mapped[list[list[int]]] = mapped_column(JSON, default=list)
+    # the other plots the job drew (``<name>.png``), kept under MODEL_STORAGE/evaluations/<id>/
+    plots: Mapped[list[str]] = mapped_column(JSON, default=list, server_default="[]")
     message: Mapped[str] = mapped_column(String(1000), default="")
     workdir: Mapped[str] = mapped_column(String(255), default="")
     created_by: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))

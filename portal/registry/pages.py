@@ -3,7 +3,7 @@ that add versions and shares are in :mod:`portal.registry.forms`."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from flask import Blueprint, flash, redirect, render_template, request, url_for
@@ -27,17 +27,19 @@ from portal.pages import show_error
 from portal.presets.catalog import Preset, presets
 from portal.presets.catalog import get as get_preset
 from portal.presets.texts import summary, title
-from portal.registry import forms, runs, service, sharing, words
+from portal.registry import forms, reports, runs, service, sharing, words
 from portal.registry.access import Level
 from portal.registry.cards import render
 from portal.registry.expiry import end_of_day
-from portal.registry.models import GranteeKind, Visibility
+from portal.registry.models import Evaluation, GranteeKind, ModelVersion, Visibility
 from portal.slurm import slurm
 from portal.tenancy.service import projects_query
 from portal.web import current_access, session
 
 bp = Blueprint("registry_pages", __name__)
-METRICS = ("accuracy", "f1", "precision", "recall")
+METRICS = ("accuracy", "f1", "precision", "recall")  # the columns before any evaluation
+# a per-class table reads P, R, F1 as classification reports do; counts last
+PER_CLASS_ORDER = ["precision", "recall", "f1", *(m for m in words.METRICS if m not in METRICS)]
 
 
 @bp.context_processor
@@ -46,6 +48,7 @@ def _words() -> dict[str, Any]:
         "words": words,
         "size": data_words.size,
         "metric_names": METRICS,
+        "per_class_columns": lambda rows: reports.columns(rows, PER_CLASS_ORDER),
         "devices": [(d.value, inference_words.device(d.value)) for d in Device],
         "preset_title": title,
         "preset_summary": summary,
@@ -118,6 +121,19 @@ def in_readers_language(
     return write(preset) if stored in written else stored
 
 
+def metric_names(versions: Sequence[ModelVersion], evaluations: Sequence[Evaluation]) -> list[str]:
+    """The metric columns of a model's tables: those its evaluations report, whatever the task,
+    in the vocabulary's order (classification's four before any)."""
+    tables = [v.metrics for v in versions] + [e.metrics for e in evaluations]
+    found = {
+        k
+        for metrics in tables
+        for k, v in metrics.items()
+        if k != "evaluation_id" and isinstance(v, (int, float))
+    }
+    return reports.ordered(found, list(words.METRICS)) if found else list(METRICS)
+
+
 def detail_page(model_id: int, status: int = 200, **given: Any) -> tuple[str, int]:
     """The model's page; ``given`` are the forms as submitted (with their errors)."""
     access = current_access()
@@ -139,6 +155,7 @@ def detail_page(model_id: int, status: int = 200, **given: Any) -> tuple[str, in
         may_admin=level >= Level.ADMIN,
         versions=versions,
         evaluations=evaluations,
+        metric_names=metric_names(versions, [e for _, e in evaluations]),
         aliases=sharing.aliases(session(), model),
         card=card,
         latest=latest,

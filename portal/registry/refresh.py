@@ -16,7 +16,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -25,7 +24,7 @@ from portal import userdirs
 from portal.control.book import JobBook
 from portal.errors import Conflict, ValidationFailed
 from portal.models import utcnow
-from portal.registry import storage, words
+from portal.registry import reports, storage, words
 from portal.registry.models import EvalState, Evaluation, ModelVersion, VersionStatus
 from portal.registry.runs import IMAGE_MAX_BYTES, REPORT_MAX_BYTES, log_tail
 from portal.registry.service import protect
@@ -133,29 +132,50 @@ def finish_version(session: Session, version: ModelVersion, job: Job) -> None:
     userdirs.remove_run(workdir)
 
 
+def keep_plots(evaluation_id: int, workdir: Path, owner: str) -> list[str]:
+    """The other plots the job drew (``<name>.png`` beside its report, at most
+    :data:`reports.MAX_PLOTS`, each a PNG of the job's user), copied into the store."""
+    names = sorted(p.name for p in workdir.glob("*.png") if reports.PLOT_NAME.fullmatch(p.name))
+    kept = []
+    for name in [n for n in names if n != "confusion.png"][: reports.MAX_PLOTS]:
+        data = read_file(workdir / name, owner, IMAGE_MAX_BYTES)
+        if data is None or not data.startswith(b"\x89PNG\r\n\x1a\n"):
+            continue
+        target = storage.root() / "evaluations" / str(evaluation_id) / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+        kept.append(name)
+    return kept
+
+
 def finish_evaluation(session: Session, row: Evaluation, job: Job) -> None:
-    """An evaluation whose job has ended: its metrics and confusion plot, or why it failed."""
+    """An evaluation whose job has ended: its task's report (:mod:`portal.registry.reports`)
+    and, for classification, its confusion plot; or why it failed."""
     state, owner = job.state, job.user
     workdir = Path(row.workdir)
     raw = read_file(workdir / "metrics.json", owner, REPORT_MAX_BYTES)
-    report: dict[str, Any] | None = None
+    report: reports.Report | None = None
     if state is JobState.COMPLETED and raw is not None:
         with contextlib.suppress(ValueError):
-            report = json.loads(raw)
-    if isinstance(report, dict) and {"metrics", "per_class", "labels", "confusion"} <= set(report):
-        row.metrics = report["metrics"]
-        row.per_class = report["per_class"]
-        row.labels = report["labels"]
-        row.confusion = report["confusion"]
-        png = read_file(workdir / "confusion.png", owner, IMAGE_MAX_BYTES)
-        if png is not None:
+            report = reports.parse(json.loads(raw))
+    if report is not None:
+        row.task = report.task
+        row.metrics = report.metrics
+        row.per_class = report.per_class
+        row.labels = report.labels
+        row.confusion = report.confusion
+        # the confusion plot is classification's; another task's report has none
+        png = report.labels and read_file(workdir / "confusion.png", owner, IMAGE_MAX_BYTES)
+        if png:
             target = storage.root() / "evaluations" / f"{row.id}.png"
             target.parent.mkdir(exist_ok=True)
             target.write_bytes(png)
+        row.plots = keep_plots(row.id, workdir, owner)
         row.state = EvalState.SUCCEEDED.value
         version = session.get(ModelVersion, row.version_id)
         if version is not None:
             version.metrics = {**row.metrics, "evaluation_id": row.id}
+            version.metrics_task = report.task
     else:
         row.state = EvalState.FAILED.value
         # written by the daemon: in the site's language (docs/i18n.md)

@@ -278,6 +278,22 @@ def confusion_png(session: Session, access: Access, evaluation_id: int) -> Path:
     return path
 
 
+def plot_png(session: Session, access: Access, evaluation_id: int, name: str) -> Path:
+    """One of the other plots an evaluation kept (its name as the evaluation lists it)."""
+    from portal.errors import NotFound
+    from portal.registry.access import require
+
+    row = session.get(Evaluation, evaluation_id)
+    version = session.get(ModelVersion, row.version_id) if row else None
+    if row is None or version is None:
+        raise NotFound(gettext("Evaluation not found."))
+    require(session, access, version.model, Level.READ)
+    path = storage.root() / "evaluations" / str(row.id) / name
+    if name not in row.plots or not path.is_file():
+        raise NotFound(gettext("The evaluation has no plot named %(name)s.", name=name))
+    return path
+
+
 def remove_workdir(path: str) -> None:
     if path and Path(path).is_relative_to(userdirs.work_root()):
         userdirs.remove_run(path)

@@ -85,7 +85,13 @@ class ModelVersionSchema(Schema):
     sha256 = fields.String()
     encrypted = fields.Boolean()
     tags = fields.Dict(keys=fields.String(), values=fields.String())
-    metrics = fields.Dict(metadata={"description": "of the latest evaluation"})
+    metrics = fields.Dict(
+        keys=fields.String(),
+        metadata={"description": "of the latest evaluation: {name: number, evaluation_id}"},
+    )
+    metrics_task = fields.String(
+        metadata={"description": "the task of that evaluation's report ('': classification)"}
+    )
     job_id = fields.Integer(allow_none=True)
     dataset_version_id = fields.Integer(allow_none=True)
     parent_id = fields.Integer(allow_none=True)
@@ -150,11 +156,27 @@ class ModelEvaluationSchema(Schema):
     state = fields.String()
     dataset = fields.String()
     dataset_version_id = fields.Integer(allow_none=True)
-    metrics = fields.Dict()
-    per_class = fields.List(fields.Dict())
-    labels = fields.List(fields.String())
-    confusion = fields.List(fields.List(fields.Integer()))
+    task = fields.String(
+        metadata={"description": "the report's task, e.g. object-detection ('': classification)"}
+    )
+    metrics = fields.Dict(
+        keys=fields.String(),
+        metadata={"description": "{name: number}: accuracy, f1, map, miou, bleu, rougeL, …"},
+    )
+    per_class = fields.List(
+        fields.Dict(),
+        metadata={"description": "[{label, <metric>: number, …}]; the columns depend on the task"},
+    )
+    labels = fields.List(fields.String(), metadata={"description": "classification only"})
+    confusion = fields.List(
+        fields.List(fields.Integer()), metadata={"description": "classification only"}
+    )
     confusion_png = fields.String(allow_none=True)
+    plots = fields.Dict(
+        keys=fields.String(),
+        values=fields.String(),
+        metadata={"description": "the job's other plots: {name.png: url}"},
+    )
     message = fields.String()
     created_at = fields.DateTime()
     finished_at = fields.DateTime(allow_none=True)
@@ -199,7 +221,18 @@ class PresetSchema(Schema):
     summary = fields.String()
     input_schema = fields.Dict()
     output_schema = fields.Dict()
-    results = fields.Dict(allow_none=True)
+    results = fields.Dict(allow_none=True, metadata={"description": "the offline test tool's"})
+    source = fields.String(allow_none=True, metadata={"description": "the upstream model page"})
+    revision = fields.String(allow_none=True, metadata={"description": "the hub revision"})
+    modelscope = fields.String(allow_none=True, metadata={"description": "its ModelScope id"})
+    files = fields.List(fields.String(), metadata={"description": "globs of the mirrored files"})
+    params = fields.Integer(allow_none=True)
+    size_mb = fields.Float(allow_none=True, metadata={"description": "of the mirrored files"})
+    published = fields.Dict(
+        allow_none=True,
+        metadata={"description": "the upstream's evaluation: {dataset, split, metrics, source}"},
+    )
+    reproduce = fields.String(metadata={"description": "the command that reproduces it"})
     card = fields.String()
     templates = fields.Dict()
 

@@ -165,6 +165,7 @@ def _leftovers(session: Session, found: list[ModelVersion]) -> list[Path]:
     ids = [v.id for v in found]
     rows = list(session.scalars(select(Evaluation).where(Evaluation.version_id.in_(ids))))
     paths = [storage.root() / "evaluations" / f"{e.id}.png" for e in rows]
+    paths += [storage.root() / "evaluations" / str(e.id) for e in rows if e.plots]
     paths += [Path(e.workdir) for e in rows if e.workdir]
     paths += [Path(v.workdir) for v in found if v.workdir]
     return paths
@@ -176,6 +177,8 @@ def _remove(paths: list[Path]) -> None:
     for path in paths:
         if path.suffix == ".png":
             path.unlink(missing_ok=True)
+        elif path.is_relative_to(storage.root()):  # an evaluation's other plots
+            storage.remove(path)
         else:
             remove_workdir(str(path))
 
@@ -399,12 +402,14 @@ def import_preset(session: Session, access: Access, data: Mapping[str, Any]) -> 
             gettext("There is no preset named %(name)s (GET /api/v1/presets).", name=data["preset"])
         )
     if preset.mirror and not (storage.mirror() / preset.mirror).is_dir():
+        command = f"aipool models mirror fill {preset.name} --from huggingface"
         raise Conflict(
             gettext(
-                "%(repo)s is not in the offline mirror %(mirror)s: the site copies it there "
-                "from a hub first.",
+                "%(repo)s is not in the offline mirror %(mirror)s: the site fills it first, "
+                "with %(command)s (or --from modelscope, or --from a directory).",
                 repo=preset.mirror,
                 mirror=storage.mirror(),
+                command=command,
             )
         )
     model = create_model(

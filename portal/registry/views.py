@@ -46,7 +46,7 @@ def model_data(model: RegisteredModel, lvl: Level | None = None) -> dict[str, An
 
 
 def evaluation_data(number: int, row: Evaluation) -> dict[str, Any]:
-    has_png = row.state == "succeeded"
+    has_png = row.state == "succeeded" and bool(row.labels)  # classification's plot only
     return {
         "id": row.id,
         "version": number,
@@ -54,11 +54,13 @@ def evaluation_data(number: int, row: Evaluation) -> dict[str, Any]:
         "state": row.state,
         "dataset": row.dataset,
         "dataset_version_id": row.dataset_version_id,
+        "task": row.task,
         "metrics": row.metrics,
         "per_class": row.per_class,
         "labels": row.labels,
         "confusion": row.confusion,
         "confusion_png": f"/api/v1/evaluations/{row.id}/confusion.png" if has_png else None,
+        "plots": {name: f"/api/v1/evaluations/{row.id}/plots/{name}" for name in row.plots},
         "message": row.message,
         "created_at": row.created_at,
         "finished_at": row.finished_at,
@@ -258,6 +260,15 @@ class ConfusionPng(AuthedView):
     @blp.response(200, {"type": "string", "format": "binary"}, content_type="image/png")
     def get(self, evaluation_id: int) -> Response:
         path = runs.confusion_png(session(), current_access(), evaluation_id)
+        return send_file(path, mimetype="image/png")
+
+
+@blp.route("/evaluations/<id:evaluation_id>/plots/<string:name>")
+class PlotPng(AuthedView):
+    @blp.response(200, {"type": "string", "format": "binary"}, content_type="image/png")
+    def get(self, evaluation_id: int, name: str) -> Response:
+        """Another plot the evaluation job drew (its task's: PR curves, sample outputs, …)."""
+        path = runs.plot_png(session(), current_access(), evaluation_id, name)
         return send_file(path, mimetype="image/png")
 
 

@@ -75,12 +75,42 @@ JOB_END = {
     "DEADLINE": N_("passed its deadline"),
 }
 MODALITY = {"image": N_("Image"), "language": N_("Language")}
-# each metric by its name in words and the abbreviation people know it by
-METRICS = {
+# each metric by its name in words and the abbreviation people know it by (None: the name is
+# what people know it by); the order is the order of a table's columns
+METRICS: dict[str, tuple[str, str | None]] = {
     "accuracy": (N_("Accuracy"), "ACC"),
     "f1": (N_("F1 score"), "F1"),
     "precision": (N_("Precision"), "P"),
     "recall": (N_("Recall"), "R"),
+    "map": (N_("Mean average precision"), "mAP"),
+    "map_50": (N_("Mean average precision at IoU 0.5"), "mAP@50"),
+    "map_75": (N_("Mean average precision at IoU 0.75"), "mAP@75"),
+    "ap": (N_("Average precision"), "AP"),
+    "miou": (N_("Mean intersection over union"), "mIoU"),
+    "iou": (N_("Intersection over union"), "IoU"),
+    "pixel_accuracy": (N_("Pixel accuracy"), "PA"),
+    "abs_rel": (N_("Absolute relative error"), "AbsRel"),
+    "rmse": (N_("Root mean square error"), "RMSE"),
+    "delta1": (N_("Share of pixels within 1.25 of the truth"), "δ1"),
+    "psnr": (N_("Peak signal-to-noise ratio"), "PSNR"),
+    "ssim": (N_("Structural similarity"), "SSIM"),
+    "lpips": (N_("Learned perceptual image patch similarity"), "LPIPS"),
+    "clip_score": (N_("Image-text similarity"), "CLIP score"),
+    "fid": (N_("Fréchet inception distance"), "FID"),
+    "bleu": (N_("BLEU score"), None),
+    "chrf": (N_("Character n-gram F-score"), "chrF"),
+    "rouge1": (N_("Word overlap"), "ROUGE-1"),
+    "rouge2": (N_("Word-pair overlap"), "ROUGE-2"),
+    "rougeL": (N_("Longest common subsequence"), "ROUGE-L"),
+    "rougeLsum": (N_("Longest common subsequence per sentence"), "ROUGE-Lsum"),
+    "exact_match": (N_("Exact match"), "EM"),
+    "perplexity": (N_("Perplexity"), "PPL"),
+    "recall_at_1": (N_("Recall at 1"), "R@1"),
+    "recall_at_5": (N_("Recall at 5"), "R@5"),
+    "mrr": (N_("Mean reciprocal rank"), "MRR"),
+    "latency_ms": (N_("Latency in milliseconds"), "ms"),
+    "samples": (N_("Samples"), None),
+    "support": (N_("Samples"), None),
 }
 # the keys of a model card's YAML header that hubs use
 CARD_META = {
@@ -158,10 +188,13 @@ def modality(value: str) -> str:
 
 
 def metric(name: str) -> str:
-    """``准确率 ACC`` / ``Accuracy (ACC)``: the name in words and its abbreviation."""
+    """``准确率 ACC`` / ``Accuracy (ACC)``: the name in words and its abbreviation; a name
+    outside the vocabulary as it is."""
     if name not in METRICS:
         return name
     words, short = METRICS[name]
+    if short is None:
+        return gettext(words)
     return gettext("%(name)s (%(short)s)", name=gettext(words), short=short)
 
 
@@ -179,4 +212,5 @@ def card_value(key: str, value: object) -> str:
 
 
 def per_class(name: str) -> str:
-    return _say(PER_CLASS, name)
+    """A per-class table's column: the short words of classification's, else the metric's."""
+    return _say(PER_CLASS, name) if name in PER_CLASS else metric(name)

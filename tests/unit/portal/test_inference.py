@@ -288,7 +288,7 @@ def test_pages_import_deploy_scale_stop_delete(reg: Env) -> None:  # noqa: F811
 
     client = login(reg, "alice")
     page = client.get("/presets").get_data(as_text=True)
-    assert page.count("<tr>") == 21  # header and the 20 presets
+    assert page.count("<tr>") == 22  # header and the 21 presets
     r = client.post(
         "/presets/digits-classifier/import",
         data={"project_id": reg.world.projects["nlp"], "csrf_token": csrf_of(page)},

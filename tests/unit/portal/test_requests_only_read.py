@@ -22,6 +22,7 @@ from flask.testing import FlaskClient
 
 from portal.demo import seed_billing
 from portal.extensions import db, limiter
+from portal.registry.models import Evaluation
 from slurm_plugins.client.models import JobState
 from tests.unit.portal.conftest import Env, make_app
 from tests.unit.portal.fakes import FakeSlurm
@@ -102,6 +103,9 @@ def _seed(env: Env) -> tuple[dict[str, str], dict[str, dict[str, str]], dict[str
     assert alice.post(f"/api/v1/models/{model}/shares", json=share).status_code == 201
     r = alice.post(f"/api/v1/models/{model}/versions/2/evaluations", json={})
     run_like_the_job(env, r.json["job_id"])
+    with env.app.app_context():  # a plot besides the confusion matrix, as other tasks draw
+        workdir = Path(db.session.get(Evaluation, r.json["id"]).workdir)  # type: ignore[union-attr]
+    (workdir / "pr-curve.png").write_bytes(png())
     set_job(env, r.json["job_id"], JobState.COMPLETED)
     evaluation = r.json["id"]
     # services: one running, one to stop, one to expire; their replicas submitted
@@ -175,6 +179,7 @@ def _seed(env: Env) -> tuple[dict[str, str], dict[str, dict[str, str]], dict[str
     by_endpoint = {
         "alerts.OneRule": {"name": "pools"},
         "models.VersionFile": {"path": "config.json"},
+        "models.PlotPng": {"name": "pr-curve.png"},
         "usage.PricePlan": {"name": plans[0]["name"]},
         "usage_pages.bills": {"tenant": values["tenant"]},
         "usage_pages.domain": {"name": "research"},
