@@ -186,9 +186,9 @@ class ZhSentiment(HubKind):
     def load(self, model: Path) -> Any:
         from transformers import AutoModelForSequenceClassification
 
-        tokenizer, net, path = self.auto(model, AutoModelForSequenceClassification)
+        tokenizer, net, _ = self.auto(model, AutoModelForSequenceClassification)
         names = [net.config.id2label[i] for i in range(net.config.num_labels)]
-        if path != model:  # the hub's names, as the preset calls them
+        if getattr(net.config, "preset", None) != self.preset:  # the hub's names, as ours
             names = [self.ALIASES.get(n, n) for n in names]
         return tokenizer, net, names
 
@@ -236,6 +236,7 @@ class ZhSentiment(HubKind):
             ).to(device())
         net.config.id2label = dict(enumerate(names))
         net.config.label2id = {n: i for i, n in enumerate(names)}
+        net.config.preset = self.preset  # its class names are the data's, used as they are
         batches = []
         for idx in _chunks(range(len(x)), int(cfg["batch_size"])):
             enc = tokenizer(

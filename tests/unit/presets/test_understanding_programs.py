@@ -294,3 +294,21 @@ def test_a_bad_dataset_line_is_named_with_its_file_and_line(
     (tmp_path / "a.jsonl").write_text(json.dumps(good) + "\n" + line + "\n")
     with pytest.raises(ValueError, match=message):
         kind(None).from_directory(tmp_path)
+
+
+def test_the_hub_s_class_names_are_the_preset_s_but_trained_ones_stay(
+    mirror: Path, tmp_path: Path
+) -> None:
+    """The hub model's Negative / Positive read as the bundled labels, also when a job reads
+    the mirror's directory as the model (the card's reproduce command); a fine-tune's own
+    class names are kept as the data spells them."""
+    kind = ZhSentiment(mirror)
+    repo = mirror / ZhSentiment.repo
+    assert kind.load(repo)[2] == kind.load(version_1(tmp_path, "roberta-sentiment-zh"))[2]
+    assert kind.load(repo)[2] == ["negative", "positive"]
+    data = tmp_path / "data"
+    data.mkdir()
+    rows = [{"text": "好", "label": "Positive"}, {"text": "差", "label": "Negative"}]
+    (data / "a.jsonl").write_text("\n".join(json.dumps(r) for r in rows))
+    kind.train(version_1(tmp_path, "roberta-sentiment-zh"), tmp_path / "model", data)
+    assert kind.load(tmp_path / "model")[2] == ["Negative", "Positive"]
