@@ -77,10 +77,17 @@ def evaluation(preset: Preset) -> list[str]:
     published = preset.published
     if not published or not published.get("metrics"):
         return []
-    said = gettext(
-        "Published by the model's authors on %(dataset)s (%(split)s split):",
-        dataset=published.get("dataset", "?"),
-        split=published.get("split", "?"),
+    said = (
+        gettext(
+            "Published by the model's authors on %(dataset)s (%(split)s split):",
+            dataset=published.get("dataset", "?"),
+            split=published["split"],
+        )
+        if published.get("split")
+        else gettext(  # the upstream does not say which split it scored
+            "Published by the model's authors on %(dataset)s:",
+            dataset=published.get("dataset", "?"),
+        )
     )
     lines = ["## " + gettext("Evaluation (published)"), "", said, "", *_table(published["metrics"])]
     if published.get("source"):

@@ -78,6 +78,14 @@ def test_a_hub_presets_card_states_where_it_comes_from_and_its_published_results
     assert '<a href="https://arxiv.org/abs/2005.12872"' in html
 
 
+def test_a_published_result_whose_split_the_upstream_does_not_state(app: Flask) -> None:
+    preset = dataclasses.replace(detector(), published={**PUBLISHED, "split": None})
+    with app.test_request_context(), force_locale("en"):
+        body = cards.split(preset.card()).body
+    assert "Published by the model's authors on COCO 2017:" in body
+    assert "None" not in body
+
+
 def test_an_offline_presets_card_keeps_its_test_tool_results(app: Flask) -> None:
     preset = get("digits-classifier")
     assert preset is not None
