@@ -34,6 +34,8 @@ from slurm_plugins.client.models import Job, Node
 log = logging.getLogger("aipool.slurm.rest")
 #: ESLURM_JOB_HELD: slurmrestd lists it among the errors of a job it accepted held, as asked.
 _JOB_HELD = 2042
+#: SLURM_PROTOCOL_AUTHENTICATION_ERROR: how 23.11+ reports a token slurmctld refused (HTTP 511)
+_AUTHENTICATION = 1007
 
 
 def mint_token(key: bytes, user: str, *, lifespan: int = 600, now: float | None = None) -> str:
@@ -155,7 +157,12 @@ class RestClient:
                 argv=(method, url),
             ) from exc
         errors = [e for e in doc.get("errors") or [] if _real_error(e)]
-        if errors and all(_unspecified(e) for e in errors) and self._token_refused(path):
+        refused = resp.status_code == 511 or any(
+            parse.num(e.get("error_number")) == _AUTHENTICATION for e in errors
+        )
+        if refused or (
+            errors and all(_unspecified(e) for e in errors) and self._token_refused(path)
+        ):
             raise AuthenticationError(
                 f"slurmctld refused the token of {self.user!r} (bad, forged or expired JWT)",
                 argv=(method, url),

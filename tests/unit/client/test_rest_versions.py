@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from slurm_plugins.client import rest as rest_module
-from slurm_plugins.client.errors import CommandError, JobRequestError
+from slurm_plugins.client.errors import AuthenticationError, CommandError, JobRequestError
 from slurm_plugins.client.job import Component, Gres, JobRequest, OpenMode, Switches
 from slurm_plugins.client.rest import RestClient, negotiate
 
@@ -140,3 +140,23 @@ def test_a_heterogeneous_job_has_its_script_in_the_first_component(
     (body,) = sent
     assert [("script" in c) for c in body["jobs"]] == [True, False]
     assert all(c["environment"] == ["PATH=/bin", "TOKEN=s3cret"] for c in body["jobs"])
+
+
+def test_a_token_slurmctld_refuses_is_an_authentication_error_on_2311() -> None:
+    refused = {
+        "jobs": [],
+        "errors": [
+            {
+                "description": "Unable to query jobs",
+                "error_number": 1007,
+                "error": "Protocol authentication error",
+                "source": "slurm_load_jobs()",
+            }
+        ],
+    }
+    transport = httpx.MockTransport(lambda _: httpx.Response(511, json=refused))
+    client = RestClient(
+        "http://rest.invalid", "alice", token="forged", api="v0.0.42", transport=transport
+    )
+    with pytest.raises(AuthenticationError, match="refused the token of 'alice'"):
+        client.jobs()
