@@ -34,6 +34,7 @@ from slurm_plugins.admission import HOOK_FILE, TABLE_FILE
 from slurm_plugins.admission.render import replace_atomically
 from slurm_plugins.client import SlurmClient
 from slurm_plugins.client.errors import SlurmError
+from slurm_plugins.client.versions import rest_plugins
 
 # daemon name -> the word its /proc cmdline must contain (guards against reused PIDs)
 _EXPECT = {
@@ -203,7 +204,7 @@ class Lab:
                 "-a",
                 "rest_auth/jwt",
                 "-s",
-                "openapi/v0.0.38,openapi/dbv0.0.38",
+                rest_plugins(self.client.release_tuple()),
                 f"{cfg.address}:{cfg.ports.slurmrestd}",
             ],
             expect="slurmrestd",

@@ -13,6 +13,7 @@ more entry here; callers only name the version their slurmrestd speaks.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from slurm_plugins.client.errors import JobRequestError
@@ -202,4 +203,85 @@ def _rest_environment(env: Mapping[str, str] | None) -> dict[str, str]:
     return dict(env)
 
 
-REST_FORMS: Mapping[str, Callable[[JobRequest], dict[str, Any]]] = {"v0.0.38": _rest_v0038}
+def _rest_v0040(job: JobRequest) -> dict[str, Any]:
+    """slurmrestd 23.11+ (data parsers ``v0.0.40`` to ``v0.0.42``, one form for all three):
+    the script goes inside the first component, the environment is a list of ``K=V``,
+    numbers that may be unset are ``{"set": true, "number": n}``, node lists are lists, GRES
+    are TRES (``gres/gpu:2``), and ``requeue: false`` is honoured."""
+    env = [f"{k}={v}" for k, v in _rest_environment(job.environment).items()]
+    parts = []
+    for i, c in enumerate(job.components):
+        props: dict[str, Any] = {"name": job.name} if job.name else {}
+        props.update(_component_rest_v0040(c))
+        if job.workdir:
+            props["current_working_directory"] = job.workdir
+        props["environment"] = list(env)
+        if i == 0:
+            props.update(_job_rest_v0040(job))
+        parts.append(props)
+    return {"job": parts[0]} if len(parts) == 1 else {"jobs": parts}
+
+
+def _epoch(begin: str) -> int:
+    """slurmrestd 23.11+ takes a begin time as a UNIX time: from one, or from an ISO date
+    and time (the host's zone when it names none); sbatch's other forms (``now+1hour``)
+    are sbatch's own."""
+    if begin.isdigit():
+        return int(begin)
+    try:
+        return int(datetime.fromisoformat(begin).timestamp())
+    except ValueError:
+        raise JobRequestError(
+            "begin", f"{begin!r}: slurmrestd takes a UNIX time or an ISO date and time"
+        ) from None
+
+
+def _set(number: int) -> dict[str, Any]:
+    return {"set": True, "infinite": False, "number": number}
+
+
+def _component_rest_v0040(c: Component) -> dict[str, Any]:
+    props = _component_rest(c)
+    for key in ("time_limit", "memory_per_node"):
+        if key in props:
+            props[key] = _set(props[key])
+    if "nodes" in props:
+        props["nodes"] = str(props["nodes"])
+    if c.gres:
+        del props["gres"]
+        props["tres_per_node"] = ",".join(f"gres/{g}" for g in c.gres)
+    if c.nodelist:
+        del props["nodelist"]
+        props["required_nodes"] = list(c.nodelist)
+    if c.exclude:
+        del props["exclude_nodes"]
+        props["excluded_nodes"] = list(c.exclude)
+    if c.switches is not None:
+        props["required_switches"] = _set(c.switches.count)
+    return props
+
+
+def _job_rest_v0040(job: JobRequest) -> dict[str, Any]:
+    props = _job_rest(job)
+    props.pop("no_requeue", None)
+    if job.requeue is not None:
+        props["requeue"] = job.requeue
+    if job.open_mode is not None:
+        props["open_mode"] = [job.open_mode.value.upper()]
+    if job.begin:
+        props["begin_time"] = _set(_epoch(job.begin))
+    if job.kill_on_invalid_dep is not None:
+        del props["kill_on_invalid_dependency"]
+        kill = job.kill_on_invalid_dep
+        props["flags"] = ["KILL_INVALID_DEPENDENCY" if kill else "NO_KILL_INVALID_DEPENDENCY"]
+    if job.mail_type:
+        props["mail_type"] = list(job.mail_type)
+    return props
+
+
+REST_FORMS: Mapping[str, Callable[[JobRequest], dict[str, Any]]] = {
+    "v0.0.38": _rest_v0038,
+    "v0.0.40": _rest_v0040,
+    "v0.0.41": _rest_v0040,
+    "v0.0.42": _rest_v0040,
+}

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -27,11 +28,14 @@ from slurm_plugins.client.errors import (
     SubmitRejected,
 )
 from slurm_plugins.client.job import JobRequest
+from slurm_plugins.client.job_wire import REST_FORMS
 from slurm_plugins.client.models import Job, Node
 
 log = logging.getLogger("aipool.slurm.rest")
 #: ESLURM_JOB_HELD: slurmrestd lists it among the errors of a job it accepted held, as asked.
 _JOB_HELD = 2042
+#: SLURM_PROTOCOL_AUTHENTICATION_ERROR: how 23.11+ reports a token slurmctld refused (HTTP 511)
+_AUTHENTICATION = 1007
 
 
 def mint_token(key: bytes, user: str, *, lifespan: int = 600, now: float | None = None) -> str:
@@ -61,7 +65,7 @@ class RestClient:
         *,
         token: str | None = None,
         key: bytes | None = None,
-        api: str = "v0.0.38",
+        api: str | None = None,
         timeout: float = 15.0,
         transport: httpx.BaseTransport | None = None,
         dry_run: bool = False,
@@ -71,7 +75,7 @@ class RestClient:
                 raise ValueError("RestClient needs a token or the key to mint one")
             token = mint_token(key, user)
         self.user = user
-        self.api = api
+        self._api = api
         self.dry_run = dry_run
         self._http = httpx.Client(
             base_url=base_url.rstrip("/"),
@@ -92,6 +96,42 @@ class RestClient:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    @property
+    def api(self) -> str:
+        """The data parser this client speaks: the one it was given, or the newest that both
+        this slurmrestd (its OpenAPI document, read once per process and address) and AIPool
+        speak."""
+        if self._api is None:
+            base = str(self._http.base_url)
+            if base not in _NEGOTIATED:
+                _NEGOTIATED[base] = negotiate(self._openapi())
+            self._api = _NEGOTIATED[base]
+        return self._api
+
+    def _openapi(self) -> Mapping[str, Any]:
+        url = "/openapi/v3"
+        try:
+            resp = self._http.get(url)
+        except httpx.TransportError as exc:
+            raise ControllerUnavailable(
+                f"slurmrestd unreachable: {exc}", argv=("GET", url)
+            ) from exc
+        if resp.status_code in (401, 403):
+            raise AuthenticationError(
+                f"slurmrestd refused the credentials of {self.user!r} ({resp.status_code})",
+                argv=("GET", url),
+                returncode=resp.status_code,
+            )
+        try:
+            doc = resp.json()
+        except ValueError as exc:
+            raise ParseError(
+                f"slurmrestd's OpenAPI document is not JSON ({resp.status_code})", argv=("GET", url)
+            ) from exc
+        if resp.status_code >= 400 or not isinstance(doc, Mapping):
+            raise CommandError(f"slurmrestd's OpenAPI document: HTTP {resp.status_code}")
+        return doc
 
     # ------------------------------------------------------------------ plumbing
     def _call(self, method: str, path: str, body: Mapping[str, Any] | None = None) -> Any:
@@ -117,7 +157,12 @@ class RestClient:
                 argv=(method, url),
             ) from exc
         errors = [e for e in doc.get("errors") or [] if _real_error(e)]
-        if errors and all(_unspecified(e) for e in errors) and self._token_refused(path):
+        refused = resp.status_code == 511 or any(
+            parse.num(e.get("error_number")) == _AUTHENTICATION for e in errors
+        )
+        if refused or (
+            errors and all(_unspecified(e) for e in errors) and self._token_refused(path)
+        ):
             raise AuthenticationError(
                 f"slurmctld refused the token of {self.user!r} (bad, forged or expired JWT)",
                 argv=(method, url),
@@ -188,7 +233,12 @@ class RestClient:
         """Submit ``script`` for ``job`` in this slurmrestd's form (a heterogeneous job as its
         list of components); returns the job id, 0 under ``dry_run``. A request field this
         version cannot carry raises :class:`~slurm_plugins.client.errors.JobRequestError`."""
-        doc = self._write("POST", "/job/submit", {"script": script, **job.to_rest(self.api)})
+        body = job.to_rest(self.api)
+        if _parser_key(self.api) >= (0, 0, 40):  # the script belongs to the first component
+            (body.get("job") or body["jobs"][0])["script"] = script
+        else:
+            body = {"script": script, **body}
+        doc = self._write("POST", "/job/submit", body)
         if doc is None:
             return 0
         job_id = parse.num(doc.get("job_id"))
@@ -198,6 +248,30 @@ class RestClient:
 
     def cancel(self, job_id: int) -> None:
         self._write("DELETE", f"/job/{job_id}")
+
+
+#: base URL -> the data parser negotiated with that slurmrestd, for this process
+_NEGOTIATED: dict[str, str] = {}
+_SUBMIT_PATH = re.compile(r"/slurm/(v\d+\.\d+\.\d+)/job/submit")
+
+
+def _parser_key(version: str) -> tuple[int, ...]:
+    return tuple(int(n) for n in version[1:].split("."))
+
+
+def negotiate(openapi: Mapping[str, Any]) -> str:
+    """The newest data parser that a slurmrestd's OpenAPI document serves jobs with and
+    AIPool speaks (:data:`~slurm_plugins.client.job_wire.REST_FORMS`)."""
+    served = {
+        m.group(1) for path in openapi.get("paths") or {} if (m := _SUBMIT_PATH.fullmatch(path))
+    }
+    both = served & set(REST_FORMS)
+    if not both:
+        raise CommandError(
+            f"slurmrestd serves jobs with data parsers {sorted(served) or 'none'}; "
+            f"AIPool speaks {sorted(REST_FORMS)}"
+        )
+    return max(both, key=_parser_key)
 
 
 def _real_error(e: Any) -> bool:
@@ -214,8 +288,15 @@ def _loggable(body: Mapping[str, Any]) -> str:
     (they may hold secrets), everything else as sent."""
 
     def props(p: Mapping[str, Any]) -> dict[str, Any]:
+        shown = dict(p)
         env = p.get("environment")
-        return {**p, "environment": sorted(env)} if isinstance(env, Mapping) else dict(p)
+        if isinstance(env, Mapping):
+            shown["environment"] = sorted(env)
+        elif isinstance(env, list):  # 23.11+: ["K=V", …]
+            shown["environment"] = sorted(str(e).split("=", 1)[0] for e in env)
+        if "script" in p:
+            shown["script"] = f"<{len(str(p['script']).splitlines())} lines>"
+        return shown
 
     shown: dict[str, Any] = {}
     for key, value in body.items():

@@ -252,8 +252,10 @@ def test_a_value_sbatch_cannot_carry_is_refused_by_name() -> None:
 
 
 def test_an_unknown_rest_version_is_refused() -> None:
-    with pytest.raises(ValueError, match=r"v0\.0\.40 is not supported; known: v0\.0\.38"):
-        BASE.to_rest("v0.0.40")
+    with pytest.raises(
+        ValueError, match=r"v0\.0\.39 is not supported; known: v0\.0\.38, v0\.0\.40"
+    ):
+        BASE.to_rest("v0.0.39")
 
 
 @pytest.mark.parametrize(

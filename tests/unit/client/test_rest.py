@@ -33,7 +33,7 @@ def test_token_refuses_odd_user_names(user: str) -> None:
 
 
 def _client(handler: httpx.MockTransport) -> RestClient:
-    return RestClient("http://rest.invalid", "alice", key=KEY, transport=handler)
+    return RestClient("http://rest.invalid", "alice", key=KEY, api="v0.0.38", transport=handler)
 
 
 def test_requests_are_made_as_the_user() -> None:
@@ -116,7 +116,12 @@ def test_dry_run_sends_nothing_and_says_what_it_would_send(
         raise AssertionError(f"sent {req.method} {req.url}")
 
     rest = RestClient(
-        "http://rest.invalid", "alice", key=KEY, transport=httpx.MockTransport(handle), dry_run=True
+        "http://rest.invalid",
+        "alice",
+        key=KEY,
+        api="v0.0.38",
+        transport=httpx.MockTransport(handle),
+        dry_run=True,
     )
     with caplog.at_level(logging.INFO, logger="aipool.slurm.rest"):
         assert rest.submit("#!/bin/bash\n", PS_WORKER) == 0

@@ -1,0 +1,21 @@
+"""What differs between the Slurm releases AIPool runs on, in one place.
+
+Each difference is a function of the release, ``(major, minor)`` as
+:meth:`SlurmClient.release_tuple` reads it: ``(22, 5)`` on Debian 12, ``(24, 11)`` on
+Debian 13. docs/slurm-versions.md tables them and says what AIPool does on each.
+"""
+
+from __future__ import annotations
+
+Release = tuple[int, int]
+
+#: The first release whose slurmrestd names its plugins by what they serve
+#: (``openapi/slurmctld``) and takes the data parser apart (``-d v0.0.40``…).
+SPLIT_REST_PLUGINS: Release = (23, 11)
+
+
+def rest_plugins(release: Release) -> str:
+    """slurmrestd's ``-s`` argument: the jobs and accounting endpoints."""
+    if release >= SPLIT_REST_PLUGINS:
+        return "openapi/slurmctld,openapi/slurmdbd"
+    return "openapi/v0.0.38,openapi/dbv0.0.38"
