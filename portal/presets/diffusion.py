@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from portal.presets import imaging, metrics_imagegen
+from portal.presets import devices, imaging, metrics_imagegen
 from portal.presets.kinds import SEED, Kind
 from translations import N_
 
@@ -74,7 +74,7 @@ class DiffusionKind(Kind):
         if (model / "model_index.json").is_file():  # a version holding its own copy
             return model
         repo = str(_settings(model).get("base", self.repo))
-        return imaging.hub_weights(self.mirror, repo, self.preset, "model_index.json")
+        return devices.hub_weights(self.mirror, repo, self.preset, "model_index.json")
 
     def load(self, model: Path) -> Loaded:
         imaging.offline()
@@ -82,7 +82,7 @@ class DiffusionKind(Kind):
         import torch
 
         path = self.weights(model)
-        device = imaging.device()
+        device = devices.device()
         pipeline = getattr(diffusers, self.pipeline_class).from_pretrained(
             path, safety_checker=None, requires_safety_checker=False
         )

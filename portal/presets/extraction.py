@@ -18,8 +18,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from portal.presets.devices import device
 from portal.presets.kinds import DATA, Kind
-from portal.presets.understanding import HubKind, device, jsonl, text
+from portal.presets.understanding import HubKind, jsonl, text
 from translations import N_
 
 QUESTION = N_("question: a non-empty string of at most 500 characters.")

@@ -31,36 +31,6 @@ def offline() -> None:
     os.environ.setdefault("DIFFUSERS_OFFLINE", "1")
 
 
-def hub_weights(mirror: Path | None, repo: str, preset: str, marker: str) -> Path:
-    """``<mirror>/<repo>``, which must hold ``marker`` (e.g. ``config.json``)."""
-    if mirror is None:
-        raise FileNotFoundError("the offline mirror directory is not set (--mirror)")
-    path = mirror / repo
-    if not (path / marker).is_file():
-        raise FileNotFoundError(
-            f"{repo} is not in the offline mirror {mirror}: "
-            f"run `aipool models mirror fill {preset}` first"
-        )
-    return path
-
-
-def device() -> str:
-    """The job's card when Slurm granted one: CUDA, or an Ascend NPU through ``torch_npu``;
-    else the CPU (the lab's fake GPUs set CUDA_VISIBLE_DEVICES without a CUDA device)."""
-    import torch
-
-    if os.environ.get("CUDA_VISIBLE_DEVICES") and torch.cuda.is_available():
-        return "cuda"
-    if os.environ.get("ASCEND_RT_VISIBLE_DEVICES"):
-        try:
-            import torch_npu  # noqa: F401
-        except ImportError:
-            return "cpu"
-        if torch.npu.is_available():  # type: ignore[attr-defined]
-            return "npu"
-    return "cpu"
-
-
 def decode(value: Any) -> Any:
     """A PIL RGB image from a base64 PNG or JPEG string (a ``data:`` URL prefix is allowed)."""
     from PIL import Image, UnidentifiedImageError

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from portal.presets import imaging, metrics_imagegen
+from portal.presets import devices, imaging, metrics_imagegen
 from portal.presets.kinds import SEED, Kind
 from translations import N_
 
@@ -59,14 +59,14 @@ class Swin2SRSuperResolution(Kind):
         if (model / "model.safetensors").is_file():  # a fine-tuned version holds its weights
             return model
         repo = str(_settings(model).get("base", REPO))
-        return imaging.hub_weights(self.mirror, repo, self.preset, "config.json")
+        return devices.hub_weights(self.mirror, repo, self.preset, "config.json")
 
     def load(self, model: Path) -> Loaded:
         imaging.offline()
         from transformers import AutoImageProcessor, Swin2SRForImageSuperResolution
 
         path = self.weights(model)
-        device = imaging.device()
+        device = devices.device()
         net: Any = Swin2SRForImageSuperResolution.from_pretrained(path)
         net = net.to(device).eval()
         processor = AutoImageProcessor.from_pretrained(path)  # type: ignore[no-untyped-call]

@@ -18,6 +18,7 @@ from typing import Any, ClassVar
 
 import yaml
 
+from portal.presets.devices import device, hub_weights
 from portal.presets.kinds import DATA, Kind, _config
 from translations import N_
 
@@ -32,25 +33,6 @@ MAX_TEXT = 10_000
 @cache
 def samples() -> dict[str, Any]:
     return yaml.safe_load(SAMPLES.read_text())  # type: ignore[no-any-return]
-
-
-def device() -> str:
-    """The card Slurm gave the job: CUDA when it set ``CUDA_VISIBLE_DEVICES`` (gpu and shard
-    requests), an Ascend NPU when the TaskProlog set ``ASCEND_RT_VISIBLE_DEVICES`` and
-    ``torch_npu`` is installed; else the CPU, so that a CPU job on a GPU node leaves the
-    node's cards to the jobs they were given to."""
-    import torch
-
-    if os.environ.get("CUDA_VISIBLE_DEVICES") and torch.cuda.is_available():
-        return "cuda"
-    if os.environ.get("ASCEND_RT_VISIBLE_DEVICES"):
-        try:
-            import torch_npu  # noqa: F401
-        except ImportError:
-            return "cpu"
-        if torch.npu.is_available():  # type: ignore[attr-defined]
-            return "npu"
-    return "cpu"
 
 
 def read_jsonl(path: Path, fields: Sequence[str]) -> list[dict[str, Any]]:
@@ -115,16 +97,7 @@ class HubKind(Kind):
         the mirror's copy of the repository its configuration names."""
         if any(model.glob("*.safetensors")):
             return model
-        repo = str(settings(model).get("base", self.repo))
-        if self.mirror is None:
-            raise FileNotFoundError("the offline mirror directory is not set (--mirror)")
-        path = self.mirror / repo
-        if not (path / "config.json").is_file():
-            raise FileNotFoundError(
-                f"{repo} is not in the offline mirror {self.mirror}: "
-                f"fill it with `aipool models mirror fill {self.preset}`"
-            )
-        return path
+        return hub_weights(self.mirror, str(settings(model).get("base", self.repo)), self.preset)
 
     def load(self, model: Path) -> Any:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")

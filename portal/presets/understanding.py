@@ -14,27 +14,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
+from portal.presets.devices import device, hub_weights
 from portal.presets.kinds import DATA, SEED, Kind, _config, _split
 from translations import N_
 
 TEXT_2000 = N_("text: a non-empty string of at most 2000 characters.")
 #: what a fine-tune does unless the base version's config.json says otherwise
 TRAINING = {"epochs": 3, "lr": 5e-5, "batch_size": 8, "max_length": 256}
-
-
-def device() -> str:
-    """Where a job's model runs: an Ascend NPU (torch_npu) or a CUDA card when the job has one,
-    else the CPU."""
-    import torch
-
-    try:
-        import torch_npu  # noqa: F401
-
-        if torch.npu.is_available():  # type: ignore[attr-defined]
-            return "npu:0"
-    except ImportError:
-        pass
-    return "cuda" if torch.cuda.is_available() else "cpu"
 
 
 def jsonl(path: Path, *keys: str) -> list[dict[str, Any]]:
@@ -85,16 +71,7 @@ class HubKind(Kind):
         the mirror."""
         if (model / self.own_weights).is_file():
             return model
-        repo = str(_config(model).get("base", self.repo))
-        if self.mirror is None:
-            raise FileNotFoundError("the offline mirror directory is not set (--mirror)")
-        path = self.mirror / repo
-        if not (path / "config.json").is_file():
-            raise FileNotFoundError(
-                f"{repo} is not in the offline mirror {self.mirror}: "
-                f"fill it with `aipool models mirror fill {self.preset}`"
-            )
-        return path
+        return hub_weights(self.mirror, str(_config(model).get("base", self.repo)), self.preset)
 
     def settings(self, base: Path) -> dict[str, Any]:
         """The fine-tune's settings: the defaults, overridden by the base version's config."""

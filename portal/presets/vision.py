@@ -15,7 +15,6 @@ import binascii
 import io
 import json
 import os
-import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +22,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from portal.presets.devices import device, hub_weights
 from portal.presets.kinds import DATA, Kind
 from translations import N_
 
@@ -30,25 +30,7 @@ SAMPLES = DATA / "vision"
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp")
 MAX_IMAGE_BYTES = 8 * 1024**2
 MAX_PIXELS = 4096 * 4096
-REPO = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+")
 STEPS, BATCH, LR = 8, 4, 5e-5  # fine-tuning: a few steps, enough to adapt a head
-
-
-def device() -> str:
-    """The job's card when Slurm granted one (CUDA, or an Ascend NPU through torch_npu), else
-    the CPU."""
-    import torch
-
-    if os.environ.get("CUDA_VISIBLE_DEVICES") and torch.cuda.is_available():
-        return "cuda"
-    if os.environ.get("ASCEND_RT_VISIBLE_DEVICES"):
-        try:
-            import torch_npu  # noqa: F401  -- registers torch.npu
-        except ImportError:
-            return "cpu"
-        if torch.npu.is_available():  # type: ignore[attr-defined]
-            return "npu"
-    return "cpu"
 
 
 @dataclass(frozen=True)
@@ -150,16 +132,7 @@ class HubVision(Kind):
             return model
         cfg_file = model / "config.json"
         cfg = json.loads(cfg_file.read_text()) if cfg_file.is_file() else {}
-        repo = str(cfg.get("base") or self.repo)
-        if not REPO.fullmatch(repo) or ".." in repo:
-            raise ValueError(f"base: {repo!r} is not a hub repository name (owner/name)")
-        fill = f"aipool models mirror fill {self.preset}"
-        if self.mirror is None:
-            raise FileNotFoundError(f"the offline mirror directory is not set (--mirror); {fill}")
-        path = self.mirror / repo
-        if not (path / "config.json").is_file():
-            raise FileNotFoundError(f"{repo} is not in the offline mirror {self.mirror}: {fill}")
-        return path
+        return hub_weights(self.mirror, str(cfg.get("base") or self.repo), self.preset)
 
     def load(self, model: Path, **options: Any) -> Loaded:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
