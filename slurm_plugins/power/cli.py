@@ -37,6 +37,7 @@ def _run(config_path: Path, action: str, hostlist: str) -> None:
     from slurm_plugins.power.program import Programs
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    log.setLevel(logging.INFO)  # the programs' every step, into the log their script names
     cfg = load_or_exit(load_config, config_path)
     programs = Programs(cfg, slurm_client(cfg.env, dry_run=False), driver_for(cfg.driver))
     try:

@@ -33,14 +33,17 @@ def render_programs(
     *,
     run_as: str | None = None,
     env: Mapping[str, str] | None = None,
+    log: Path | None = None,
 ) -> dict[str, str]:
     """File name -> script text for each program. ``command`` is how ``aipool`` is run (e.g.
     ``[/opt/aipool/runtime/bin/aipool]``); ``run_as`` the user to drop to when slurmctld runs
-    as root; ``env`` what the program needs (it starts with an empty environment)."""
+    as root; ``env`` what the program needs (it starts with an empty environment); ``log``
+    where its output goes (slurmctld keeps none of it)."""
     keep = {"PATH": "/usr/local/bin:/usr/bin:/bin", **(env or {})}
     prefix: list[str] = []
     if run_as:
         prefix = ["setpriv", f"--reuid={run_as}", f"--regid={run_as}", "--init-groups", "--"]
+    redirect = f" >>{shlex.quote(str(log))} 2>&1" if log else ""
     out = {}
     for action, key in PROGRAMS.items():
         argv = [*prefix, "env", "-i", *(f"{k}={v}" for k, v in sorted(keep.items()))]
@@ -49,7 +52,7 @@ def render_programs(
             "#!/bin/sh\n"
             f"# {key} of slurm.conf, rendered by AIPool: run by slurmctld with a\n"
             "# hostlist; AIPool's program runs as the service user, never as root.\n"
-            f'exec {shlex.join(argv)} "$@"\n'
+            f'exec {shlex.join(argv)} "$@"{redirect}\n'
         )
     return out
 
