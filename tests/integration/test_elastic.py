@@ -30,7 +30,7 @@ from tests.integration.conftest import side_lab, wait_job, wait_until
 pytestmark = pytest.mark.slurm
 SHIFT = 240  # the side lab's ports: clear of the shared lab and of the other side labs
 ELASTIC = ("egpu1", "egpu2")
-GPUS = ["--partition=gpu", "--gres=gpu:2", "--output=/dev/null"]
+GPUS = ["--partition=gpu", "--gres=gpu:2", "--output=/dev/null", "--chdir=/tmp"]
 
 
 def sleep(seconds: int) -> str:
