@@ -122,7 +122,7 @@ def render(  # noqa: PLR0917 - one parameter per click option
         fail([str(exc)], 2)
     click.echo(render_power_lines(cfg, programs_dir, parts, tuple(dict.fromkeys(every))), nl=False)
     if write:
-        scripts = render_programs(config_path, [command], run_as=run_as, env=cfg.env)
+        scripts = render_programs(config_path.resolve(), [command], run_as=run_as, env=cfg.env)
         programs_dir.mkdir(parents=True, exist_ok=True)
         for name, text in scripts.items():
             (programs_dir / name).write_text(text)

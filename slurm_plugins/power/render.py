@@ -51,7 +51,7 @@ def render_programs(
         out[program_file(action)] = (
             "#!/bin/sh\n"
             f"# {key} of slurm.conf, rendered by AIPool: run by slurmctld with a\n"
-            "# hostlist; AIPool's program runs as the service user, never as root.\n"
+            "# hostlist; AIPool's program runs as SlurmUser or the service user, never root.\n"
             f'exec {shlex.join(argv)} "$@"{redirect}\n'
         )
     return out

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from slurm_plugins.power.plan import (
@@ -16,6 +18,7 @@ from slurm_plugins.power.plan import (
     plan_resume,
     suspend_exc_nodes,
 )
+from slurm_plugins.power.render import render_power_lines, render_programs
 
 from .conftest import power_config
 
@@ -129,3 +132,33 @@ def test_energy_is_hours_off_times_idle_watts_clipped_to_the_window() -> None:
     assert by["egpu1"].kwh == pytest.approx(0.5)  # its own 500 W
     assert by["egpu2"].hours == pytest.approx(2.0)
     assert by["egpu2"].kwh == pytest.approx(0.4)  # the site's 200 W
+
+
+def test_programs_drop_to_the_service_user_and_keep_no_environment(tmp_path: Path) -> None:
+    scripts = render_programs(
+        tmp_path / "power.yaml",
+        ["/opt/aipool/runtime/bin/aipool"],
+        run_as="aipool",
+        env={"SLURM_CONF": "/etc/slurm/slurm.conf"},
+        log=tmp_path / "programs.log",
+    )
+    assert set(scripts) == {"power-resume.sh", "power-suspend.sh", "power-resume-fail.sh"}
+    line = scripts["power-resume.sh"].splitlines()[-1]
+    assert line.startswith("exec setpriv --reuid=aipool --regid=aipool --init-groups -- env -i ")
+    assert "SLURM_CONF=/etc/slurm/slurm.conf" in line
+    assert f'power resume --config {tmp_path}/power.yaml "$@" >>{tmp_path}/programs.log' in line
+    site = render_programs(tmp_path / "p.yaml", ["aipool"])["power-suspend.sh"]
+    assert "setpriv" not in site
+    assert "power suspend" in site
+
+
+def test_power_lines_for_slurm_conf(tmp_path: Path) -> None:
+    cfg = power_config(suspend_time="5m", resume_rate=0)
+    text = render_power_lines(cfg, tmp_path, {"gpu": ["gpu1", "egpu1"]}, ["gpu1", "egpu1"])
+    lines = dict(line.split("=", 1) for line in text.splitlines())
+    assert lines["ResumeProgram"] == f"{tmp_path}/power-resume.sh"
+    assert lines["ResumeFailProgram"] == f"{tmp_path}/power-resume-fail.sh"
+    assert lines["SuspendTime"] == "300"
+    assert lines["ResumeRate"] == "0"
+    assert lines["SuspendExcNodes"] == "egpu1:1,gpu1"
+    assert "DebugFlags" not in lines
