@@ -179,12 +179,13 @@ class NodeEnergy:
         return self.off_s / 3600 * self.watts / 1000
 
 
-def off_intervals(events: Iterable[Event], until: float) -> dict[str, list[tuple[float, float]]]:
-    """Per node, the spans it was off: from a suspend to the next resume (or ``until``).
+def off_spans(events: Iterable[Event]) -> dict[str, list[tuple[float, float | None]]]:
+    """Per node, the spans it was off: from a suspend to the next resume; the last one open
+    (``None``) while the node is still off.
 
     A node is on until its first suspend; a failed resume leaves it off (it never came up),
     a failed suspend leaves it on."""
-    spans: dict[str, list[tuple[float, float]]] = {}
+    spans: dict[str, list[tuple[float, float | None]]] = {}
     off_since: dict[str, float] = {}
     for ev in sorted(events, key=lambda e: e.at):
         if ev.kind is EventKind.SUSPEND:
@@ -192,9 +193,19 @@ def off_intervals(events: Iterable[Event], until: float) -> dict[str, list[tuple
         elif ev.kind is EventKind.RESUME and ev.node in off_since:
             spans.setdefault(ev.node, []).append((off_since.pop(ev.node), ev.at))
     for node, start in off_since.items():
-        if start < until:
-            spans.setdefault(node, []).append((start, until))
+        spans.setdefault(node, []).append((start, None))
     return spans
+
+
+def off_intervals(events: Iterable[Event], until: float) -> dict[str, list[tuple[float, float]]]:
+    """:func:`off_spans` with the open spans closed at ``until`` (those starting later left
+    out)."""
+    out: dict[str, list[tuple[float, float]]] = {}
+    for node, spans in off_spans(events).items():
+        closed = [(a, until if b is None else b) for a, b in spans if b is not None or a < until]
+        if closed:
+            out[node] = closed
+    return out
 
 
 def energy_saved(
