@@ -29,6 +29,9 @@ from typing import Any
 
 USAGE = "usage: aipool-lab-power start|stop NODE"
 GRACE_S = 10.0
+# a started slurmd outlives its Popen object; keeping the object stops Python from warning
+# that a child "is still running" when it is collected
+_STARTED: list[subprocess.Popen[bytes]] = []
 
 
 class Refused(Exception):
@@ -80,6 +83,7 @@ def start(cfg: dict[str, Any], node: str) -> str:
             start_new_session=True,
             env=cfg["env"],
         )
+    _STARTED.append(proc)
     pid_file = _pid_file(cfg, node)
     pid_file.parent.mkdir(parents=True, exist_ok=True)
     pid_file.write_text(f"{proc.pid}\n")
