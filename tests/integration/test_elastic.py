@@ -1,8 +1,8 @@
-"""Elastic nodes on a lab of their own (aipool/lab/elastic.yaml: gpu1 always up, egpu1 and
-egpu2 power-saved in `gpu`; elastic-power.yaml: SuspendTime 20 s).
+"""Elastic nodes on a lab of their own (aipool/lab/elastic.yaml: gpu1 and npu1 always up,
+egpu1, egpu2 in `gpu` and enpu1 in `npu` power-saved; elastic-power.yaml: SuspendTime 20 s).
 
-The power-saved nodes start powered down (``idle~``). A burst of GPU jobs has Slurm resume
-them through AIPool's resume program (the lab driver starts their slurmd through the lab's
+The power-saved nodes start powered down (``idle~``). A burst of GPU jobs and an NPU job has
+Slurm resume them through AIPool's resume program (the lab driver starts their slurmd through the lab's
 sudo rule), and the jobs run there; idle again, the nodes are suspended (``%`` then ``~``). A
 node whose resume fails (listed in the lab's refuse file) goes DOWN with the program's
 reason, and its job runs on another node. The programs' event log gives the energy saved.
@@ -29,8 +29,9 @@ from tests.integration.conftest import side_lab, wait_job, wait_until
 
 pytestmark = pytest.mark.slurm
 SHIFT = 240  # the side lab's ports: clear of the shared lab and of the other side labs
-ELASTIC = ("egpu1", "egpu2")
+ELASTIC = ("egpu1", "egpu2", "enpu1")
 GPUS = ["--partition=gpu", "--gres=gpu:2", "--output=/dev/null", "--chdir=/tmp"]
+NPUS = ["--partition=npu", "--gres=npu:910b:2", "--output=/dev/null", "--chdir=/tmp"]
 
 
 def sleep(seconds: int) -> str:
@@ -61,10 +62,13 @@ def powers(client: SlurmClient) -> dict[str, Power]:
 
 def test_burst_resumes_then_idle_suspends(elastic_lab: Lab, client: SlurmClient) -> None:
     states = client.node_states()
-    assert all(states[n].endswith("~") for n in (*ELASTIC, "enpu1")), states
+    assert all(states[n].endswith("~") for n in ELASTIC), states
     assert "~" not in states["gpu1"]
+    assert "~" not in states["npu1"]
 
     jobs = [client.submit(sleep(8), [*GPUS, f"--job-name=burst{i}"]) for i in range(3)]
+    # the NPU job asks for the power-saved Ascend node by name (npu1 would take it at once)
+    jobs.append(client.submit(sleep(8), [*NPUS, "--job-name=burst-npu", "--nodelist=enpu1"]))
     seen: set[tuple[str, Power]] = set()
     ran_on: dict[int, str] = {}
 
@@ -77,7 +81,7 @@ def test_burst_resumes_then_idle_suspends(elastic_lab: Lab, client: SlurmClient)
 
     # a job on a resumed node leaves CONFIGURING at slurmctld's next periodic check (<= 30 s)
     wait_until(all_ran, 60, interval=0.2)
-    assert set(ran_on.values()) == {"gpu1", *ELASTIC}
+    assert sorted(ran_on.values()) == sorted(["gpu1", *ELASTIC])
     # on their way up, sinfo marked them powering up (#); now they are plainly up
     assert {(n, Power.POWERING_UP) for n in ELASTIC} <= seen, seen
     assert all(powers(client)[n] is Power.ON for n in ELASTIC)
@@ -91,6 +95,7 @@ def test_burst_resumes_then_idle_suspends(elastic_lab: Lab, client: SlurmClient)
     wait_until(suspended, 60, interval=0.5)
     assert {(n, Power.POWERING_DOWN) for n in ELASTIC} & seen, seen
     assert powers(client)["gpu1"] is Power.ON  # always up: never suspended
+    assert powers(client)["npu1"] is Power.ON
 
     # the programs recorded it: each elastic node up once, then down; the energy follows
     cfg = load_config(elastic_lab.cfg.etc / "power.yaml")
@@ -104,6 +109,7 @@ def test_burst_resumes_then_idle_suspends(elastic_lab: Lab, client: SlurmClient)
     assert set(saved) >= set(ELASTIC)
     assert all(saved[n].kwh > 0 for n in ELASTIC)
     assert saved["egpu1"].watts == 250
+    assert saved["enpu1"].watts == 310  # its own figure (elastic-power.yaml)
 
 
 def test_failed_resume_downs_the_node_and_the_job_runs_elsewhere(
