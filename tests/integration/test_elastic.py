@@ -1,11 +1,12 @@
 """Elastic nodes on a lab of their own (aipool/lab/elastic.yaml: gpu1 and npu1 always up,
 egpu1, egpu2 in `gpu` and enpu1 in `npu` power-saved; elastic-power.yaml: SuspendTime 20 s).
 
-The power-saved nodes start powered down (``idle~``). A burst of GPU jobs and an NPU job has
-Slurm resume them through AIPool's resume program (the lab driver starts their slurmd through the lab's
-sudo rule), and the jobs run there; idle again, the nodes are suspended (``%`` then ``~``). A
-node whose resume fails (listed in the lab's refuse file) goes DOWN with the program's
-reason, and its job runs on another node. The programs' event log gives the energy saved.
+The power-saved nodes start powered down (``idle~``). A burst of GPU jobs and an NPU job
+has Slurm resume them through AIPool's resume program (the lab driver starts their slurmd
+through the lab's sudo rule), and the jobs run there; idle again, the nodes are suspended
+(``%`` then ``~``). A node whose resume fails (listed in the lab's refuse file) goes DOWN
+with the program's reason, and its job runs on another node. The programs' event log gives
+the energy saved.
 
 The module brings up its own lab (the lab under test's port offset +240, in its own
 directory) and takes it down at the end. The programs run from the job runtime, which
