@@ -16,6 +16,7 @@ Slurm has powered it down again. Run as root, with the job runtime up to date
 from __future__ import annotations
 
 import argparse
+import contextlib
 import statistics
 import sys
 import time
@@ -99,6 +100,8 @@ def main() -> None:
             )
     finally:
         lab.down()
+        with contextlib.suppress(OSError):  # the emptied lab directory
+            cfg.root.rmdir()
     a, e, u = (statistics.median(x) for x in (always, elastic, node_up))
     print(f"{'job on':<22}{'submit -> running (median)':>28}")
     print(f"{'always-up node':<22}{a:>26.2f} s")
