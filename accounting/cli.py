@@ -155,6 +155,50 @@ def energy(db: str | None, lab: bool, samples: Path, cluster: str | None, max_ga
     click.echo(f"{done.samples} samples of {done.jobs} jobs: {kwh(done.joules)} kWh added")
 
 
+@accounting.command(name="power-saved")
+@_db
+@_lab
+@click.option(
+    "--config",
+    "config_path",
+    required=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="the elastic nodes' configuration (its event log and idle watts; docs/elastic.md)",
+)
+@click.option("--cluster", help="the Slurm cluster the nodes are of (default: Slurm's only one)")
+def power_saved(db: str | None, lab: bool, config_path: Path, cluster: str | None) -> None:
+    """Record the elastic nodes' powered-down spans from their event log (idempotent) and
+    print the energy they saved in the last 30 days."""
+    import time
+
+    from sqlalchemy.orm import Session
+
+    from accounting.power import import_power_off, saved_kwh
+    from slurm_plugins.common.cli import load_or_exit
+    from slurm_plugins.power.config import load_config
+    from slurm_plugins.power.program import read_events
+
+    cfg = load_or_exit(load_config, config_path)
+    if cfg.events is None:
+        raise click.UsageError(f"{config_path}: no events: file is configured")
+    if cluster is None:
+        names = _client(lab).clusters()
+        if len(names) != 1:
+            raise click.UsageError(f"Slurm knows {len(names)} clusters: name one with --cluster")
+        cluster = names[0]
+    engine = _engine(db)
+    with Session(engine) as session:
+        done = import_power_off(session, cluster, read_events(cfg.events), cfg.watts)
+        session.commit()
+    now = time.time()
+    with engine.connect() as conn:
+        saved = saved_kwh(conn, now - 30 * 86400, now, cluster=cluster)
+    click.echo(
+        f"{done.added} spans added, {done.closed} closed; "
+        f"{sum(saved.values())} kWh saved in 30 days"
+    )
+
+
 def _topology(client: SlurmClient) -> Topology:
     """The cluster's node cards and account tree, for metering saved documents; without a
     cluster that answers, GPU models come from the jobs' own TRES and domains are accounts."""

@@ -146,3 +146,7 @@ TABLES += ALERT_TABLES
 from accounting.energy_models import ENERGY_TABLES  # noqa: E402
 
 TABLES += ENERGY_TABLES
+
+from accounting.power_models import POWER_TABLES  # noqa: E402
+
+TABLES += POWER_TABLES

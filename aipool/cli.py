@@ -166,6 +166,7 @@ def _mount() -> None:
     from slurm_plugins.health.cli import cli as health_cli
     from slurm_plugins.node.cli import cli as node_cli
     from slurm_plugins.policy.cli import COMMANDS as policy_commands
+    from slurm_plugins.power.cli import cli as power_cli
 
     gres_cli.add_command(score_cli)
     main.add_command(gres_cli, name="gres")
@@ -179,6 +180,7 @@ def _mount() -> None:
     main.add_command(policy_cli, name="policy")
     main.add_command(health_cli, name="health")
     main.add_command(node_cli, name="node")
+    main.add_command(power_cli, name="power")
     main.add_command(accounting)
     main.add_command(reconcile_cli, name="reconcile")
     main.add_command(backup)

@@ -108,6 +108,9 @@ DEFAULTS: dict[str, Any] = {
     "SAMPLES_DIR": None,
     # the compute scores per node kind (aipool gres score run --store); None: none shown
     "SCORES_FILE": None,
+    # the elastic nodes' configuration (aipool power; its event log gives the energy saved);
+    # None: no energy saved shown
+    "POWER_CONFIG": None,
     # the policy daemon's state directory (its decision log: why it holds or steers a job,
     # shown on the job's page); None: no policy reasons shown
     "POLICY_STATE_DIR": None,

@@ -23,7 +23,7 @@ from typing import Any
 
 import httpx
 
-from aipool.lab import daemons, host, metrics, preflight
+from aipool.lab import daemons, host, metrics, power, preflight
 from aipool.lab.config import MAX_CLUSTERS, LabConfig
 from aipool.lab.daemons import LabError
 from aipool.lab.nsexec import nsexec_argv
@@ -392,7 +392,14 @@ class Lab:
         self, ledger: dict[str, Any], report: Report, cfg: LabConfig, inv: Inventory
     ) -> None:
         prefix = "" if cfg is self.cfg else f"{cfg.cluster}/"
+        found = power.lab_power(cfg)
+        saved = set(found[0].nodes) if found else set()
+        if saved:
+            # the elastic nodes start powered down: Slurm has their slurmd started on resume
+            power.install_starter(cfg, tuple(sorted(saved)), self.slurmd_argv)
         for node in inv.nodes:
+            if node.name in saved:
+                continue
             self.start(
                 ledger,
                 report,
@@ -402,7 +409,7 @@ class Lab:
                 env=cfg.env(),
             )
         client = self.client if cfg is self.cfg else SlurmClient(env=cfg.env(), timeout=20)
-        names = {n.name for n in inv.nodes}
+        names = {n.name for n in inv.nodes} - saved
         daemons.wait_for(
             f"{cfg.cluster}: slurmd nodes idle",
             lambda: _nodes_up(client, names),
@@ -410,6 +417,11 @@ class Lab:
             log=cfg.log / "slurmctld.log",
             interval=0.1,
         )
+
+    def slurmd_argv(self, node: str) -> list[str]:
+        """How a power-saved node's slurmd starts: as the others, with ``-b`` so that Slurm
+        sees a fresh boot on every resume."""
+        return self.as_lab_host(self.cfg, ["slurmd", "-D", "-b", "-N", node])
 
     def _member_up(
         self, ledger: dict[str, Any], report: Report, member: LabConfig, tenants: Tenants
@@ -599,9 +611,11 @@ class Lab:
         entries = ledger["daemons"]
         stopped: list[str] = []
 
-        def stop(names: list[str]) -> None:
+        def stop(names: list[str], also: list[tuple[int, str]] | None = None) -> None:
             present = [n for n in names if n in entries]
-            daemons.stop((entries[n]["pid"], entries[n]["expect"]) for n in present)
+            daemons.stop(
+                [*((entries[n]["pid"], entries[n]["expect"]) for n in present), *(also or [])]
+            )
             stopped.extend(present)
 
         # AIPool's own services first: nothing may act on the cluster while it drains
@@ -611,8 +625,11 @@ class Lab:
         for member in self.members():
             if self._running(ledger, f"{member.cluster}/slurmctld"):
                 self._drain_jobs(SlurmClient(env=member.env(), timeout=20))
-        # every cluster's slurmd and controllers at once (each takes ~2 s after SIGTERM)
-        stop([n for n in entries if _base(n).startswith(("slurmd-", "slurmctld"))] + ["slurmrestd"])
+        # every cluster's slurmd and controllers at once (each takes ~2 s after SIGTERM), the
+        # elastic nodes' too (started by the lab's power starter, not in the ledger)
+        elastic = power.started(self.cfg)
+        nodes = [n for n in entries if _base(n).startswith(("slurmd-", "slurmctld"))]
+        stop([*nodes, "slurmrestd"], elastic)
         stop(["slurmdbd"])
         stop(["mariadbd", "munged"])
         ledger["daemons"] = {}
@@ -631,11 +648,14 @@ class Lab:
                 self.cfg.root / "policy",
                 self.cfg.root_helper.parent,
                 self.cfg.clusters_dir,
+                self.cfg.power_dir,
             ):
                 shutil.rmtree(d, ignore_errors=True)
             self.cfg.ledger.unlink(missing_ok=True)
             # the root helper's sudoers rule goes with the lab (services.install_helper)
             self.cfg.sudoers_file.unlink(missing_ok=True)
+            self.cfg.power_sudoers.unlink(missing_ok=True)
+            self.cfg.power_refuse.unlink(missing_ok=True)
         else:
             self._save(ledger)
         return stopped

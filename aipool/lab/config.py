@@ -21,6 +21,10 @@ MEMBER_INVENTORY = PACKAGE_DIR / "cluster2.yaml"
 #: The lab of MLU, DCU and XPU cards: a node of each kind's fake devices in the ``accel``
 #: partition (``AIPOOL_LAB_INVENTORY``, or a test's side lab).
 ACCEL_INVENTORY = PACKAGE_DIR / "accel.yaml"
+#: The lab with elastic nodes: power-saved GPU and NPU nodes beside always-up ones
+#: (``AIPOOL_LAB_ELASTIC=1``, or a test's side lab), and their power configuration.
+ELASTIC_INVENTORY = PACKAGE_DIR / "elastic.yaml"
+ELASTIC_POWER = PACKAGE_DIR / "elastic-power.yaml"
 # The job runtime (scripts/install-runtime.sh): what every user's jobs run, readable by all
 DEFAULT_RUNTIME = Path("/opt/aipool/runtime")
 # Every further cluster of a multi-cluster lab moves its ports by this much (so two clusters of
@@ -72,6 +76,9 @@ class LabConfig:
     # seconds without the primary before a backup takes over (Slurm's default is 120)
     ctld_timeout: int = 5
     runtime: Path = DEFAULT_RUNTIME
+    # elastic nodes (Slurm's power saving through `aipool power`): their configuration, or
+    # None for a lab whose nodes are all always up (the default)
+    power: Path | None = None
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> LabConfig:
@@ -88,9 +95,17 @@ class LabConfig:
             cfg = replace(cfg, ports=cfg.ports.shifted(_int(offset, "AIPOOL_LAB_PORT_OFFSET")))
         if runtime := env.get("AIPOOL_RUNTIME"):
             cfg = replace(cfg, runtime=Path(runtime))
+        if env.get("AIPOOL_LAB_ELASTIC", "") not in ("", "0"):
+            cfg = cfg.elastic()
+        if power := env.get("AIPOOL_LAB_POWER"):
+            cfg = replace(cfg, power=Path(power))
         if ctl := env.get("AIPOOL_LAB_CONTROLLERS"):
             cfg = cfg.with_controllers(_int(ctl, "AIPOOL_LAB_CONTROLLERS"))
         return cfg
+
+    def elastic(self) -> LabConfig:
+        """This lab with the elastic nodes' inventory and power configuration."""
+        return replace(self, inventory=ELASTIC_INVENTORY, power=ELASTIC_POWER)
 
     def with_controllers(self, count: int) -> LabConfig:
         """This lab with ``count`` slurmctld (1 = no backup)."""
@@ -116,6 +131,7 @@ class LabConfig:
             ports=ports,
             inventory=MEMBER_INVENTORY,
             controllers=1,
+            power=None,
         )
 
     @property
@@ -147,6 +163,26 @@ class LabConfig:
         """The sudoers rule that lets the service user run the root helper (sudo skips names
         with a dot, so the cluster's name is joined by a dash)."""
         return Path("/etc/sudoers.d") / f"aipool-lab-{self.cluster}"
+
+    @property
+    def power_helper(self) -> Path:
+        """The lab's starter of power-saved nodes' slurmd (root's; run through sudo)."""
+        return self.root / "sbin" / "aipool-lab-power"
+
+    @property
+    def power_sudoers(self) -> Path:
+        """The sudoers rule that lets the service user run the starter, and nothing else."""
+        return Path("/etc/sudoers.d") / f"aipool-lab-{self.cluster}-power"
+
+    @property
+    def power_dir(self) -> Path:
+        """The power programs' own directory (the service user's): the event log."""
+        return self.root / "power"
+
+    @property
+    def power_refuse(self) -> Path:
+        """Nodes listed here (one a line) do not power on: a lab's broken BMC."""
+        return self.root / "power-refuse"
 
     @property
     def admission(self) -> Path:

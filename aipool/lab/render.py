@@ -10,6 +10,8 @@ from dataclasses import dataclass, replace
 import jinja2
 
 from aipool.lab.config import PACKAGE_DIR, LabConfig
+from aipool.lab.daemons import LabError
+from aipool.lab.power import CONFIG_FILE, lab_power, program_files
 from gres.inventory import Inventory, NodeInventory
 from gres.naming import ACCEL_KINDS
 from gres.render import (
@@ -23,6 +25,7 @@ from gres.topology import render_topology_conf
 from slurm_plugins.admission import HOOK_FILE, load_policy, render_hook
 from slurm_plugins.admission.config import LAB_POLICY, Kind, PolicyConfig, Pool
 from slurm_plugins.admission.render import ADMISSION_SUBDIR
+from slurm_plugins.power.render import render_power_lines
 
 _ENV = jinja2.Environment(
     loader=jinja2.FileSystemLoader(PACKAGE_DIR / "templates"),
@@ -76,16 +79,36 @@ def lab_policy(inv: Inventory) -> PolicyConfig:
     return replace(policy, cluster=replace(policy.cluster, gres=gres), pools=pools)
 
 
-def node_extra(cfg: LabConfig, inv: Inventory) -> dict[str, dict[str, str]]:
-    """Every lab node is one ``slurmd -N`` on this host, with its own port."""
+def node_extra(
+    cfg: LabConfig, inv: Inventory, power_saved: tuple[str, ...] = ()
+) -> dict[str, dict[str, str]]:
+    """Every lab node is one ``slurmd -N`` on this host, with its own port; a power-saved one
+    is a cloud node: it starts powered down and Slurm does not wait for it."""
     return {
         n.name: {
             "NodeHostname": "localhost",
             "NodeAddr": cfg.address,
             "Port": str(cfg.ports.slurmd_base + i),
+            **({"State": "CLOUD"} if n.name in power_saved else {}),
         }
         for i, n in enumerate(inv.nodes)
     }
+
+
+def power_files(cfg: LabConfig, inv: Inventory) -> tuple[str, tuple[str, ...], dict[str, str]]:
+    """slurm.conf's power-saving lines, the power-saved nodes and the files beside (the
+    configuration and the programs); nothing for a lab without elastic nodes."""
+    found = lab_power(cfg)
+    if found is None:
+        return "", (), {}
+    power, text = found
+    parts = {p.name: p.nodes for p in partitions(inv)}
+    names = tuple(n.name for n in inv.nodes)
+    unknown = sorted(set(power.nodes) - set(names))
+    if unknown:
+        raise LabError(f"{cfg.power}: nodes {', '.join(unknown)} are not in {cfg.inventory}")
+    lines = render_power_lines(power, cfg.etc, parts, names, debug=True)
+    return lines.rstrip("\n"), power.nodes, {CONFIG_FILE: text, **program_files(cfg)}
 
 
 def render_lab(
@@ -111,11 +134,13 @@ def render_lab(
         pair = render_hook(policy)
         hook = {f"{ADMISSION_SUBDIR}/{name}": text for name, text in pair.items()}
         hook[HOOK_FILE] = render_hook(policy, table_dir=ADMISSION_SUBDIR)[HOOK_FILE]
+    power_lines, power_saved, power = power_files(cfg, inv)
     slurm_conf = _ENV.get_template("slurm.conf.j2").render(
         cfg=cfg,
         gres_types=gres_types(inv),
         accounting_tres=accounting_tres(inv),
-        node_lines=render_node_lines(inv, node_extra(cfg, inv)).rstrip("\n"),
+        node_lines=render_node_lines(inv, node_extra(cfg, inv, power_saved)).rstrip("\n"),
+        power_lines=power_lines,
         partitions=partitions(inv),
         job_submit=job_submit,
         loopback_only=loopback_only,
@@ -130,6 +155,7 @@ def render_lab(
     return {
         **hook,
         **topology,
+        **power,
         "slurm.conf": slurm_conf,
         "slurmdbd.conf": dbd_conf,
         "gres.conf": render_gres_conf(inv),

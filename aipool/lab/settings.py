@@ -35,6 +35,8 @@ def portal_settings(cfg: LabConfig | None = None) -> dict[str, Any]:
         "SAMPLES_DIR": str(cfg.root / "policy" / "samples"),
         # the compute scores per node kind (aipool gres score run --lab --store …)
         "SCORES_FILE": str(cfg.root / "scores.json"),
+        # elastic nodes: the energy saved, from their programs' event log (none: not shown)
+        "POWER_CONFIG": str(cfg.etc / "power.yaml") if cfg.power else None,
         # the policy daemon's decision log (why it holds or steers a job), for the job pages
         "POLICY_STATE_DIR": str(cfg.root / "policy"),
         # the admission table's directory, the portal's to write (the hook stays root's)

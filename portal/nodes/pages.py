@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import time
+
 from flask import Blueprint, render_template, request
 from flask_login import login_required
 
 from portal.errors import SlurmUnavailable
-from portal.nodes import series
+from portal.nodes import energy, series
 from portal.nodes.service import pool_of, read_nodes
 from portal.slurm import slurm
 from portal.web import session
@@ -22,7 +24,12 @@ def index() -> str:
         nodes = read_nodes(slurm())
     except SlurmUnavailable as exc:
         nodes, error = [], exc.message
-    return render_template("nodes/index.html", pool=pool_of(nodes), error=error)
+    return render_template(
+        "nodes/index.html",
+        pool=pool_of(nodes),
+        error=error,
+        energy=energy.energy_report(energy.DEFAULT_WINDOW, time.time()),
+    )
 
 
 @bp.route("/nodes/charts")

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from marshmallow import Schema, fields, validate
 
-from portal.nodes import series
+from portal.nodes import energy, series
 from portal.nodes.schemas import ClusterSchema, NodeSchema, capacity_data, node_data
 from portal.nodes.service import pool_of, read_nodes
 from portal.pagination import PageParams, page_of_list
@@ -73,3 +74,50 @@ class Series(AuthedView):
         node's utilisation over a window, from the control daemon's samples (one value per
         point; null where there was no sample)."""
         return series.read(session(), args["window"], series.now(), cluster=args.get("cluster"))
+
+
+class EnergyQuerySchema(Schema):
+    window = fields.String(
+        load_default=energy.DEFAULT_WINDOW,
+        validate=validate.OneOf(list(energy.WINDOWS)),
+        metadata={"description": "how far back: 1d, 7d or 30d"},
+    )
+
+
+class NodeEnergySchema(Schema):
+    node = fields.String()
+    hours_off = fields.Float(metadata={"description": "hours powered down in the window"})
+    watts = fields.Float(metadata={"description": "its idle draw, which powering down saves"})
+    kwh = fields.Float(metadata={"description": "energy saved: hours off x idle watts"})
+
+
+class EnergySchema(Schema):
+    configured = fields.Boolean(metadata={"description": "false: no elastic nodes here"})
+    window = fields.String()
+    start = fields.Float(metadata={"description": "Unix time the window starts"})
+    end = fields.Float()
+    hours_off = fields.Float()
+    kwh = fields.Float()
+    nodes = fields.List(fields.Nested(NodeEnergySchema))
+
+
+@blp.route("/nodes/energy")
+class Energy(AuthedView):
+    @blp.arguments(EnergyQuerySchema, location="query")
+    @blp.response(200, EnergySchema)
+    def get(self, args: dict[str, Any]) -> dict[str, Any]:
+        """Energy saved by elastic nodes: the hours each spent powered down in the window
+        times its idle draw, from the power programs' event log."""
+        report = energy.energy_report(args["window"], time.time())
+        return {
+            "configured": report.configured,
+            "window": args["window"],
+            "start": report.since,
+            "end": report.until,
+            "hours_off": report.hours,
+            "kwh": report.kwh,
+            "nodes": [
+                {"node": n.node, "hours_off": n.hours, "watts": n.watts, "kwh": n.kwh}
+                for n in report.nodes
+            ],
+        }

@@ -32,6 +32,8 @@ FLAGS: tuple[tuple[str, tuple[str, str]], ...] = (
     ("RESERVED", (N_("Reserved"), N_("In an advance reservation."))),
     ("POWERED_DOWN", (N_("Powered down"), N_("Switched off to save power."))),
     ("POWERING_UP", (N_("Powering up"), N_("Being switched on."))),
+    ("POWERING_DOWN", (N_("Powering down"), N_("Being switched off after its idle time."))),
+    ("POWER_DOWN", (N_("To be powered down"), N_("Will be switched off once it is idle."))),
 )
 
 

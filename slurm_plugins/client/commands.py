@@ -211,6 +211,14 @@ class SlurmClient:
             return self._read(["scontrol", *self._m(), "show", "nodes", "--json"], parse.nodes)
         return self._read(["sinfo", *self._m(), "--json"], parse.nodes)
 
+    def node_states(self) -> dict[str, str]:
+        """Node -> sinfo's compact state with its power suffix (``idle~`` powered down,
+        ``alloc#`` powering up, ``idle%`` powering down, ``idle!`` to be powered down), as an
+        operator reads it; ``--all`` so that powered-down cloud nodes are listed too."""
+        argv = ["sinfo", *self._m(), "--all", "--noheader", "--Node", "--format=%N %t"]
+        done = self._run(argv)
+        return dict(line.split(None, 1) for line in done.stdout.splitlines() if " " in line)
+
     def leaf_switches(self) -> dict[str, str]:
         """Node -> its leaf switch from ``scontrol show topology``; empty without switches."""
         done = self._run(["scontrol", *self._m(), "show", "topology"])

@@ -52,9 +52,11 @@ def side_lab(
     inventory: Path | None = None,
     clusters: int | None = None,
     controllers: int | None = None,
+    power: Path | None = None,
 ) -> Iterator[Lab]:
     """A lab of a test's own beside the lab under test (its root plus ``-suffix``, its ports
-    shifted by ``port_shift``), brought up in that shape and taken down at the end."""
+    shifted by ``port_shift``), brought up in that shape (``power``: with elastic nodes) and
+    taken down at the end."""
     cfg = replace(
         LabConfig(),
         root=Path(f"{lab.cfg.root}-{suffix}"),
@@ -63,6 +65,8 @@ def side_lab(
     )
     if inventory is not None:
         cfg = replace(cfg, inventory=inventory)
+    if power is not None:
+        cfg = replace(cfg, power=power)
     side = Lab(cfg)
     try:
         side.up(clusters=clusters, controllers=controllers)

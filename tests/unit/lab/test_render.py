@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
-from aipool.lab.config import ACCEL_INVENTORY, DEFAULT_INVENTORY, LabConfig
+import pytest
+import yaml
+
+from aipool.lab.config import ACCEL_INVENTORY, DEFAULT_INVENTORY, ELASTIC_POWER, LabConfig
+from aipool.lab.daemons import LabError
 from aipool.lab.render import partitions, render_lab
 from gres.inventory import load_inventory
 from gres.render import render_gres_conf
@@ -93,3 +98,45 @@ def test_the_accelerator_lab_has_its_own_partition_and_tres(tmp_path: Path) -> N
     )
     assert "'acc1:mlu') echo \"0 1\"" in files["taskprolog.sh"]
     assert "accel" not in {p.name for p in partitions(load_inventory(DEFAULT_INVENTORY))}
+
+
+def test_the_default_lab_has_no_power_saving(tmp_path: Path) -> None:
+    cfg = LabConfig.from_env({"AIPOOL_LAB_DIR": str(tmp_path)})
+    files = render_lab(cfg, load_inventory(DEFAULT_INVENTORY), db_password="pw")
+    assert cfg.power is None
+    assert "SuspendTime" not in conf(files["slurm.conf"])
+    assert "State=CLOUD" not in files["slurm.conf"]
+    assert not [name for name in files if name.startswith("power")]
+
+
+def test_the_elastic_lab_powers_its_elastic_nodes_through_the_service_user(
+    tmp_path: Path,
+) -> None:
+    cfg = LabConfig.from_env({"AIPOOL_LAB_DIR": str(tmp_path), "AIPOOL_LAB_ELASTIC": "1"})
+    assert cfg.power == ELASTIC_POWER
+    files = render_lab(cfg, load_inventory(cfg.inventory), db_password="pw")
+    slurm = conf(files["slurm.conf"])
+    assert slurm["ResumeProgram"] == str(tmp_path / "etc" / "power-resume.sh")
+    assert slurm["SuspendTime"] == "20"
+    assert slurm["SuspendExcNodes"] == "gpu1,npu1,cpu1"
+    assert slurm["PrivateData"].endswith(",cloud")
+    assert "cloud_dns" in slurm["SlurmctldParameters"]
+    cloud = [ln.split()[0] for ln in files["slurm.conf"].splitlines() if "State=CLOUD" in ln]
+    assert cloud == ["NodeName=egpu1", "NodeName=egpu2", "NodeName=enpu1"]
+    script = files["power-resume.sh"]
+    assert "setpriv --reuid=aipool --regid=aipool" in script
+    assert f"--config {tmp_path}/etc/power.yaml" in script
+    power = yaml.safe_load(files["power.yaml"])
+    assert power["driver"] == {
+        "kind": "lab",
+        "helper": ["sudo", "-n", str(tmp_path / "sbin" / "aipool-lab-power")],
+    }
+    assert power["events"] == str(tmp_path / "power" / "events.jsonl")
+
+
+def test_a_power_configuration_naming_unknown_nodes_is_refused(tmp_path: Path) -> None:
+    bad = tmp_path / "power.yaml"
+    bad.write_text("nodes: ghost[1-2]\n")
+    cfg = replace(LabConfig(root=tmp_path), power=bad)
+    with pytest.raises(LabError, match="ghost1, ghost2 are not in"):
+        render_lab(cfg, load_inventory(DEFAULT_INVENTORY), db_password="pw")
