@@ -110,8 +110,13 @@ def services() -> None:
 
 
 @services.command("up")
-@click.option("--port", default=8080, show_default=True, help="Portal port on 127.0.0.1.")
-def services_up(port: int) -> None:
+@click.option(
+    "--port",
+    type=int,
+    default=None,
+    help="Portal port on 127.0.0.1 [default: 8080, moved by AIPOOL_LAB_PORT_OFFSET].",
+)
+def services_up(port: int | None) -> None:
     """Start the policy daemon and the portal (demo tenants); idempotent."""
     from aipool.lab import services as svc
 

@@ -52,6 +52,8 @@ class LabPorts:
     health_metrics: int = 9103
     accounting_metrics: int = 9104
     agent_metrics_base: int = 9111
+    # the portal of `aipool lab services up`
+    portal: int = 8080
 
     def shifted(self, offset: int) -> LabPorts:
         """Every port moved by ``offset``: a second lab on the same host."""

@@ -147,9 +147,10 @@ def _reclaim_portal_home(home: Path) -> None:
                     shutil.chown(path, host.SERVICE_USER, host.SERVICE_USER)
 
 
-def up(lab: Lab, *, port: int = 8080) -> ServiceInfo:
+def up(lab: Lab, *, port: int | None = None) -> ServiceInfo:
     """Start every service that is not running, as the service user (not root); the portal
-    first answers before we return."""
+    (on ``port``, else the lab's own) first answers before we return."""
+    port = lab.cfg.ports.portal if port is None else port
     if not lab.is_up():
         raise daemons.LabError("the lab is not up: run `aipool lab up` first")
     cfg, ledger, report = lab.cfg, lab.ledger(), Report()

@@ -103,3 +103,9 @@ def test_a_running_lab_keeps_its_shape(tmp_path: Path) -> None:
     ledger["controllers"] = 3
     tmp_path.joinpath("lab.json").write_text(json.dumps(ledger))
     assert Lab(LabConfig(root=tmp_path)).cfg.controllers == 3
+
+
+def test_a_shifted_lab_serves_its_portal_on_a_shifted_port(tmp_path: Path) -> None:
+    assert LabConfig.from_env({"AIPOOL_LAB_DIR": str(tmp_path)}).ports.portal == 8080
+    shifted = LabConfig.from_env({"AIPOOL_LAB_DIR": str(tmp_path), "AIPOOL_LAB_PORT_OFFSET": "500"})
+    assert shifted.ports.portal == 8580
