@@ -27,7 +27,7 @@ from portal.pages import show_error
 from portal.presets.catalog import Preset, presets
 from portal.presets.catalog import get as get_preset
 from portal.presets.texts import summary, title
-from portal.registry import forms, reports, runs, service, sharing, words
+from portal.registry import forms, reports, runs, service, sharing, storage, words
 from portal.registry.access import Level
 from portal.registry.cards import render
 from portal.registry.expiry import end_of_day
@@ -231,8 +231,20 @@ def deploy(model_id: int, number: int) -> Response:
 @bp.route("/presets")
 @login_required
 def preset_list() -> str:
+    found = list(presets().values())
+    mirror = storage.mirror()
+    # what a member can import now: a preset needs no hub weights, or the site mirrored them
+    weights = {
+        p.name: "none" if not p.mirror else "here" if (mirror / p.mirror).is_dir() else "absent"
+        for p in found
+    }
+    fill = {p.name: f"aipool models mirror fill {p.name}" for p in found}
     return render_template(
-        "registry/presets.html", presets=list(presets().values()), projects=_submit_projects()
+        "registry/presets.html",
+        presets=found,
+        weights=weights,
+        fill=fill,
+        projects=_submit_projects(),
     )
 
 

@@ -193,3 +193,16 @@ def test_preset_api(reg: Env) -> None:  # noqa: F811
         "/api/v1/presets/digits-classifier/import", json={"project_id": reg.world.projects["cs101"]}
     )
     assert r.status_code == 404
+
+
+def test_the_presets_page_says_whose_weights_the_site_holds(reg: Env) -> None:  # noqa: F811
+    from tests.unit.portal.test_pages import login
+
+    mirror = Path(reg.app.config["MODEL_MIRROR"]) / "shibing624" / "bert4ner-base-chinese"
+    mirror.mkdir(parents=True)
+    page = login(reg, "alice").get("/presets").get_data(as_text=True)
+    rows = {r.split("</small>")[0].rsplit(">", 1)[-1]: r for r in page.split("<tr>")[2:]}
+    assert "None needed" in rows["digits-classifier"]
+    assert "In the site's mirror" in rows["bert-ner-zh"]
+    assert "Not mirrored yet" in rows["qwen-chat"]
+    assert "aipool models mirror fill qwen-chat" in rows["qwen-chat"]
