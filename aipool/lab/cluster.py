@@ -126,7 +126,10 @@ class Lab:
             log=self.cfg.log / f"{name}.out",
             user=user,
             env={**self.cfg.env(), **(env or {})},
-            cwd=cwd,
+            # the lab's own directory, never the caller's: a checkout that starts the lab may
+            # go away while its daemons run (slurmrestd 22.05 dies on a submission when its
+            # working directory is gone)
+            cwd=cwd or self.cfg.root,
         )
         ledger["daemons"][name] = {"pid": proc.pid, "expect": expect, "argv": list(proc.argv)}
         self._save(ledger)
