@@ -70,7 +70,9 @@ TEXTS = """() => {
   return out;
 }"""
 #: nlp's names, which a user of another tenant never reads
-NLP_MARKS = re.compile(r"\bnlp\b|\bnlp-|\balice\b|\bmia\b", re.I)
+# the project is "nlp" as written (a hub name such as Helsinki-NLP is no tenant's); people's
+# names in any case
+NLP_MARKS = re.compile(r"(?-i:\bnlp\b|\bnlp-)|\balice\b|\bmia\b", re.I)
 
 
 def serve_axe(app: Flask) -> None:
