@@ -225,10 +225,8 @@ class SlurmClient:
         return parse.leaf_switches(done.stdout, expand_hostlist)
 
     def partitions(self) -> list[Partition]:
-        if self._has_scontrol_json():
-            argv = ["scontrol", *self._m(), "show", "partitions", "--json"]
-            return self._read(argv, parse.partitions)
-        # 22.05's sinfo --json has no partitions: read scontrol's one-line records
+        # scontrol's one-line records on every release: 22.05's sinfo --json has no
+        # partitions, and 23.02+'s `show partitions --json` drops the Default flag
         done = self._run(["scontrol", *self._m(), "--oneliner", "show", "partitions"])
         return parse.partitions_text(done.stdout)
 
