@@ -149,7 +149,10 @@ def _settle(client: SlurmClient, job_id: int, timeout: float) -> Job:
     def settled() -> bool:
         seen[:] = [client.job(job_id)]
         j = seen[0]
-        return j.is_running or (j.is_pending and j.reason not in UNJUDGED)
+        # a job the hook deferred for the placement daemon is not judged yet either: 24.11
+        # shows its reason as BeginTime at once, 22.05 only once the scheduler has looked
+        waiting = j.reason in UNJUDGED or collect.deferred(j, time.time())
+        return j.is_running or (j.is_pending and not waiting)
 
     _wait(settled, timeout, f"probe job {job_id} to start or be refused")
     return seen[0]

@@ -270,19 +270,30 @@ class Lab:
         return "slurmctld" if index == 1 else f"slurmctld-{index}"
 
     def _controllers(self, ledger: dict[str, Any], report: Report) -> None:
-        for index in range(1, self.cfg.controllers + 1):
-            self.start_controller(index, ledger=ledger, report=report)
+        self.start_controller(1, ledger=ledger, report=report)
+        pid = int(ledger["daemons"]["slurmctld"]["pid"])
+        ctld_log = self.cfg.log / "slurmctld.log"
         if self.cfg.controllers == 1:
-            pid = int(ledger["daemons"]["slurmctld"]["pid"])
-            ctld_log = self.cfg.log / "slurmctld.log"
             daemons.wait_for("slurmctld", self.client.ping, timeout=30, pid=pid, log=ctld_log)
             return
+        # backups join a primary that serves: a starting primary asks every backup to stand
+        # down, and 24.11's waits out its message timeout on a backup that is starting too
+        daemons.wait_for("slurmctld primary", self._primary_up, timeout=30, pid=pid, log=ctld_log)
+        for index in range(2, self.cfg.controllers + 1):
+            self.start_controller(index, ledger=ledger, report=report)
         daemons.wait_for(
             "slurmctld primary and backups",
             self._all_controllers_up,
             timeout=30,
             log=self.cfg.log / "slurmctld.log",
         )
+
+    def _primary_up(self) -> bool:
+        try:
+            ctlds = self.client.controllers()
+        except SlurmError:
+            return False
+        return bool(ctlds) and ctlds[0].up
 
     def _all_controllers_up(self) -> bool:
         try:

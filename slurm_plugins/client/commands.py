@@ -14,7 +14,7 @@ from typing import TypeVar
 
 from gres.hostlist import expand_hostlist
 from slurm_plugins.client import accounts as accounts_mod
-from slurm_plugins.client import parse
+from slurm_plugins.client import parse, versions
 from slurm_plugins.client.errors import (
     ControllerUnavailable,
     JobNotFound,
@@ -196,11 +196,13 @@ class SlurmClient:
 
     def jobs(self, *, active_only: bool = True) -> list[Job]:
         """Jobs in the controller; finished ones still in memory are dropped unless asked."""
-        jobs = self._read(["squeue", *self._m(), "--all", "--json"], parse.jobs)
+        every = versions.squeue_every_state(self.release_tuple())
+        jobs = self._read(["squeue", *self._m(), "--all", *every, "--json"], parse.jobs)
         return [j for j in jobs if j.state.is_active] if active_only else jobs
 
     def job(self, job_id: int) -> Job:
-        argv = ["squeue", *self._m(), "--json", "--jobs", str(job_id)]
+        every = versions.squeue_every_state(self.release_tuple())
+        argv = ["squeue", *self._m(), *every, "--json", "--jobs", str(job_id)]
         for j in self._read(argv, parse.jobs):  # unknown ids raise JobNotFound (classify)
             if j.job_id == job_id:
                 return j
@@ -225,10 +227,8 @@ class SlurmClient:
         return parse.leaf_switches(done.stdout, expand_hostlist)
 
     def partitions(self) -> list[Partition]:
-        if self._has_scontrol_json():
-            argv = ["scontrol", *self._m(), "show", "partitions", "--json"]
-            return self._read(argv, parse.partitions)
-        # 22.05's sinfo --json has no partitions: read scontrol's one-line records
+        # scontrol's one-line records on every release: 22.05's sinfo --json has no
+        # partitions, and 23.02+'s `show partitions --json` drops the Default flag
         done = self._run(["scontrol", *self._m(), "--oneliner", "show", "partitions"])
         return parse.partitions_text(done.stdout)
 

@@ -19,3 +19,14 @@ def rest_plugins(release: Release) -> str:
     if release >= SPLIT_REST_PLUGINS:
         return "openapi/slurmctld,openapi/slurmdbd"
     return "openapi/v0.0.38,openapi/dbv0.0.38"
+
+
+#: The first release whose ``squeue --json`` honours squeue's filters, its default state
+#: filter included: jobs that have ended but are still in slurmctld's memory are hidden
+#: unless ``--states=all`` is given (22.05 lists them).
+SQUEUE_JSON_FILTERS: Release = (23, 2)
+
+
+def squeue_every_state(release: Release) -> list[str]:
+    """What ``squeue --json`` needs to list ended jobs still in memory, as 22.05 does."""
+    return ["--states=all"] if release >= SQUEUE_JSON_FILTERS else []

@@ -29,6 +29,7 @@ from slurm_plugins.policy.snapshot import (
 _DETAIL = re.compile(
     r"(?P<name>[a-z]+)(?::(?P<type>[^:(]+))?:(?P<n>\d+)\((?:IDX:)?(?P<idx>[^)]*)\)"
 )
+_SHARES = re.compile(r"(\d+)/\d+")
 
 
 def _ts(t: datetime | None) -> float | None:
@@ -105,6 +106,9 @@ def _cards(nodes: Sequence[str], details: Sequence[str], per_gpu: int) -> Iterab
             idx = _indexes(m["idx"])
             if m["name"] == "gpu":
                 yield from (CardUse(node, i, per_gpu) for i in idx)
+            elif m["name"] == "shard" and (per_card := _SHARES.findall(m["idx"])):
+                # 23.02+: this job's shards on each card of the node, "used/total" by index
+                yield from (CardUse(node, i, int(u)) for i, u in enumerate(per_card) if int(u))
             elif m["name"] == "shard" and idx:
                 yield CardUse(node, idx[0], int(m["n"]))
 

@@ -24,12 +24,19 @@ def load(text: str | bytes | Doc, key: str) -> list[Doc]:
         doc: Any = text
     else:
         try:
-            doc = json.loads(text)
+            doc = json.loads(_without_cluster_banner(text))
         except ValueError as exc:
             raise ParseError(f"not JSON: {exc}") from exc
     if not isinstance(doc, Mapping):
         raise ParseError("expected a JSON object at the top level")
     return checked(doc.get("errors"), doc.get(key), key, sorted(doc))
+
+
+def _without_cluster_banner(text: str | bytes) -> str | bytes:
+    """23.02+ ``squeue``/``sinfo`` given ``-M name`` print ``CLUSTER: name`` above the JSON."""
+    if isinstance(text, bytes):
+        return text.partition(b"\n")[2] if text.startswith(b"CLUSTER: ") else text
+    return text.partition("\n")[2] if text.startswith("CLUSTER: ") else text
 
 
 def checked(errors: Any, items: Any, key: str, keys: Iterable[str] = ()) -> list[Any]:

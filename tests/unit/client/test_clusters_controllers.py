@@ -59,6 +59,7 @@ def test_takeover_names_the_backup_and_refuses_the_primary() -> None:
 def test_on_adds_the_cluster_to_reads_and_submit() -> None:
     runner = ReplayRunner(
         {
+            ("sinfo", "--version"): ok("slurm 24.11.5\n"),
             ("squeue",): ok('{"meta": {}, "errors": [], "jobs": []}'),
             ("sbatch",): ok("7;aipool2\n"),
         }
@@ -70,8 +71,8 @@ def test_on_adds_the_cluster_to_reads_and_submit() -> None:
     assert base.cluster is None
     assert other.jobs() == []
     assert other.submit("#!/bin/sh\n", ["--partition=gpu"]) == 7
-    assert runner.calls[0][0][:3] == ("squeue", "-M", "aipool2")
-    assert runner.calls[1][0] == ("sbatch", "--parsable", "-M", "aipool2", "--partition=gpu")
+    assert runner.calls[1][0] == ("squeue", "-M", "aipool2", "--all", "--states=all", "--json")
+    assert runner.calls[2][0] == ("sbatch", "--parsable", "-M", "aipool2", "--partition=gpu")
 
 
 def test_ensure_tenants_compares_only_the_named_clusters_associations() -> None:

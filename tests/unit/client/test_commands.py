@@ -82,16 +82,35 @@ def test_policy_rejection_is_submit_rejected() -> None:
     assert not isinstance(info.value, UnsatisfiableRequest)
 
 
+V2411 = {("sinfo", "--version"): ok("slurm-wlm 24.11.5\n")}
+V2205 = {("sinfo", "--version"): ok("slurm-wlm 22.05.8\n")}
+
+
 def test_controller_down() -> None:
-    c, _ = client({("squeue",): fail("slurm_load_jobs error: Unable to contact slurm controller")})
+    down = fail("slurm_load_jobs error: Unable to contact slurm controller")
+    c, _ = client({**V2411, ("squeue",): down})
     with pytest.raises(ControllerUnavailable):
         c.jobs()
 
 
 def test_unknown_job() -> None:
-    c, _ = client({("squeue",): fail("slurm_load_jobs error: Invalid job id specified")})
+    c, _ = client({**V2411, ("squeue",): fail("slurm_load_jobs error: Invalid job id specified")})
     with pytest.raises(JobNotFound):
         c.job(999)
+
+
+@pytest.mark.parametrize(
+    ("version", "every"), [(V2205, ()), (V2411, ("--states=all",))], ids=["22.05", "24.11"]
+)
+def test_ended_jobs_still_in_memory_are_asked_for_on_each_release(
+    version: dict[tuple[str, ...], Completed], every: tuple[str, ...]
+) -> None:
+    """24.11's squeue --json hides ended jobs unless asked for every state; 22.05 lists them."""
+    c, r = client({**version, ("squeue",): ok((DATA / "squeue.json").read_text())})
+    c.jobs(active_only=False)
+    assert r.calls[-1][0] == ("squeue", "--all", *every, "--json")
+    c.job(6)
+    assert r.calls[-1][0] == ("squeue", *every, "--json", "--jobs", "6")
 
 
 def test_dry_run_runs_no_writes() -> None:
@@ -104,7 +123,8 @@ def test_dry_run_runs_no_writes() -> None:
 
 
 def test_batched_updates_skip_no_ops() -> None:
-    c, r = client({("squeue",): ok((DATA / "squeue.json").read_text()), ("scontrol",): ok()})
+    squeue = ok((DATA / "squeue.json").read_text())
+    c, r = client({**V2411, ("squeue",): squeue, ("scontrol",): ok()})
     current = {j.job_id: j for j in c.jobs()}
     sent = c.update_jobs(
         [
@@ -218,6 +238,7 @@ def test_card_minute_limits_and_removals() -> None:
 def test_qos_moves_and_batch_signals() -> None:
     c, r = client(
         {
+            **V2411,
             ("squeue",): ok((DATA / "squeue.json").read_text()),
             ("scontrol",): ok(),
             ("scancel",): ok(),

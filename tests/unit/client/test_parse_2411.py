@@ -72,6 +72,18 @@ def test_partitions() -> None:
     assert parts["gpu"].max_time_min is None  # INFINITE
 
 
+def test_partitions_json_has_no_default_flag_so_the_text_records_are_read() -> None:
+    assert not any(p.default for p in parse.partitions(read("scontrol_partitions.json")))
+    parts = {p.name: p for p in parse.partitions_text(read("scontrol_partitions.txt"))}
+    assert [n for n, p in parts.items() if p.default] == ["gpu"]
+    assert (parts["gpu"].nodes, parts["gpu"].total_cpus, parts["cpu"].total_nodes) == (
+        "gpu[1-2]",
+        32,
+        1,
+    )
+    assert parts["npu"].max_time_min is None
+
+
 def test_sacct_records_with_gres_tres_and_steps() -> None:
     recs = {r.job_id: r for r in parse.acct_jobs(read("sacct.json"))}
     assert recs[1].state is JobState.COMPLETED
@@ -103,3 +115,12 @@ def test_slurm_errors_become_parse_errors() -> None:
         parse.jobs("squeue: error: oops")
     with pytest.raises(ParseError, match="no 'nodes'"):
         parse.nodes("{}")
+
+
+@pytest.mark.parametrize("as_bytes", [False, True])
+def test_squeue_with_a_cluster_named_prints_a_banner_above_its_json(as_bytes: bool) -> None:
+    out = read("squeue_M.txt")
+    assert out.startswith("CLUSTER: aipool\n")
+    assert parse.jobs(out.encode() if as_bytes else out) == []
+    with pytest.raises(ParseError, match="not JSON"):
+        parse.jobs("CLUSTER aipool\n{}")

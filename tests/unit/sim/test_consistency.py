@@ -6,6 +6,7 @@ slurmctld's card choices and the card probe in ``lab_observed.json``)."""
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -18,9 +19,12 @@ from sim.consistency import (
     typical_node,
     write_tasks,
 )
-from sim.labcheck import model_cards
+from sim.labcheck import _settle, model_cards
 from sim.labslice import load_nodes, load_slice, predict_live
 from sim.trace import NodeSpec, Task, load_tasks
+from slurm_plugins.client import labels as job_labels
+from slurm_plugins.client import parse
+from slurm_plugins.client.models import Job
 from slurm_plugins.policy.snapshot import NodeInfo
 from tests.unit.sim.conftest import DATA
 
@@ -169,3 +173,29 @@ def test_cli_slice_predict_agree(tmp_path: Path) -> None:
     agree = CliRunner().invoke(cli, ["agree", str(tmp_path / "p.json"), str(tmp_path / "o.json")])
     assert agree.exit_code == 0, agree.output
     assert json.loads(agree.output)["node_agreement"] == 1.0
+
+
+class _Jobs:
+    """A client whose one job is seen as ``states`` in turn, then as the last of them."""
+
+    def __init__(self, *states: dict[str, object]) -> None:
+        self.states = list(states)
+
+    def job(self, job_id: int) -> Job:
+        doc = self.states.pop(0) if len(self.states) > 1 else self.states[0]
+        return parse.job({"job_id": job_id, "name": "probe", **doc})
+
+
+def test_a_probe_deferred_for_the_daemon_is_not_yet_judged() -> None:
+    """24.11 shows a deferred job's reason as BeginTime before the daemon has placed it."""
+    deferred = {
+        "job_state": "PENDING",
+        "state_reason": "BeginTime",
+        "eligible_time": int(time.time()) + 60,
+        "admin_comment": job_labels.encode({"placement": "deferred"}),
+    }
+    running = {"job_state": "RUNNING", "state_reason": "None"}
+    client = _Jobs(deferred, deferred, running)
+    assert _settle(client, 1, 5).is_running  # type: ignore[arg-type]
+    refused = {"job_state": "PENDING", "state_reason": "Resources"}
+    assert _settle(_Jobs(refused), 2, 5).reason == "Resources"  # type: ignore[arg-type]
