@@ -53,7 +53,10 @@ if [ ! -x .venv/bin/python ]; then
 fi
 stamp=.venv/.aipool-installed
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
-  if ! .venv/bin/python -m pip install -q -e '.[dev,lab]'; then
+  # --use-pep517: packages published only as setup.py sources (seqeval, jieba) build in an
+  # isolated environment with their build requirements, not through Debian 12 pip's legacy
+  # `setup.py install`, which fails on them
+  if ! .venv/bin/python -m pip install -q --use-pep517 -e '.[dev,lab]'; then
     echo "bootstrap: could not install the Python packages of pyproject.toml ([dev,lab])" >&2
     echo "bootstrap: check that this machine reaches PyPI, then rerun" >&2
     exit 1

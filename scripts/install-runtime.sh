@@ -19,7 +19,8 @@ stamp=$prefix/.aipool-runtime-installed
 sources=(pyproject.toml aipool gres slurm_plugins jobspec accounting portal sim dbtypes translations)
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   echo "install-runtime: installing the job runtime in $prefix"
-  if ! "$prefix/bin/python" -m pip install -q '.[lab]'; then
+  # --use-pep517: as in bootstrap.sh (seqeval and jieba are setup.py sources only)
+  if ! "$prefix/bin/python" -m pip install -q --use-pep517 '.[lab]'; then
     echo "install-runtime: could not install the runtime's Python packages (is PyPI reachable?)" >&2
     exit 1
   fi
