@@ -13,6 +13,7 @@ import subprocess
 from pathlib import Path
 
 from aipool.lab.config import LabConfig
+from aipool.lab.daemons import LabError
 from gres.inventory import Inventory
 
 MUNGE_SOCKET = Path("/run/munge/munge.socket.2")
@@ -163,3 +164,16 @@ def create_slurm_database(cfg: LabConfig, password: str) -> None:
         check=True,
         capture_output=True,
     )
+
+
+def install_sudoers(target: Path, program: Path) -> None:
+    """A sudoers rule letting the service user run ``program`` as root (which checks its own
+    arguments), written only once ``visudo`` accepts it."""
+    tmp = target.with_name(f".{target.name}.new")  # sudo skips it while we check it
+    tmp.write_text(f"{SERVICE_USER} ALL=(root) NOPASSWD: {program}\n")
+    tmp.chmod(0o440)
+    checked = subprocess.run(["visudo", "-cf", str(tmp)], check=False, capture_output=True)
+    if checked.returncode != 0:
+        tmp.unlink()
+        raise LabError(f"the lab's sudoers rule for {program} does not parse: {checked.stdout!r}")
+    tmp.replace(target)

@@ -109,17 +109,7 @@ def install_helper(cfg: LabConfig) -> Path:
     }
     path.with_name("aipool-helper.json").write_text(json.dumps(conf, indent=2) + "\n")
     path.with_name("aipool-helper.json").chmod(0o644)
-    rule = f"{host.SERVICE_USER} ALL=(root) NOPASSWD: {path}\n"
-    target = cfg.sudoers_file
-    tmp = target.with_name(f".{target.name}.new")  # sudo skips it while we check it
-    tmp.write_text(rule)
-    tmp.chmod(0o440)
-    argv = ["visudo", "-cf", str(tmp)]
-    checked = subprocess.run(argv, check=False, capture_output=True, text=True)
-    if checked.returncode != 0:
-        tmp.unlink()
-        raise daemons.LabError(f"the lab's sudoers rule does not parse: {checked.stdout}")
-    tmp.replace(target)
+    host.install_sudoers(cfg.sudoers_file, path)
     return path
 
 
