@@ -489,7 +489,13 @@ class Lab:
         """Render ``cfg``'s config files (any cluster of the lab) and write what changed."""
         pw_file = self.cfg.etc / "db_password"
         # every daemon binds to the lab's own address, whatever this host's name resolves to
-        files = render_lab(cfg, inv, db_password=pw_file.read_text().strip(), job_submit=True)
+        files = render_lab(
+            cfg,
+            inv,
+            db_password=pw_file.read_text().strip(),
+            job_submit=True,
+            release=self.client.release_tuple(),
+        )
         changed = []
         for name, text in files.items():
             path = cfg.etc / name

@@ -25,6 +25,7 @@ from gres.topology import render_topology_conf
 from slurm_plugins.admission import HOOK_FILE, load_policy, render_hook
 from slurm_plugins.admission.config import LAB_POLICY, Kind, PolicyConfig, Pool
 from slurm_plugins.admission.render import ADMISSION_SUBDIR
+from slurm_plugins.client.versions import Release, select_type_parameters
 from slurm_plugins.power.render import render_power_lines
 
 _ENV = jinja2.Environment(
@@ -118,8 +119,10 @@ def render_lab(
     db_password: str,
     job_submit: bool = False,
     loopback_only: bool = True,
+    release: Release = (22, 5),
 ) -> dict[str, str]:
-    """File name (relative to ``cfg.etc``) -> content.
+    """File name (relative to ``cfg.etc``) -> content, for Slurm ``release`` (what differs
+    between releases: :mod:`slurm_plugins.client.versions`).
 
     ``loopback_only`` keeps every daemon off 0.0.0.0: each binds to the address of its host
     name, which the lab maps to its own address (``Lab.as_lab_host``).
@@ -131,9 +134,11 @@ def render_lab(
         # slurmctld's hook reads the table from the portal's directory; beside the table,
         # the same pair as the portal writes (it explains refusals with that hook)
         policy = lab_policy(inv)
-        pair = render_hook(policy)
+        pair = render_hook(policy, release=release)
         hook = {f"{ADMISSION_SUBDIR}/{name}": text for name, text in pair.items()}
-        hook[HOOK_FILE] = render_hook(policy, table_dir=ADMISSION_SUBDIR)[HOOK_FILE]
+        hook[HOOK_FILE] = render_hook(policy, table_dir=ADMISSION_SUBDIR, release=release)[
+            HOOK_FILE
+        ]
     power_lines, power_saved, power = power_files(cfg, inv)
     slurm_conf = _ENV.get_template("slurm.conf.j2").render(
         cfg=cfg,
@@ -145,6 +150,7 @@ def render_lab(
         job_submit=job_submit,
         loopback_only=loopback_only,
         topology=not inv.topology.empty,
+        select_type_parameters=select_type_parameters(release),
     )
     dbd_conf = _ENV.get_template("slurmdbd.conf.j2").render(
         cfg=cfg, db_password=db_password, loopback_only=loopback_only

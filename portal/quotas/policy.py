@@ -30,6 +30,7 @@ from portal.i18n import gettext
 from portal.identity.models import User as PortalUser
 from portal.quotas.service import plan
 from portal.quotas.summary import summarise
+from portal.slurm import ClusterSlurm, SlurmError, slurm
 from portal.tenancy.models import Domain, Project
 from slurm_plugins.admission.config import (
     LAB_POLICY,
@@ -124,6 +125,18 @@ def _base() -> PolicyConfig:
         ) from None
 
 
+def _release() -> tuple[int, int] | None:
+    """The Slurm release the hook runs in (what the policy leaves to it: shards across
+    cards), or None where the portal does not reach a real cluster."""
+    port = slurm()
+    if not isinstance(port, ClusterSlurm):
+        return None
+    try:
+        return port.client.release_tuple()
+    except SlurmError:
+        return None
+
+
 def render_policy(session: Session, access: Access, *, apply: bool) -> dict[str, Any]:
     """Render job_submit.lua and its table from the portal; write them when ``apply``.
 
@@ -148,8 +161,9 @@ def install_policy(
         cfg = portal_policy(session, _base())
     except PolicyError as exc:
         raise ValidationFailed({"policy": list(exc.messages)}) from None
-    files = render_hook(cfg)
-    digest = build_table(cfg)["digest"]
+    release = _release()
+    files = render_hook(cfg, release=release)
+    digest = build_table(cfg, release=release)["digest"]
     directory = Path(out)
     stale = [n for n, text in files.items() if _read(directory / n) != text]
     changed: list[str] = []

@@ -15,6 +15,7 @@ import click
 
 from slurm_plugins.admission.config import LAB_POLICY, PolicyError, load_policy
 from slurm_plugins.admission.render import render_hook, write_files
+from slurm_plugins.client import SlurmClient, SlurmError
 
 
 def _fail(messages: tuple[str, ...] | list[str], code: int) -> NoReturn:
@@ -69,7 +70,7 @@ def render(
         config = load_policy(config_path)
     except PolicyError as exc:
         _fail(exc.messages, 2)
-    files = render_hook(config, pass_through=pass_through, profile=profile)
+    files = render_hook(config, pass_through=pass_through, profile=profile, release=_release())
     out = out or _default_out()
     if out is None:
         _fail(["give --out DIR (or set SLURM_CONF: the files go next to slurm.conf)"], 2)
@@ -92,4 +93,12 @@ def _read(path: Path) -> str | None:
     try:
         return path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
+        return None
+
+
+def _release() -> tuple[int, int] | None:
+    """The local Slurm's release, for what the policy leaves to it; None without Slurm."""
+    try:
+        return SlurmClient().release_tuple()
+    except SlurmError:
         return None

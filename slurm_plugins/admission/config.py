@@ -72,6 +72,10 @@ class Cluster:
     fractions: Mapping[str, float]
     #: Jobs wait for the policy daemon's placement while its heartbeat is fresh; None: never.
     placement: Placement | None = None
+    #: May one job's shards come from several cards of a node (``--gres=shard:N`` with N
+    #: above one card)? slurm.conf must then have ``MULTIPLE_SHARING_GRES_PJ`` (Slurm 23.11+).
+    #: None: as the Slurm release the hook is rendered for allows (the lab sets the flag).
+    shards_across_cards: bool | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,6 +222,7 @@ class _ClusterSchema(_Strict):
         load_default=dict,
     )
     placement = fields.Nested(_PlacementSchema, load_default=None, allow_none=True)
+    shards_across_cards = fields.Boolean(load_default=None, allow_none=True)
 
 
 class _PoolSchema(_Strict):
@@ -303,6 +308,7 @@ def _build(data: Mapping[str, Any]) -> PolicyConfig:
         gres=dict(sorted(c["gres"].items())),
         fractions=dict(sorted(c["fractions"].items())),
         placement=_placement(c["placement"]),
+        shards_across_cards=c["shards_across_cards"],
     )
     pools = tuple(
         Pool(name, p["kind"], tuple(p["partitions"]), p["shared"])

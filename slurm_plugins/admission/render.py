@@ -20,6 +20,7 @@ import jinja2
 
 from slurm_plugins.admission.config import PolicyConfig
 from slurm_plugins.admission.table import FORMAT, build_table, lua_string, table_source
+from slurm_plugins.client.versions import Release
 
 HOOK_FILE = "job_submit.lua"
 TABLE_FILE = "aipool_policy.lua"
@@ -42,14 +43,16 @@ def render_hook(
     pass_through: bool = False,
     profile: int | None = None,
     table_dir: str = "",
+    release: Release | None = None,
 ) -> dict[str, str]:
     """File name -> content: the policy table first, then the hook that reads it.
 
     ``table_dir`` (relative to the hook) puts the table in a directory of its own, e.g.
     ``admission``: a portal that does not run as root may write there, and not in Slurm's
     configuration directory. The hook loads the table as data only (no functions of Lua's
-    at hand), so whoever may write the table cannot run code inside slurmctld."""
-    table = build_table(config, pass_through=pass_through, profile=profile)
+    at hand), so whoever may write the table cannot run code inside slurmctld. ``release``: the
+    Slurm that runs the hook (:func:`build_table`)."""
+    table = build_table(config, pass_through=pass_through, profile=profile, release=release)
     table_file = f"{table_dir}/{TABLE_FILE}" if table_dir else TABLE_FILE
     return {
         table_file: render_table(table),

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from slurm_plugins.admission.config import Kind, PolicyConfig, PriorityClass, Tenant, User
+from slurm_plugins.client.versions import Release, shards_across_cards
 
 #: Bumped when the hook and the table stop understanding each other.
 FORMAT = 1
@@ -27,16 +28,26 @@ _KIND_ORDER = (Kind.NPU, Kind.GPU, Kind.ACCEL)
 
 
 def build_table(
-    cfg: PolicyConfig, *, pass_through: bool = False, profile: int | None = None
+    cfg: PolicyConfig,
+    *,
+    pass_through: bool = False,
+    profile: int | None = None,
+    release: Release | None = None,
 ) -> dict[str, Any]:
     """The table the hook reads. ``pass_through`` makes the hook accept every job unchanged
     (same load path, no checks): the baseline of the overhead benchmark. ``profile`` makes
-    it log its mean and longest time every ``profile`` submissions."""
+    it log its mean and longest time every ``profile`` submissions. ``release`` is the Slurm
+    the hook runs in, for what the policy leaves to it (shards across cards); unknown, the
+    hook allows only what every release does."""
+    across = cfg.cluster.shards_across_cards
+    if across is None:
+        across = release is not None and shards_across_cards(release)
     body: dict[str, Any] = {
         "format": FORMAT,
         "pass_through": pass_through,
         "default_partition": cfg.cluster.default_partition,
         "shards_per_gpu": cfg.cluster.shards_per_gpu,
+        "shards_across_cards": across,
         "gres_kind": {name: kind.value for name, kind in cfg.cluster.gres.items()},
         "fractions": dict(cfg.cluster.fractions),
         "partitions": {

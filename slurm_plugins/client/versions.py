@@ -30,3 +30,22 @@ SQUEUE_JSON_FILTERS: Release = (23, 2)
 def squeue_every_state(release: Release) -> list[str]:
     """What ``squeue --json`` needs to list ended jobs still in memory, as 22.05 does."""
     return ["--states=all"] if release >= SQUEUE_JSON_FILTERS else []
+
+
+#: The first release with ``SelectTypeParameters=MULTIPLE_SHARING_GRES_PJ``: one job may take
+#: shards from several cards of a node (``--gres=shard:40`` with 32 per card: 32 + 8). Before
+#: it, one job's shards come from one card, and a larger request pends for good. A job that
+#: fits on one card still gets one card: slurmctld looks for a single card first.
+SHARDS_ACROSS_CARDS: Release = (23, 11)
+
+
+def shards_across_cards(release: Release) -> bool:
+    """May one job's shards come from several cards of a node on ``release``?"""
+    return release >= SHARDS_ACROSS_CARDS
+
+
+def select_type_parameters(release: Release) -> str:
+    """The lab's ``SelectTypeParameters``: cores and memory, and shards across cards where
+    the release has them."""
+    extra = ",MULTIPLE_SHARING_GRES_PJ" if shards_across_cards(release) else ""
+    return "CR_Core_Memory" + extra

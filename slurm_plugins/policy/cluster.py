@@ -63,13 +63,20 @@ class FreeNode:
                 return False
             if d.gpus and not self.whole_ok(d.gpus):
                 return False
-            if d.shards and not any(f >= d.shards for f in self.card_free):
+            if d.shards and not self.shards_fit(d.shards):
                 return False
         if d.npus:
             if d.npu_type:
                 return self.npus.get(d.npu_type, 0) >= d.npus
             return sum(self.npus.values()) >= d.npus
         return True
+
+    def shards_fit(self, shards: int) -> bool:
+        """On one card; a request above one card (only admitted where Slurm takes one job's
+        shards from several cards, 23.11+) over the node's cards together."""
+        if shards > self.spg:
+            return sum(self.card_free) >= shards
+        return any(f >= shards for f in self.card_free)
 
     def whole_picks(self, n: int) -> list[int] | None:
         """The ``n`` cards slurmctld would give a whole-card request, or None."""
@@ -108,13 +115,26 @@ class FreeNode:
                 self.slurm_free[i] = False
                 taken.append((i, self.spg))
         if d.shards:
-            card = next(i for i, f in enumerate(self.card_free) if f >= d.shards)
-            self.card_free[card] -= d.shards
-            self.slurm_free[card] = False
-            taken.append((card, d.shards))
+            for card, shards in self.shard_picks(d.shards):
+                self.card_free[card] -= shards
+                self.slurm_free[card] = False
+                taken.append((card, shards))
         if d.npus:
             self._npus(d, -1)
         return taken
+
+    def shard_picks(self, shards: int) -> list[tuple[int, int]]:
+        """(card, shards) as slurmctld takes them: the lowest card with room for them all;
+        failing that (above one card), what is free on each card in order."""
+        card = next((i for i, f in enumerate(self.card_free) if f >= shards), None)
+        if card is not None:
+            return [(card, shards)]
+        picks = []
+        for i, free in enumerate(self.card_free):
+            if shards and free:
+                picks.append((i, min(free, shards)))
+                shards -= picks[-1][1]
+        return picks
 
     def give(self, d: Demand, cards: Iterable[tuple[int, int]], sign: int = 1) -> None:
         """Return (``sign=-1``: take back) resources held on ``cards``."""

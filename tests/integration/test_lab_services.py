@@ -14,7 +14,7 @@ pytestmark = pytest.mark.slurm
 
 def test_services_start_with_demo_logins_and_stop(lab: Lab) -> None:
     try:
-        info = services.up(lab, port=18080)
+        info = services.up(lab, port=lab.cfg.ports.portal + 10000)
         expected = {"portal", "accounting-import", "reconciler"}
         if lab.cfg.root == DEFAULT_ROOT:
             agents = {f"agent-{n.name}" for n in lab.inventory().nodes}
@@ -32,7 +32,7 @@ def test_services_start_with_demo_logins_and_stop(lab: Lab) -> None:
         )
         assert resp.status_code in (200, 201), resp.text
         assert resp.json()["token"]
-        again = services.up(lab, port=18080)
+        again = services.up(lab, port=lab.cfg.ports.portal + 10000)
         assert again.started == ()
     finally:
         stopped = services.down(lab)

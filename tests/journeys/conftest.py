@@ -26,7 +26,9 @@ from tests.e2e.conftest import browser  # noqa: F401 -- the same Chromium fixtur
 
 pytestmark = pytest.mark.slurm
 
-PORTAL = os.environ.get("AIPOOL_PORTAL_URL", "http://127.0.0.1:8080")
+#: the portal's address; unset, the one `aipool lab services up` serves (port 8080, moved by
+#: ``AIPOOL_LAB_PORT_OFFSET`` like the lab's other ports)
+PORTAL = os.environ.get("AIPOOL_PORTAL_URL")
 
 
 @dataclass(frozen=True)
@@ -80,7 +82,7 @@ def site() -> Iterator[Site]:
     passwords = dict(
         line.split(" ", 1) for line in (lab.cfg.etc / "demo-passwords").read_text().splitlines()
     )
-    site = Site(lab, PORTAL, passwords)
+    site = Site(lab, PORTAL or f"http://127.0.0.1:{lab.cfg.ports.portal}", passwords)
     yield site
     for client in site.clients.values():
         client.close()

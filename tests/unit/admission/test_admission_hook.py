@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -361,3 +362,23 @@ def test_a_profiling_table_logs_the_hooks_time(tmp_path: Path) -> None:
     assert a.set == c.set  # timing changes nothing else
     with pytest.raises(ValueError, match="profile"):
         build_table(lab_policy(), profile=0)
+
+
+def test_shards_above_one_card_pass_where_slurm_takes_them_from_several_cards(
+    tmp_path: Path,
+) -> None:
+    """Rendered for Slurm 24.11 (``MULTIPLE_SHARING_GRES_PJ``), shard:40 is 1.25 cards and
+    passes; the policy can still say no for its site, and other shard checks stay."""
+    steps = [
+        submit("one and a quarter", "alice", tres_per_node="gres:shard:40"),
+        submit("no shard", "alice", tres_per_node="gres:shard:0"),
+    ]
+    across, zero = run(install(tmp_path / "24.11", release=(24, 11)), steps)
+    assert across.accepted, across.message
+    assert not zero.accepted and "shard:0 is not a share" in zero.message
+    (old,) = run(install(tmp_path / "22.05", release=(22, 5)), steps[:1])
+    assert not old.accepted and "shard:40 does not fit on one GPU" in old.message
+    policy = lab_policy()
+    no = replace(policy, cluster=replace(policy.cluster, shards_across_cards=False))
+    (site,) = run(install(tmp_path / "site", no, release=(24, 11)), steps[:1])
+    assert not site.accepted and "does not fit on one GPU" in site.message

@@ -326,3 +326,20 @@ def test_the_collector_reads_slurms_marks() -> None:
         gres_used=(Gres("gpu", "a100", 1, "3"), Gres("shard", "a100", 1, "1")),
     )
     assert node_info(node, []).slurm_busy == (1, 3)
+
+
+def test_shards_above_one_card_fit_and_are_taken_across_cards() -> None:
+    """Where Slurm takes one job's shards from several cards (23.11+), a 1.25-card request
+    fits a node whose cards have that much free together, and is taken as slurmctld takes
+    it: a single card when one has room, else each card's free shards in order."""
+    from slurm_plugins.policy.cluster import FreeNode
+    from slurm_plugins.policy.resources import Demand
+
+    fn = FreeNode(replace(gpu_node("g1"), card_used=(20, 32, 0, 0)))
+    assert fn.shards_fit(12) and fn.shard_picks(12) == [(0, 12)]
+    assert fn.shard_picks(16) == [(2, 16)]  # the lowest card with room for all of them
+    assert fn.shards_fit(40)
+    assert fn.shard_picks(40) == [(0, 12), (2, 28)]
+    assert not fn.shards_fit(77)  # 12 + 32 + 32 free
+    assert fn.take(Demand(1, 1000, 0, None, 40)) == [(0, 12), (2, 28)]
+    assert fn.card_free == [0, 0, 4, 32]
