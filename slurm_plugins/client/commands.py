@@ -163,8 +163,10 @@ class SlurmClient:
         """Every ``SlurmctldHost`` (primary first) and whether it answers ``scontrol ping``.
 
         Clients read the list from slurm.conf and fail over to the next one by themselves;
-        this shows which one is serving."""
-        done = self._run(["scontrol", "ping"], check=False, timeout=10)
+        this shows which one is serving. A controller that is starting may hold the answer
+        back for a message timeout (24.11: while it waits on a backup that is itself starting),
+        so the client's own timeout applies."""
+        done = self._run(["scontrol", "ping"], check=False)
         found = parse.controllers_text(done.stdout)
         if not found:
             if done.returncode:
