@@ -336,7 +336,8 @@ def test_shards_above_one_card_fit_and_are_taken_across_cards() -> None:
     from slurm_plugins.policy.resources import Demand
 
     fn = FreeNode(replace(gpu_node("g1"), card_used=(20, 32, 0, 0)))
-    assert fn.shards_fit(12) and fn.shard_picks(12) == [(0, 12)]
+    assert fn.shards_fit(12)
+    assert fn.shard_picks(12) == [(0, 12)]
     assert fn.shard_picks(16) == [(2, 16)]  # the lowest card with room for all of them
     assert fn.shards_fit(40)
     assert fn.shard_picks(40) == [(0, 12), (2, 28)]
