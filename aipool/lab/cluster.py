@@ -207,7 +207,7 @@ class Lab:
                 "-a",
                 "rest_auth/jwt",
                 "-s",
-                rest_plugins(self.client.release_tuple()),
+                rest_plugins(host.slurm_release()),
                 f"{cfg.address}:{cfg.ports.slurmrestd}",
             ],
             expect="slurmrestd",
@@ -494,7 +494,7 @@ class Lab:
             inv,
             db_password=pw_file.read_text().strip(),
             job_submit=True,
-            release=self.client.release_tuple(),
+            release=host.slurm_release(),
         )
         changed = []
         for name, text in files.items():

@@ -5,8 +5,10 @@ These run ordinary system tools (never Slurm commands) with argv lists, as root.
 
 from __future__ import annotations
 
+import functools
 import grp
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -177,3 +179,15 @@ def install_sudoers(target: Path, program: Path) -> None:
         tmp.unlink()
         raise LabError(f"the lab's sudoers rule for {program} does not parse: {checked.stdout!r}")
     tmp.replace(target)
+
+
+@functools.cache
+def slurm_release() -> tuple[int, int]:
+    """(major, minor) of this host's Slurm, from ``slurmd -V`` (``slurm-wlm 24.11.5``): the
+    lab renders its files for it before any exist, and 23.11+'s client commands (``sinfo
+    --version`` too) will not run without a configuration to read."""
+    done = subprocess.run(["slurmd", "-V"], capture_output=True, text=True, check=False)
+    match = re.search(r"(\d+)\.(\d+)\.\d+", done.stdout)
+    if match is None:
+        raise LabError(f"slurmd -V: cannot tell the Slurm release from {done.stdout!r}")
+    return int(match[1]), int(match[2])
