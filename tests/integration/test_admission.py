@@ -17,7 +17,6 @@ import pytest
 import yaml
 
 from aipool.lab.cluster import Lab
-from aipool.lab.config import LabConfig
 from slurm_plugins.admission import TABLE_FILE, parse_policy, render_hook, write_files
 from slurm_plugins.admission.config import LAB_POLICY, PolicyConfig, load_policy
 from slurm_plugins.admission.table import build_table
@@ -26,13 +25,11 @@ from slurm_plugins.client.job import Component, Gres, JobRequest
 from slurm_plugins.client.models import Job
 from slurm_plugins.client.rest import RestClient, read_key
 from slurm_plugins.client.versions import shards_across_cards
-from tests.integration.conftest import wait_until
+from tests.integration.conftest import RELEASE, wait_until
 
 pytestmark = pytest.mark.slurm
 
 SCRIPT = "#!/bin/bash\ntrue\n"
-#: the Slurm the lab runs: the hook's table says what it leaves to the release
-RELEASE = SlurmClient(env=LabConfig.from_env().env()).release_tuple()
 DIGEST = build_table(load_policy(LAB_POLICY), release=RELEASE)["digest"]
 
 

@@ -41,9 +41,15 @@ from portal.extensions import db
 from portal.identity.models import User
 from portal.identity.service import create_token
 from slurm_plugins.client import SlurmClient
-from tests.integration.conftest import side_lab, wait_job, wait_until
+from tests.integration.conftest import known_gap_from_23_11, side_lab, wait_job, wait_until
 
-pytestmark = pytest.mark.slurm
+pytestmark = [
+    pytest.mark.slurm,
+    known_gap_from_23_11(
+        "on Debian 13 the restore's slurmdbd cannot reach MariaDB 11.8 again after the "
+        "database is loaded (mysql_real_connect 2002, errno 115)"
+    ),
+]
 
 SHIFT = 120  # the side lab's ports: clear of the shared lab and of the other side labs
 REPO = Path(__file__).resolve().parents[2]
