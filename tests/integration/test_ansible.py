@@ -37,13 +37,9 @@ from slurm_plugins.client import SlurmClient
 from slurm_plugins.client.errors import SlurmError
 from slurm_plugins.client.models import JobState, NodeState
 from slurm_plugins.client.rest import RestClient, read_key
-from tests.integration.conftest import known_gap_from_23_11, wait_until
+from tests.integration.conftest import wait_until
 
-pytestmark = [
-    pytest.mark.slurm,
-    pytest.mark.timeout(1200),
-    known_gap_from_23_11("the roles' first run on Debian 13 does not complete yet"),
-]
+pytestmark = [pytest.mark.slurm, pytest.mark.timeout(1200)]
 
 log = logging.getLogger(__name__)
 
