@@ -113,6 +113,14 @@ def _cards(nodes: Sequence[str], details: Sequence[str], per_gpu: int) -> Iterab
                 yield CardUse(node, idx[0], int(m["n"]))
 
 
+def _busy(indexes: str) -> list[int]:
+    """The cards slurmctld marks used in a node's ``GRES_USED`` entry: by index
+    (``IDX:0-1``, 22.05) or, for shards on 23.02+, as used/total per card (``8/32,0/32``)."""
+    if per_card := _SHARES.findall(indexes):
+        return [i for i, used in enumerate(per_card) if int(used)]
+    return _indexes(indexes)
+
+
 def _indexes(text: str) -> list[int]:
     out: list[int] = []
     for part in text.split(","):
@@ -136,13 +144,8 @@ def node_info(n: Node, running: Sequence[JobInfo], switch: str | None = None) ->
             for i in _indexes(g.indexes):
                 if 0 <= i < gpus:
                     used[i] = per_gpu
-    busy = {
-        i
-        for g in n.gres_used
-        if g.name in ("gpu", "shard")
-        for i in _indexes(g.indexes)
-        if 0 <= i < gpus
-    }
+    busy = {i for g in n.gres_used if g.name in ("gpu", "shard") for i in _busy(g.indexes)}
+    busy &= set(range(gpus))
     npus = {g.type or "": g.count for g in n.gres if g.name == "npu"}
     npus_used = {g.type or "": g.count for g in n.gres_used if g.name == "npu" and g.count}
     gpu_types = [g.type for g in n.gres if g.name == "gpu" and g.type]
