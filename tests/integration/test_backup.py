@@ -31,7 +31,7 @@ from sqlalchemy import select
 from accounting.billing import post_bill
 from aipool.lab import host
 from aipool.lab.cluster import Lab
-from aipool.lab.config import MEMBER_INVENTORY
+from aipool.lab.config import MEMBER_INVENTORY, LabPorts
 from aipool.lab.services import portal_db
 from aipool.lab.settings import portal_settings
 from portal import create_app
@@ -41,15 +41,9 @@ from portal.extensions import db
 from portal.identity.models import User
 from portal.identity.service import create_token
 from slurm_plugins.client import SlurmClient
-from tests.integration.conftest import known_gap_from_23_11, side_lab, wait_job, wait_until
+from tests.integration.conftest import side_lab, wait_job, wait_until
 
-pytestmark = [
-    pytest.mark.slurm,
-    known_gap_from_23_11(
-        "on Debian 13 the restore's slurmdbd cannot reach MariaDB 11.8 again after the "
-        "database is loaded (mysql_real_connect 2002, errno 115)"
-    ),
-]
+pytestmark = pytest.mark.slurm
 
 SHIFT = 120  # the side lab's ports: clear of the shared lab and of the other side labs
 REPO = Path(__file__).resolve().parents[2]
@@ -64,7 +58,8 @@ def _env(side: Lab) -> dict[str, str]:
         **os.environ,
         "AIPOOL_LAB_DIR": str(side.cfg.root),
         "AIPOOL_LAB_CLUSTER": side.cfg.cluster,
-        "AIPOOL_LAB_PORT_OFFSET": str(SHIFT),
+        # the side lab's ports: the lab under test's own offset and SHIFT beyond it
+        "AIPOOL_LAB_PORT_OFFSET": str(side.cfg.ports.slurmctld - LabPorts().slurmctld),
         "AIPOOL_LAB_INVENTORY": str(side.cfg.inventory),
         "PYTHONPATH": str(REPO),
         "LANG": "C.UTF-8",
