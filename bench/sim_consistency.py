@@ -64,8 +64,9 @@ def main() -> None:
         tasks = load_slice(SLICE)
     if args.write_slice:
         write_slice(tasks, args.write_slice)
-    predicted = predict_live(nodes, tasks)
-    alone = predict_live(nodes, tasks, daemon=False)
+    release = client.release_tuple()
+    predicted = predict_live(nodes, tasks, release=release)
+    alone = predict_live(nodes, tasks, daemon=False, release=release)
     with tempfile.TemporaryDirectory(prefix="sim-consistency-", dir=lab.cfg.jobs) as tmp:
         run = labrun.run_live_slice(
             client,

@@ -433,7 +433,13 @@ def kueue(  # noqa: PLR0917 - click passes every option as an argument
     "--slice", "slice_csv", type=_CSV, required=True, help="A lab slice (aipool sim slice)."
 )
 @click.option("--policy", default="aipool", show_default=True, type=click.Choice(sorted(SCORERS)))
-def predict(nodes_json: Path, slice_csv: Path, policy: str) -> None:
+@click.option(
+    "--slurm-release",
+    default="22.05",
+    show_default=True,
+    help="The Slurm whose card marks are modelled (MAJOR.MINOR, e.g. 24.11).",
+)
+def predict(nodes_json: Path, slice_csv: Path, policy: str, slurm_release: str) -> None:
     """Where the live path places a lab slice: the daemon's engine on a copy of the lab
     (JSON, for ``aipool sim agree``)."""
     from sim.labslice import load_nodes, load_slice, predict_live
@@ -442,7 +448,12 @@ def predict(nodes_json: Path, slice_csv: Path, policy: str) -> None:
         nodes, tasks = load_nodes(nodes_json), load_slice(slice_csv)
     except (ValueError, KeyError) as exc:
         raise click.ClickException(f"{exc}") from exc
-    placements = predict_live(nodes, tasks, scorer=policy)
+    major, _, minor = slurm_release.partition(".")
+    if not (major.isdigit() and minor.isdigit()):
+        raise click.BadParameter(
+            f"{slurm_release!r} is not MAJOR.MINOR", param_hint="--slurm-release"
+        )
+    placements = predict_live(nodes, tasks, scorer=policy, release=(int(major), int(minor)))
     click.echo(json.dumps({"policy": policy, "placements": placements}, indent=2))
 
 

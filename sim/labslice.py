@@ -24,6 +24,7 @@ from typing import Any, TextIO
 
 from gres.placement import MILLI
 from sim.trace import Task
+from slurm_plugins.client.versions import Release, keeps_shard_marks
 from slurm_plugins.common import codec
 from slurm_plugins.policy.cluster import ClusterView, first_fit
 from slurm_plugins.policy.engine import EngineConfig, PolicyConfig, plan
@@ -130,11 +131,14 @@ def predict_live(
     *,
     scorer: str = "aipool",
     daemon: bool = True,
+    release: Release = (22, 5),
 ) -> list[dict[str, Any]]:
     """Where each task lands when the live path places the slice: the daemon's engine
     (``fifo`` and ``placement``, no history) plans each step on a virtual lab, then
     slurmctld starts what it released: on the pin, with its own cards. ``daemon=False``:
-    Slurm alone (no pins, no weights of the daemon's), the baseline."""
+    Slurm alone (no pins, no weights of the daemon's), the baseline. ``release``: the Slurm
+    whose card marks are modelled (:func:`versions.keeps_shard_marks`)."""
+    kept = keeps_shard_marks(release)
     policies = (
         PolicyConfig("fifo"),
         PolicyConfig("placement", args={"scorer": scorer, "history": False}),
@@ -143,8 +147,8 @@ def predict_live(
     running: dict[str, JobInfo] = {}
     ids = {t.name: k + 1 for k, t in enumerate(tasks)}
     weights = {n.name: n.weight for n in nodes}
-    #: the cards slurmctld counts as in use; a shard job that ends clears its card's mark
-    #: even while other shard jobs stay on it (Slurm 22.05), as sinfo then shows it
+    #: the cards slurmctld counts as in use; on 22.05 a shard job that ends clears its
+    #: card's mark even while other shard jobs stay on it, as sinfo then shows it
     marks: dict[str, set[int]] = {n.name: set() for n in nodes}
     state = DaemonState()
     out: list[dict[str, Any]] = []
@@ -153,6 +157,10 @@ def predict_live(
             gone = running.pop(t.name, None)
             for c in gone.cards if gone is not None else ():
                 marks[c.node].discard(c.card)
+            if kept:  # newer releases: a card stays marked while any of its jobs runs
+                for j in running.values():
+                    for c in j.cards:
+                        marks[c.node].add(c.card)
         now = 1_800_000_000.0 + 60 * k
         pending = [_pending(t, ids[t.name], now) for t in arriving]
         base = occupied(nodes, running.values(), weights, marks)

@@ -49,3 +49,14 @@ def select_type_parameters(release: Release) -> str:
     the release has them."""
     extra = ",MULTIPLE_SHARING_GRES_PJ" if shards_across_cards(release) else ""
     return "CR_Core_Memory" + extra
+
+
+#: From 23.02 a node's ``GRES_USED`` lists shards per card (``shard:8(8/32,0/32,…)``), and a
+#: card keeps its mark while any shard job on it runs (seen on 24.11). 22.05 lists the cards
+#: by index and clears a card's mark when one of its shard jobs ends, even while others stay.
+SHARD_MARKS_KEPT: Release = (23, 2)
+
+
+def keeps_shard_marks(release: Release) -> bool:
+    """Does slurmctld keep a card marked used while any of its shard jobs runs?"""
+    return release >= SHARD_MARKS_KEPT

@@ -52,7 +52,8 @@ def test_trace_slice_lands_where_the_live_rules_predict(
 ) -> None:
     tasks = load_slice(SLICE)
     nodes = live_lab_nodes(client)
-    predicted = predict_live(nodes, tasks)
+    release = client.release_tuple()
+    predicted = predict_live(nodes, tasks, release=release)
     with tempfile.TemporaryDirectory(prefix="sim-consistency-", dir=lab.cfg.jobs) as tmp:
         run = run_live_slice(
             client,
@@ -75,7 +76,7 @@ def test_trace_slice_lands_where_the_live_rules_predict(
     # the slice crowds the lab: some tasks fit nowhere, most start
     assert 0 < len(tasks) - started < started
     # the agreement is the daemon's: Slurm alone would place much of it elsewhere
-    alone = agreement(predict_live(nodes, tasks, daemon=False), run.placements)
+    alone = agreement(predict_live(nodes, tasks, daemon=False, release=release), run.placements)
     assert alone["node_agreement"] < result["node_agreement"] - 0.2
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from slurm_plugins.client.versions import (
+    keeps_shard_marks,
     rest_plugins,
     select_type_parameters,
     shards_across_cards,
@@ -33,3 +34,9 @@ def test_each_difference_turns_at_its_release(
 def test_squeue_filters_turn_at_23_02() -> None:
     assert squeue_every_state((22, 5)) == []
     assert squeue_every_state((23, 2)) == ["--states=all"]
+
+
+def test_shard_marks_are_kept_from_23_02() -> None:
+    assert not keeps_shard_marks((22, 5))
+    assert keeps_shard_marks((23, 2))
+    assert keeps_shard_marks((24, 11))
