@@ -19,6 +19,7 @@ from sim.cluster import SHARDS
 from sim.trace import NodeSpec
 from slurm_plugins.client import SlurmClient
 from slurm_plugins.client.models import Job
+from slurm_plugins.client.versions import Release, shards_across_cards
 from slurm_plugins.policy import collect
 from slurm_plugins.policy.snapshot import NodeInfo
 
@@ -87,10 +88,14 @@ def probe_cards(
     requests: Sequence[str] = PROBE,
     spg: int = SHARDS.units,
     timeout: float = 60.0,
+    release: Release = (22, 5),
 ) -> list[dict[str, Any]]:
     """slurmctld's card choice for ``requests`` pinned to ``node`` (idle at the start), one
     at a time; per request the free shards before, the cards it gave (``[]``: it did not
-    start) and what each candidate rule predicts. Jobs are cancelled at the end."""
+    start) and what each candidate rule predicts. Jobs are cancelled at the end. On a
+    ``release`` that takes one job's shards from several cards, the model does so for a
+    request no single card has room for (each card's free shards in order)."""
+    across = shards_across_cards(release)
     out: list[dict[str, Any]] = []
     wait_idle(client, {node.name}, timeout)
     try:
@@ -119,7 +124,12 @@ def probe_cards(
                     "request": gres,
                     "free_before": free,
                     "cards": sorted({c.card for c in info.cards}),
-                    "model": list(cards_slurm(request, view)),
+                    "model": list(cards_slurm(request, view))
+                    or (
+                        _across_cards(free, int(gres.split(":")[1]))
+                        if across and gres.startswith("shard:")
+                        else []
+                    ),
                     "tightest": list(cards_ideal(request, view)),
                     "least_used": [most_free] if request.is_fractional else [],
                 }
@@ -129,6 +139,16 @@ def probe_cards(
         if mine:
             client.cancel(mine)
     return out
+
+
+def _across_cards(free: Sequence[int], shards: int) -> list[int]:
+    """The cards a shard request takes when no one card has room (23.11+), or []."""
+    picks = []
+    for card, room in enumerate(free):
+        if shards > 0 and room:
+            picks.append(card)
+            shards -= room
+    return picks if shards <= 0 else []
 
 
 def wait_idle(client: SlurmClient, names: set[str], timeout: float) -> None:
