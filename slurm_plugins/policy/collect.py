@@ -204,6 +204,7 @@ def build(
     samples: Mapping[int, tuple[Sample, ...]] | None = None,
     state: DaemonState | None = None,
     switches: Mapping[str, str] | None = None,
+    shards_across_cards: bool = False,
 ) -> Snapshot:
     infos = tuple(job_info(j, now=now) for j in jobs if j.state.is_active)
     running = [j for j in infos if j.running]
@@ -217,4 +218,5 @@ def build(
         accounts={a.account: a.parent for a in associations if not a.user and a.parent},
         samples={k: v for k, v in (samples or {}).items() if k in live},
         state=state or DaemonState(),
+        shards_across_cards=shards_across_cards,
     )

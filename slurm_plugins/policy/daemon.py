@@ -29,6 +29,7 @@ from pathlib import Path
 from slurm_plugins.admission.heartbeat import write_stopped
 from slurm_plugins.client import SlurmClient, SlurmError
 from slurm_plugins.client.models import AcctJob, Association, SchedulerCounters
+from slurm_plugins.client.versions import shards_across_cards
 from slurm_plugins.common.errors import ConfigError
 from slurm_plugins.common.metrics import serve
 from slurm_plugins.common.notify import (
@@ -174,7 +175,15 @@ class Daemon:
             samples=self.samples.read(now, running) if self.samples else None,
             state=self.state,
             switches=self._switches(now),
+            shards_across_cards=self._shards_across_cards(),
         )
+
+    def _shards_across_cards(self) -> bool:
+        """Does this Slurm take one job's shards from several cards (23.11+)?"""
+        try:
+            return shards_across_cards(self.client.release_tuple())
+        except SlurmError:
+            return False
 
     # ------------------------------------------------------------------ one cycle
     def cycle(self) -> CycleReport | None:

@@ -219,6 +219,9 @@ class Snapshot:
     accounts: Mapping[str, str] = field(default_factory=dict)
     samples: Mapping[int, tuple[Sample, ...]] = field(default_factory=dict)
     state: DaemonState = field(default_factory=DaemonState)
+    #: Slurm may take one job's shards from several cards (23.11+ with
+    #: MULTIPLE_SHARING_GRES_PJ): it would split a share of one card it places itself.
+    shards_across_cards: bool = False
     version: int = SNAPSHOT_VERSION
 
     def to_json(self) -> str:

@@ -31,7 +31,7 @@ from marshmallow import Schema, ValidationError, fields, validate
 
 from gres.placement import SCORERS, Workload
 from gres.placement_tasks import settled
-from slurm_plugins.policy.base import Context, Cycle, Policy, Verdict, register
+from slurm_plugins.policy.base import Context, Cycle, Policy, Verdict, hold, register
 from slurm_plugins.policy.placing import Placing, ScoreStore, kind_of, task_counts
 from slurm_plugins.policy.plan import NodeWeight
 from slurm_plugins.policy.snapshot import JobInfo
@@ -148,6 +148,11 @@ class Placement(Policy):
                 return kept
         chosen = self._placing(ctx, cycle).choose(_unpinned(job), exclude=exclude)
         if chosen is None:
+            if job.deferred and _share_slurm_would_split(job, ctx):
+                return hold(
+                    "placement: waits for one card with room for its share (Slurm would "
+                    "split it over several cards)"
+                )
             return None  # fits nowhere now: no pin (a pin of ours is handed back)
         nodes = tuple(d.node for d in chosen)
         why = f"placement: {','.join(nodes)} ({chosen[0].reason})"
@@ -186,6 +191,16 @@ def fullness_weight(used: float, levels: int = 10, base: int = 1) -> int:
     """Node ``Weight`` for a GPU node with ``used`` (0..1) of its cards taken: fuller nodes
     get lower weights, which slurmctld tries first; ``levels`` steps keep it from flapping."""
     return base + round((1.0 - used) * (levels - 1))
+
+
+def _share_slurm_would_split(job: JobInfo, ctx: Context) -> bool:
+    """A share of one card that Slurm, placing it itself, might take from several cards
+    (23.11+ with MULTIPLE_SHARING_GRES_PJ): AIPool keeps a share on one card, so such a job
+    waits, held, for a card with room instead."""
+    if not ctx.snapshot.shards_across_cards or not job.demand.shards:
+        return False
+    per_card = [n.shards_per_gpu for n in ctx.snapshot.nodes if n.gpus]
+    return bool(per_card) and job.demand.shards <= min(per_card)
 
 
 def _unpinned(job: JobInfo) -> JobInfo:

@@ -364,3 +364,22 @@ def test_the_collector_reads_the_per_card_marks_of_newer_releases() -> None:
         ),
     )
     assert node_info(node, []).slurm_busy == (0, 2)
+
+
+def test_a_share_waits_held_where_slurm_would_split_it_over_cards() -> None:
+    """On a Slurm that takes one job's shards from several cards, a quarter card that no
+    card has room for is held (Slurm would split it), not started unpinned; a job over one
+    card is not held, and on 22.05 nothing changes."""
+    frag = [replace(gpu_node("gpu1"), card_used=(28, 28, 28, 28))]  # 4 free on each card
+    quarter, bigger = deferred(1, shards=8), deferred(2, shards=40)
+    newer = run(snap([quarter, bigger], frag, shards_across_cards=True), PLACE)
+    assert [(h.job_id, "split" in h.reason) for h in newer.holds] == [(1, True)]
+    assert 1 not in changes(newer)
+    older = run(snap([quarter], frag), PLACE)
+    assert older.holds == ()
+    assert changes(older)[1].start_now
+    # room on one card again: pinned there and started
+    roomy = [replace(gpu_node("gpu1"), card_used=(28, 0, 28, 28))]
+    again = changes(run(snap([quarter], roomy, shards_across_cards=True), PLACE))
+    assert again[1].req_nodes == "gpu1"
+    assert again[1].start_now
