@@ -26,13 +26,6 @@ pytestmark = pytest.mark.slurm
 RELEASE = host.slurm_release()
 
 
-def known_gap_from_23_11(reason: str) -> pytest.MarkDecorator:
-    """A test that does not pass yet on Slurm 23.11+, for ``reason``: expected to fail there,
-    strictly (a pass there fails the run, so the mark goes once the gap is closed).
-    docs/slurm-versions.md lists each one."""
-    return pytest.mark.xfail(RELEASE >= (23, 11), reason=reason, strict=True)
-
-
 @pytest.fixture(scope="session")
 def lab() -> Lab:
     lab = Lab()

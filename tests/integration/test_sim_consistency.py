@@ -26,7 +26,6 @@ from sim.labslice import load_slice, predict_live
 from sim.trace import NodeSpec
 from slurm_plugins.client import SlurmClient
 from slurm_plugins.client.versions import shards_across_cards
-from tests.integration.conftest import known_gap_from_23_11
 
 pytestmark = pytest.mark.slurm
 
@@ -44,10 +43,6 @@ def gpu_nodes(client: SlurmClient) -> list[NodeSpec]:
     return nodes
 
 
-@known_gap_from_23_11(
-    "on 24.11 the live placements agree with the live rules' prediction for 78 % of the "
-    "nodes (99 % on 22.05): the rules model 22.05's card choices and shard marks"
-)
 def test_trace_slice_lands_where_the_live_rules_predict(
     lab: Lab, client: SlurmClient, gpu_nodes: list[NodeSpec]
 ) -> None:
