@@ -118,7 +118,7 @@ def test_a_whole_card_job_starts_where_the_scorer_prefers(lab: Lab, quiet: Slurm
         wait_until(lambda: running(client, card), 10, interval=0.1)
         got = job(client, card)
         assert got is not None, d.log.read_text()[-2000:]
-        assert got.nodes == want
+        assert got.nodes == want, d.log.read_text()[-3000:]
         assert got.required_nodes == want  # pinned by the daemon, not by luck
         assert decode(got.admin_comment).get("placement") == "deferred"
 
