@@ -135,10 +135,14 @@ def settle(lab: Lab, client: SlurmClient, jobs: dict[int, str]) -> None:
         return True
 
     try:
-        wait_until(update, 30, interval=1)
+        # a backup that has just taken over refuses updates until slurmdbd has given it the
+        # jobs' database indexes ("the DB index is being set"): slower on a busy host
+        wait_until(update, 90, interval=1)
     except AssertionError:
         raise AssertionError(f"job {pending} could not be updated: {refused[-1]}") from None
-    lab.wait_state_saved(mark)
+    # a backup that has just taken over starts its state-save thread late, later still on a
+    # busy host (24.11 in CI beside the Debian 12 suite took over 30 s once)
+    lab.wait_state_saved(mark, timeout=90)
 
 
 def _log(lab: Lab, index: int) -> str:
