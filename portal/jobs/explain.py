@@ -168,6 +168,16 @@ POLICY: tuple[tuple[re.Pattern[str], str], ...] = (
         N_("Capacity guarantee: %(why)s"),
     ),
     (
+        re.compile(
+            r"placement: waits for one card with room for its share "
+            r"\(Slurm would split it over several cards\)"
+        ),
+        N_(
+            "Placement: it waits for one card with room for its share (Slurm, placing it "
+            "itself, would split it over several cards)."
+        ),
+    ),
+    (
         re.compile(r"placement: (?P<node>\S+) \((?P<why>.*)\)"),
         N_("Placement: it is to run on node %(node)s (%(why)s)."),
     ),
@@ -185,6 +195,26 @@ POLICY: tuple[tuple[re.Pattern[str], str], ...] = (
     ),
 )
 POLICY_OTHER = N_("Scheduling policy: %(text)s")
+#: the capacity policy's amounts ("1.25 of 4 gpu, 2 of 16 cpu"): one resource each
+_AMOUNT = re.compile(r"(?P<used>[0-9.]+) of (?P<quota>[0-9.]+) (?P<resource>gpu|npu|cpu|mem)")
+_RESOURCE = {
+    "gpu": N_("%(used)s of %(quota)s GPU cards"),
+    "npu": N_("%(used)s of %(quota)s NPU cards"),
+    "cpu": N_("%(used)s of %(quota)s CPUs"),
+    "mem": N_("%(used)s of %(quota)s GB of memory"),
+}
+
+
+def _amounts(text: str, locale: str | None) -> str:
+    """The capacity policy's amounts in ``locale``; text that is not one is kept."""
+    parts = [_AMOUNT.fullmatch(p.strip()) for p in text.split(",")]
+    if not all(parts):
+        return text
+    return gettext(locale, N_(", ")).join(
+        gettext(locale, _RESOURCE[m["resource"]], used=m["used"], quota=m["quota"])
+        for m in parts
+        if m is not None
+    )
 
 
 def policy_words(text: str, locale: str | None) -> str:
@@ -193,6 +223,8 @@ def policy_words(text: str, locale: str | None) -> str:
         m = pattern.fullmatch(text.strip())
         if m:
             values = m.groupdict()
+            if "shown" in values:
+                values["shown"] = _amounts(values["shown"], locale)
             if "why" in values and (said := explain_reason(values["why"], locale)) and said.known:
                 values["why"] = said.meaning
             return gettext(locale, msgid, **values)

@@ -176,8 +176,21 @@ def test_a_code_nothing_explains_says_so_and_keeps_the_code() -> None:
         ),
         (
             "capacity: tenant cs101 within its guarantee (2 of 2 gpu)",
-            "Capacity guarantee: tenant cs101 is within its guarantee (2 of 2 gpu).",
-            "租户 cs101 在其保障额度之内",
+            "Capacity guarantee: tenant cs101 is within its guarantee (2 of 2 GPU cards).",
+            "租户 cs101 在其保障额度之内（2 / 2 张 GPU 卡）",
+        ),
+        (
+            "capacity: tenant nlp within its guarantee (1.25 of 4 gpu, 2 of 16 cpu)",
+            "Capacity guarantee: tenant nlp is within its guarantee (1.25 of 4 GPU cards, "
+            "2 of 16 CPUs).",
+            "（1.25 / 4 张 GPU 卡、2 / 16 个 CPU）",
+        ),
+        (
+            "placement: waits for one card with room for its share "
+            "(Slurm would split it over several cards)",
+            "Placement: it waits for one card with room for its share (Slurm, placing it "
+            "itself, would split it over several cards).",
+            "会把它拆到多张卡上",
         ),
         (
             "score 0.667 (priority 0.500 x2, fair 0.334 x1) -> SiteFactor 666851",
