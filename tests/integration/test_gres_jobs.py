@@ -25,7 +25,9 @@ sleep "${HOLD:-120}"
 """
 
 
-def submit(client: SlurmClient, lab: Lab, tag: str, *opts: str, hold: int = 120) -> int:
+def submit(
+    client: SlurmClient, lab: Lab, tag: str, *opts: str, hold: int = 120, as_user: str | None = None
+) -> int:
     return client.submit(
         PROBE,
         [
@@ -36,6 +38,7 @@ def submit(client: SlurmClient, lab: Lab, tag: str, *opts: str, hold: int = 120)
             "--time=5",
             *opts,
         ],
+        as_user=as_user,
     )
 
 

@@ -7,8 +7,6 @@ difference that moves shows up here. docs/slurm-versions.md tables them.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from aipool.lab.cluster import Lab
@@ -17,37 +15,10 @@ from slurm_plugins.client.commands import JobUpdate
 from slurm_plugins.client.models import JobState
 from slurm_plugins.client.rest import RestClient, read_key
 from slurm_plugins.client.versions import shards_across_cards, squeue_every_state
-from tests.integration.conftest import wait_job, wait_until
+from tests.integration.conftest import wait_job
+from tests.integration.test_gres_jobs import env_of, submit
 
 pytestmark = pytest.mark.slurm
-
-PROBE = """#!/bin/bash
-echo "CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-}"
-echo "SLURM_SHARDS_ON_NODE=${SLURM_SHARDS_ON_NODE:-}"
-echo READY
-sleep "${HOLD:-60}"
-"""
-
-
-def submit(client: SlurmClient, lab: Lab, tag: str, *opts: str, hold: int = 60, **kw: str) -> int:
-    return client.submit(
-        PROBE,
-        [
-            f"--job-name={tag}",
-            f"--output={lab.cfg.jobs}/{tag}-%j.out",
-            f"--chdir={lab.cfg.jobs}",
-            f"--export=ALL,HOLD={hold}",
-            "--time=3",
-            *opts,
-        ],
-        **kw,
-    )
-
-
-def env_of(lab: Lab, tag: str, job_id: int) -> dict[str, str]:
-    path = Path(f"{lab.cfg.jobs}/{tag}-{job_id}.out")
-    wait_until(lambda: path.exists() and "READY" in path.read_text(), 30)
-    return dict(line.split("=", 1) for line in path.read_text().splitlines() if "=" in line)
 
 
 def stays_pending(client: SlurmClient, job_id: int, seconds: float = 6) -> str:

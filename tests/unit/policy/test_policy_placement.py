@@ -313,7 +313,19 @@ def test_whole_card_work_that_fits_nowhere_safely_is_kept_off_shared_cards() -> 
     assert changes(run(mended, PLACE))[2].exc_nodes == ""  # handed back
 
 
-def test_the_collector_reads_slurms_marks() -> None:
+@pytest.mark.parametrize(
+    ("used", "busy"),
+    [
+        # 22.05: cards by index (card 1 holds shards, card 3 a whole-card job)
+        ((("gpu", 1, "3"), ("shard", 1, "1")), (1, 3)),
+        # 23.02+: shards as used/total per card (24.11 keeps them after one of a card's jobs
+        # ends): card 0 holds shards, card 2 a whole-card job (by index)
+        ((("gpu", 1, "2"), ("shard", 8, "8/32,0/32,0/32,0/32")), (0, 2)),
+    ],
+)
+def test_the_collector_reads_slurms_marks(
+    used: tuple[tuple[str, int, str], ...], busy: tuple[int, ...]
+) -> None:
     from slurm_plugins.client.models import Gres, Node, NodeState
     from slurm_plugins.policy.collect import node_info
 
@@ -323,9 +335,9 @@ def test_the_collector_reads_slurms_marks() -> None:
         cpus=16,
         real_memory=64000,
         gres=(Gres("gpu", "a100", 4), Gres("shard", "a100", 128)),
-        gres_used=(Gres("gpu", "a100", 1, "3"), Gres("shard", "a100", 1, "1")),
+        gres_used=tuple(Gres(name, "a100", count, idx) for name, count, idx in used),
     )
-    assert node_info(node, []).slurm_busy == (1, 3)
+    assert node_info(node, []).slurm_busy == busy
 
 
 def test_shards_above_one_card_fit_and_are_taken_across_cards() -> None:
@@ -344,26 +356,6 @@ def test_shards_above_one_card_fit_and_are_taken_across_cards() -> None:
     assert not fn.shards_fit(77)  # 12 + 32 + 32 free
     assert fn.take(Demand(1, 1000, 0, None, 40)) == [(0, 12), (2, 28)]
     assert fn.card_free == [0, 0, 4, 32]
-
-
-def test_the_collector_reads_the_per_card_marks_of_newer_releases() -> None:
-    """23.02+ lists a node's shards as used/total per card (24.11 keeps them after one of a
-    card's jobs ends): card 0 holds shards, card 2 a whole-card job (by index)."""
-    from slurm_plugins.client.models import Gres, Node, NodeState
-    from slurm_plugins.policy.collect import node_info
-
-    node = Node(
-        name="gpu1",
-        state=NodeState.MIXED,
-        cpus=16,
-        real_memory=64000,
-        gres=(Gres("gpu", "a100", 4), Gres("shard", "a100", 128)),
-        gres_used=(
-            Gres("gpu", "a100", 1, "2"),
-            Gres("shard", "a100", 8, "8/32,0/32,0/32,0/32"),
-        ),
-    )
-    assert node_info(node, []).slurm_busy == (0, 2)
 
 
 def test_a_share_waits_held_where_slurm_would_split_it_over_cards() -> None:
