@@ -35,9 +35,19 @@ if [ ${#missing[@]} -gt 0 ]; then
   # Debian's postinst scripts would start the daemons; the lab starts its own.
   printf '#!/bin/sh\nexit 101\n' | as_root tee /usr/sbin/policy-rc.d >/dev/null
   as_root chmod 755 /usr/sbin/policy-rc.d
-  as_root apt-get update -q || echo "bootstrap: apt-get update failed (no package registry?)" >&2
-  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
-    "${missing[@]}" || true
+  # a mirror caught mid-update answers with mismatched indexes or files for a few minutes:
+  # each download is retried, and a failed install is tried once more on fresh indexes
+  apt=(-q -o Acquire::Retries=5)
+  for attempt in 1 2; do
+    as_root apt-get "${apt[@]}" update || echo "bootstrap: apt-get update failed (no package registry?)" >&2
+    if as_root env DEBIAN_FRONTEND=noninteractive apt-get "${apt[@]}" install -y \
+      --no-install-recommends "${missing[@]}"; then break; fi
+    if [ "$attempt" = 1 ]; then
+      wait_s=${AIPOOL_APT_RETRY_WAIT:-60}
+      echo "bootstrap: apt-get install failed; again in $wait_s s" >&2
+      sleep "$wait_s"
+    fi
+  done
   still=()
   for p in "${missing[@]}"; do installed "$p" || still+=("$p"); done
   if [ ${#still[@]} -gt 0 ]; then
@@ -56,7 +66,9 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   # --use-pep517: packages published only as setup.py sources (seqeval, jieba) build in an
   # isolated environment with their build requirements, not through Debian 12 pip's legacy
   # `setup.py install`, which fails on them
-  if ! .venv/bin/python -m pip install -q --use-pep517 -e '.[dev,lab]'; then
+  if ! .venv/bin/python -m pip install -q --use-pep517 -e '.[dev,lab]' \
+    && ! { echo "bootstrap: pip install failed; again in 30 s" >&2; sleep 30
+      .venv/bin/python -m pip install -q --use-pep517 -e '.[dev,lab]'; }; then
     echo "bootstrap: could not install the Python packages of pyproject.toml ([dev,lab])" >&2
     echo "bootstrap: check that this machine reaches PyPI, then rerun" >&2
     exit 1
