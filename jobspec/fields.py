@@ -249,7 +249,8 @@ class Command(fields.Field[tuple[str, ...]]):
 
 
 class Gpus(fields.Field[Fraction]):
-    """Whole cards (``2``) or a share of one card on the 1/32 grid (``0.25``, ``"5/32"``)."""
+    """Whole cards (``2``), a share of one card on the 1/32 grid (``0.25``, ``"5/32"``), or a
+    share above one card on that grid (``1.25``: shards from several cards, Slurm 23.11+)."""
 
     def _deserialize(
         self, value: Any, attr: str | None, data: Mapping[str, Any] | None, **kwargs: Any
@@ -278,14 +279,17 @@ def parse_gpus(value: Any) -> Fraction:
         raise ValidationError("must not be negative")
     if number == 0:
         return Fraction(0)
-    if number >= 1:
-        if number.denominator != 1:
-            raise ValidationError(
-                f"{value} cards: more than one card must be a whole number; "
-                "ask for whole cards, or for a fraction of one card"
-            )
+    if number > 1:
         if number > MAX_WHOLE_GPUS:
             raise ValidationError(f"at most {MAX_WHOLE_GPUS} cards per node")
+        if (number * DEFAULT_SHARDS_PER_GPU).denominator != 1:
+            whole = math.floor(number)
+            raise ValidationError(
+                f"{value} cards: more than one card is a whole number of cards, or whole cards "
+                f"and a multiple of 1/{DEFAULT_SHARDS_PER_GPU} of one more (e.g. {whole}.25)"
+            )
+        return number
+    if number == 1:
         return number
     try:
         shards = fraction_to_shards(value, DEFAULT_SHARDS_PER_GPU)

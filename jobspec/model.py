@@ -87,8 +87,9 @@ class JupyterApp(StrEnum):
 class Resources:
     """What one node (or one replica of a role) asks for.
 
-    ``gpus`` is a whole number of cards per node, or a fraction of one card below 1 (a
-    multiple of 1/32, given to Slurm as shards).
+    ``gpus`` is a whole number of cards per node, or a share of cards that is not whole (a
+    multiple of 1/32, given to Slurm as shards): below one card on every release, above one
+    card (``1.25``: shards from several cards) where Slurm allows it (23.11+).
     """
 
     gpus: Fraction = Fraction(0)
@@ -115,8 +116,14 @@ class Resources:
 
     @property
     def gpu_fraction(self) -> Fraction | None:
-        """The share of one card, or None for whole cards or no GPU."""
-        return self.gpus if 0 < self.gpus < 1 else None
+        """The share of cards given as shards (``1/4``, ``5/4``), or None for whole cards or
+        no GPU."""
+        return self.gpus if self.gpus.denominator != 1 else None
+
+    @property
+    def shares_across_cards(self) -> bool:
+        """Whether the share is above one card and not whole: shards from several cards."""
+        return self.gpus > 1 and self.gpus.denominator != 1
 
     @property
     def devices(self) -> int:

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from fractions import Fraction
 
-from gres.shards import fraction_to_shards
+from gres.shards import DEFAULT_SHARDS_PER_GPU
 from jobspec.compute import constraint
 from jobspec.model import Dependency, Resources, Spec, TopologyKind
 from slurm_plugins.client.job import Component, Gres, JobRequest, OpenMode, Switches
@@ -52,10 +53,10 @@ def partition_for(res: Resources, chosen: str | None, cfg: ClusterConfig) -> str
 
 
 def gres(res: Resources) -> tuple[Gres, ...]:
-    """``gpu:a100:2``, ``shard:8`` (a fraction of one card), ``npu:910b:1`` or ``mlu:mlu370:2``
-    (likewise ``dcu``, ``xpu``), per node."""
+    """``gpu:a100:2``, ``shard:8`` (a share that is not whole cards: ``shard:40`` is 1.25
+    cards), ``npu:910b:1`` or ``mlu:mlu370:2`` (likewise ``dcu``, ``xpu``), per node."""
     if frac := res.gpu_fraction:
-        return (Gres("shard", fraction_to_shards(frac)),)
+        return (Gres("shard", shards_of(frac)),)
     if res.whole_gpus:
         return (Gres("gpu", res.whole_gpus, res.gpu_type),)
     if res.npus:
@@ -63,6 +64,11 @@ def gres(res: Resources) -> tuple[Gres, ...]:
     if res.accel_kind and res.accels:
         return (Gres(res.accel_kind, res.accels, res.accel_type),)
     return ()
+
+
+def shards_of(share: Fraction) -> int:
+    """Shards for a share of cards on the 1/32 grid (the spec's field checked the grid)."""
+    return int(share * DEFAULT_SHARDS_PER_GPU)
 
 
 def component(

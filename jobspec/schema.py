@@ -104,9 +104,9 @@ class ResourcesSchema(Strict):
                 raise ValidationError(f"set {key} as well", f"{key[:-1]}_type")
         if "gpu_type" in data and not gpus:
             raise ValidationError("set gpus as well", "gpu_type")
-        if "gpu_type" in data and gpus < 1:
+        if "gpu_type" in data and gpus.denominator != 1:
             raise ValidationError(
-                "a fraction of a card cannot choose the card type; use affinity.features",
+                "a share of a card cannot choose the card type; use affinity.features",
                 "gpu_type",
             )
         if "npu_type" in data and not npus:

@@ -8,12 +8,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from jobspec.deps import submission_order
-from jobspec.errors import SubmitError
+from jobspec.errors import SpecError, SubmitError
 from jobspec.library import History
-from jobspec.model import Spec
+from jobspec.model import Resources, Spec
 from jobspec.options import ClusterConfig
 from jobspec.render import Rendered, render, resolve_mounts
-from slurm_plugins.client import SlurmClient, SlurmError
+from slurm_plugins.client import SlurmClient, SlurmError, versions
 
 log = logging.getLogger("aipool.jobspec")
 
@@ -49,6 +49,7 @@ def submit_specs(
     """
     ids: dict[str, int | str] = {}
     done: list[Submitted] = []
+    check_release(specs, client)
     cfg = with_pool(specs, client, cfg)
     for spec in submission_order(specs):
         rendered = render(spec, cfg, dependencies=ids)
@@ -82,11 +83,43 @@ def with_pool(
     return replace(cfg, card_types=tuple(sorted({f for n in nodes for f in n.features})))
 
 
+def check_release(specs: Sequence[Spec], client: SlurmClient) -> None:
+    """Refuse, before anything is submitted, a share above one card (``gpus: 1.25``) on a
+    Slurm that gives one job's shards from one card only (before 23.11)."""
+    asking = [
+        (f"{s.name}: {path}", r)
+        for s in specs
+        for path, r in resources_of(s)
+        if r.shares_across_cards
+    ]
+    if not asking:
+        return
+    try:
+        release = client.release_tuple()
+    except SlurmError as exc:
+        raise SubmitError(f"cannot tell the Slurm release: {exc}") from exc
+    if versions.shards_across_cards(release):
+        return
+    shown = ".".join(f"{n:02d}" if i else str(n) for i, n in enumerate(release))
+    raise SpecError(
+        f"{path}.gpus: {float(r.gpus):g} cards: Slurm {shown} gives one "
+        "job's shards from one card only; ask for whole cards or a share of one card "
+        "(shares above one card need Slurm 23.11 or later)"
+        for path, r in asking
+    )
+
+
+def resources_of(spec: Spec) -> list[tuple[str, Resources]]:
+    """The spec's resources and each role's, with the path a message names them by."""
+    return [
+        ("resources", spec.resources),
+        *((f"topology.roles.{r.name}.resources", r.resources) for r in spec.topology.roles),
+    ]
+
+
 def asks_precision(spec: Spec) -> bool:
     """Whether the spec (or one of its roles) names a precision: the pool's models matter."""
-    return spec.resources.precision is not None or any(
-        r.resources.precision is not None for r in spec.topology.roles
-    )
+    return any(r.precision is not None for _, r in resources_of(spec))
 
 
 def _roll_back(client: SlurmClient, job_ids: list[int]) -> None:

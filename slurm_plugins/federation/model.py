@@ -137,9 +137,9 @@ def request_for(
     data: str | None = None,
     shards_per_gpu: int = DEFAULT_SHARDS_PER_GPU,
 ) -> Request:
-    """The request of a job asking, per node, for ``gpus`` cards (a fraction below 1 means
-    shards of one card), or ``npus`` NPUs, or only CPUs."""
-    if 0 < gpus < 1:
+    """The request of a job asking, per node, for ``gpus`` cards (a share that is not whole
+    cards, ``0.25`` or ``1.25``, means shards), or ``npus`` NPUs, or only CPUs."""
+    if gpus and not float(gpus).is_integer():
         shards = round(gpus * shards_per_gpu)
         return Request(Kind.SHARD, max(1, shards), gpu_type, cpus or 1, nodes, account, data)
     if gpus:

@@ -7,9 +7,14 @@ difference that moves shows up here. docs/slurm-versions.md tables them.
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
 
 from aipool.lab.cluster import Lab
+from jobspec.errors import SpecError
+from jobspec.schema import load_spec
+from jobspec.submit import submit_specs
 from slurm_plugins.client import SlurmClient, SlurmError, SubmitRejected
 from slurm_plugins.client.commands import JobUpdate
 from slurm_plugins.client.models import JobState
@@ -53,6 +58,33 @@ def test_one_jobs_shards_from_several_cards(client: SlurmClient, lab: Lab) -> No
             submit(client, lab, "across", "-p", "gpu", "--gres=shard:40", as_user="alice")
         job_id = submit(client, lab, "across", "-p", "gpu", "-w", "gpu1", "--gres=shard:40")
         assert stays_pending(client, job_id) != ""
+
+
+def test_a_job_spec_asks_for_more_than_one_card_in_shards(client: SlurmClient, lab: Lab) -> None:
+    """``gpus: 1.25`` in a job spec: 40 shards from two cards of gpu1 where the release gives
+    them; refused by ``submit_specs`` before Slurm sees anything on 22.05, naming the release."""
+    workdir = lab.cfg.jobs / "versions" / uuid.uuid4().hex[:10]
+    workdir.mkdir(parents=True)
+    workdir.chmod(0o777)
+    spec = load_spec(
+        {
+            "name": "wide",
+            "workdir": str(workdir),
+            "command": "sleep 120",
+            "resources": {"gpus": 1.25, "time": 5},
+            "affinity": {"nodes": ["gpu1"]},
+        }
+    )
+    before = {j.job_id for j in client.jobs(active_only=False)}
+    if shards_across_cards(client.release_tuple()):
+        (done,) = submit_specs([spec], client, as_user="alice")
+        job = wait_job(client, done.job_id, lambda j: j.state is JobState.RUNNING, 30)
+        assert (job.user, job.nodes) == ("alice", "gpu1")
+        assert any("(32/32,8/32,0/32,0/32)" in d for d in job.gres_detail), job.gres_detail
+    else:
+        with pytest.raises(SpecError, match=r"1\.25 cards: Slurm 22\.05 gives one job's shards"):
+            submit_specs([spec], client, as_user="alice")
+        assert not {j.job_id for j in client.jobs(active_only=False)} - before
 
 
 def test_a_cards_shard_marks_after_one_of_its_jobs_ends(client: SlurmClient, lab: Lab) -> None:

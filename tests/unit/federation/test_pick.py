@@ -17,7 +17,7 @@ from slurm_plugins.federation import (
     load_policy,
     pick_cluster,
 )
-from slurm_plugins.federation.model import Kind
+from slurm_plugins.federation.model import Kind, request_for
 from slurm_plugins.federation.policy import Locality, Strategy, parse_policy
 from slurm_plugins.federation.snapshot import node_free
 
@@ -186,3 +186,14 @@ def test_node_free_from_slurm_node() -> None:
     assert drained.gpus == {}
     assert drained.cpus == 0
     assert drained.total_gpus == {"a100": 4}
+
+
+@pytest.mark.parametrize(
+    ("gpus", "kind", "count"),
+    [(0.25, Kind.SHARD, 8), (1.25, Kind.SHARD, 40), (2.0, Kind.GPU, 2), (1, Kind.GPU, 1)],
+)
+def test_a_share_that_is_not_whole_cards_asks_for_shards(
+    gpus: float, kind: Kind, count: int
+) -> None:
+    req = request_for(gpus=gpus)
+    assert (req.kind, req.count) == (kind, count)

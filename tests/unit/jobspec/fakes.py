@@ -12,8 +12,11 @@ from slurm_plugins.client.runner import Completed
 class FakeSlurm:
     """Runner for :class:`SlurmClient`; ``reject`` makes sbatch refuse jobs of that name."""
 
-    def __init__(self, *, first_id: int = 100, reject: str | None = None) -> None:
+    def __init__(
+        self, *, first_id: int = 100, reject: str | None = None, release: str = "22.05.8"
+    ) -> None:
         self.next_id = first_id
+        self.release = release
         self.reject = reject
         self.calls: list[tuple[tuple[str, ...], str | None]] = []
         self.jobs: dict[int, dict[str, Any]] = {}
@@ -39,8 +42,8 @@ class FakeSlurm:
             if "--jobs" in key and wanted[0] not in self.jobs:
                 return Completed(key, 1, "", "slurm_load_jobs error: Invalid job id specified\n")
             return Completed(key, 0, json.dumps({"jobs": [self.jobs[i] for i in wanted]}), "")
-        if key == ("sinfo", "--version"):  # the 22.05 shapes below
-            return Completed(key, 0, "slurm-wlm 22.05.8\n", "")
+        if key == ("sinfo", "--version"):  # the 22.05 shapes below, whatever it says
+            return Completed(key, 0, f"slurm-wlm {self.release}\n", "")
         if key[0] == "sacct":
             return Completed(key, 0, json.dumps({"jobs": list(self.accounted.values())}), "")
         raise AssertionError(f"unexpected command {key}")

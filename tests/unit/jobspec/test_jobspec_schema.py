@@ -41,6 +41,8 @@ def test_the_smallest_spec() -> None:
         ("2", Fraction(2)),
         (0, Fraction(0)),
         ("4/4", Fraction(1)),
+        (1.25, Fraction(5, 4)),
+        ("41/32", Fraction(41, 32)),
     ],
 )
 def test_gpu_amounts(gpus: Any, expected: Fraction) -> None:
@@ -52,6 +54,11 @@ def test_fractions_become_shards_and_whole_cards_stay_cards() -> None:
     assert (quarter.whole_gpus, quarter.gpu_fraction) == (0, Fraction(1, 4))
     two = make(resources={"gpus": 2}).resources
     assert (two.whole_gpus, two.gpu_fraction, two.devices) == (2, None, 2)
+    assert not quarter.shares_across_cards
+    assert not two.shares_across_cards
+    more = make(resources={"gpus": 1.25}).resources
+    assert (more.whole_gpus, more.gpu_fraction, more.devices) == (0, Fraction(5, 4), 0)
+    assert more.shares_across_cards
 
 
 def test_off_grid_fraction_names_the_nearest_valid_sizes() -> None:
@@ -170,7 +177,7 @@ REFUSED: list[tuple[dict[str, Any], str]] = [
     ({"partition": "gpu;x"}, "partition: 'gpu;x' is not allowed"),
     ({"priority": "urgent"}, "priority: Must be one of: high, medium, low."),
     ({"resources": {"gpus": 0.3}}, "resources.gpus: GPU fraction 0.3 is not a multiple of 1/32"),
-    ({"resources": {"gpus": 1.5}}, "resources.gpus: 1.5 cards: more than one card"),
+    ({"resources": {"gpus": 1.3}}, "resources.gpus: 1.3 cards: more than one card is a whole"),
     ({"resources": {"gpus": -1}}, "resources.gpus: must not be negative"),
     ({"resources": {"gpus": True}}, "resources.gpus: must be a number of cards"),
     ({"resources": {"gpus": "a lot"}}, "resources.gpus: 'a lot' is not a number of cards"),
@@ -179,7 +186,8 @@ REFUSED: list[tuple[dict[str, Any], str]] = [
     ({"resources": {"gpus": float("nan")}}, "resources.gpus: must be a finite number"),
     ({"resources": {"gpus": 1, "npus": 1}}, "resources.npus: a job asks for GPUs or NPUs"),
     ({"resources": {"gpu_type": "a100"}}, "resources.gpu_type: set gpus as well"),
-    ({"resources": {"gpus": 0.5, "gpu_type": "a100"}}, "resources.gpu_type: a fraction of a card"),
+    ({"resources": {"gpus": 0.5, "gpu_type": "a100"}}, "resources.gpu_type: a share of a card"),
+    ({"resources": {"gpus": 1.5, "gpu_type": "a100"}}, "resources.gpu_type: a share of a card"),
     ({"resources": {"npu_type": "910b"}}, "resources.npu_type: set npus as well"),
     ({"resources": {"gpus": 1, "gpu_type": "a 100"}}, "resources.gpu_type: 'a 100' is not allowed"),
     ({"resources": {"cpus": 0}}, "resources.cpus: Must be greater than or equal to 1"),

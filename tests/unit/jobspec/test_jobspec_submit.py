@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from jobspec.errors import SubmitError
+from jobspec.errors import SpecError, SubmitError
 from jobspec.library import History
 from jobspec.submit import check_paths, plan, submit_specs
 from slurm_plugins.client import SlurmClient
@@ -48,6 +48,25 @@ def test_a_rejected_spec_cancels_what_was_submitted_before(tmp_path: Path) -> No
         submit_specs(pipeline(), SlurmClient(fake), history=History(tmp_path))
     assert info.value.submitted == {"prep": 101, "train": 102}
     assert ("scancel", "101", "102") in [argv for argv, _ in fake.calls]
+
+
+def test_a_share_above_one_card_goes_as_shards_where_slurm_gives_them() -> None:
+    fake = FakeSlurm(release="24.11.5")
+    submit_specs([make(resources={"gpus": 1.25})], SlurmClient(fake))
+    assert "--gres=shard:40" in fake.submitted[0][0]
+
+
+def test_a_share_above_one_card_is_refused_before_slurm_where_it_cannot() -> None:
+    fake = FakeSlurm(release="22.05.8")
+    specs = [make(name="prep"), make(name="wide", resources={"gpus": "41/32"})]
+    with pytest.raises(SpecError) as info:
+        submit_specs(specs, SlurmClient(fake))
+    assert info.value.messages == (
+        "wide: resources.gpus: 1.28125 cards: Slurm 22.05 gives one job's shards from one card "
+        "only; ask for whole cards or a share of one card (shares above one card need Slurm "
+        "23.11 or later)",
+    )
+    assert fake.submitted == []  # not even the spec that could run
 
 
 def test_plan_shows_placeholders_for_dependencies() -> None:
