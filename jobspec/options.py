@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 
-from gres.shards import DEFAULT_SHARDS_PER_GPU
+from gres.naming import DEFAULT_SHARDS_PER_GPU
 from jobspec.compute import constraint
 from jobspec.model import Dependency, Resources, Spec, TopologyKind
 from slurm_plugins.client.job import Component, Gres, JobRequest, OpenMode, Switches
