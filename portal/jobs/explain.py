@@ -205,6 +205,57 @@ _RESOURCE = {
 }
 
 
+#: the queue-order policies' parts of a score ("priority 0.500 x2"): name, value, weight
+_PART = re.compile(r"(?P<name>fifo|fair|priority|capacity) (?P<value>[0-9.]+) x(?P<weight>[0-9.]+)")
+_SCORER = {
+    "fifo": N_("arrival order %(value)s x%(weight)s"),
+    "fair": N_("fair share %(value)s x%(weight)s"),
+    "priority": N_("priority %(value)s x%(weight)s"),
+    "capacity": N_("capacity guarantee %(value)s x%(weight)s"),
+}
+#: the queue-order policies by name, as "Queue order (%(policy)s)" shows them
+_POLICY_NAME = {
+    "fifo": N_("arrival order"),
+    "fair": N_("fair share"),
+    "priority": N_("priority"),
+}
+#: why each queue-order policy scored a job so (their ``explain``), as patterns -> sentences
+_WHY: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"submitted (?P<at>\S+ \S+) UTC"), N_("submitted %(at)s UTC")),
+    (
+        re.compile(
+            r"tenant (?P<tenant>\S+) used (?P<use>\d+%) of recent use for a (?P<share>\d+%) share"
+        ),
+        N_("tenant %(tenant)s used %(use)s of recent use for a %(share)s share"),
+    ),
+    (
+        re.compile(r"class (?P<cls>\S+) (?P<base>[0-9.]+) \+ aging (?P<aged>[0-9.]+)"),
+        N_("class %(cls)s %(base)s + aging %(aged)s"),
+    ),
+    (re.compile(r"class (?P<cls>\S+) (?P<base>[0-9.]+)"), N_("class %(cls)s %(base)s")),
+)
+
+
+def _why(text: str, locale: str | None) -> str:
+    """Why a queue-order policy scored a job so, in ``locale``; text that is not one is kept."""
+    for pattern, msgid in _WHY:
+        if m := pattern.fullmatch(text.strip()):
+            return gettext(locale, msgid, **m.groupdict())
+    return text
+
+
+def _parts(text: str, locale: str | None) -> str:
+    """A score's parts in ``locale`` (policy names translated); text that is not one is kept."""
+    parts = [_PART.fullmatch(p.strip()) for p in text.split(",")]
+    if not all(parts):
+        return text
+    return gettext(locale, N_(", ")).join(
+        gettext(locale, _SCORER[m["name"]], value=m["value"], weight=m["weight"])
+        for m in parts
+        if m is not None
+    )
+
+
 def _amounts(text: str, locale: str | None) -> str:
     """The capacity policy's amounts in ``locale``; text that is not one is kept."""
     parts = [_AMOUNT.fullmatch(p.strip()) for p in text.split(",")]
@@ -225,6 +276,11 @@ def policy_words(text: str, locale: str | None) -> str:
             values = m.groupdict()
             if "shown" in values:
                 values["shown"] = _amounts(values["shown"], locale)
+            if "policy" in values:
+                values["policy"] = gettext(locale, _POLICY_NAME[values["policy"]])
+                values["why"] = _why(values["why"], locale)
+            if "score" in values and "factor" in values:
+                values["why"] = _parts(values["why"], locale)
             if "why" in values and (said := explain_reason(values["why"], locale)) and said.known:
                 values["why"] = said.meaning
             return gettext(locale, msgid, **values)

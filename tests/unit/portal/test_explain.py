@@ -194,9 +194,36 @@ def test_a_code_nothing_explains_says_so_and_keeps_the_code() -> None:
         ),
         (
             "score 0.667 (priority 0.500 x2, fair 0.334 x1) -> SiteFactor 666851",
-            "Queue order: score 0.667 (priority 0.500 x2, fair 0.334 x1), given to Slurm as "
-            "priority factor 666851.",
-            "排队顺序：得分 0.667",
+            "Queue order: score 0.667 (priority 0.500 x2, fair share 0.334 x1), given to Slurm "
+            "as priority factor 666851.",
+            "排队顺序：得分 0.667（优先级 0.500 \u00d72、公平份额 0.334 \u00d71）",
+        ),
+        (
+            "score 0.412 (fifo 0.412 x1, capacity 0.000 x1) -> SiteFactor 411000",
+            "Queue order: score 0.412 (arrival order 0.412 x1, capacity guarantee 0.000 x1), "
+            "given to Slurm as priority factor 411000.",
+            "（到达顺序 0.412 \u00d71、容量保障 0.000 \u00d71）",
+        ),
+        (
+            "fifo 0.412 (submitted 2026-12-03 08:00:00 UTC)",
+            "Queue order (arrival order): score 0.412, submitted 2026-12-03 08:00:00 UTC.",
+            "排队顺序（到达顺序）：得分 0.412，提交于 2026-12-03 08:00:00 UTC。",
+        ),
+        (
+            "fair 0.707 (tenant nlp used 40% of recent use for a 50% share)",
+            "Queue order (fair share): score 0.707, tenant nlp used 40% of recent use for a "
+            "50% share.",
+            "租户 nlp 占近期用量的 40%，份额为 50%",
+        ),
+        (
+            "priority 0.900 (class high 0.80 + aging 0.100)",
+            "Queue order (priority): score 0.900, class high 0.80 + aging 0.100.",
+            "排队顺序（优先级）：得分 0.900，优先级等级 high 0.80 + 等待加成 0.100。",
+        ),
+        (
+            "priority 0.500 (class normal 0.50)",
+            "Queue order (priority): score 0.500, class normal 0.50.",
+            "优先级等级 normal 0.50",
         ),
         ("something new: 1", "Scheduling policy: something new: 1", "调度策略：something new: 1"),
     ],
