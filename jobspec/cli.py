@@ -20,6 +20,7 @@ from jobspec.codec import spec_to_data
 from jobspec.errors import JobSpecError, SpecError
 from jobspec.files import load_spec_file, spec_to_yaml
 from jobspec.library import History, Templates, merge, parse_override
+from jobspec.messages import in_words
 from jobspec.model import Spec
 from jobspec.options import ClusterConfig
 from jobspec.schema import load_spec
@@ -27,6 +28,7 @@ from jobspec.status import connection_path, parse_progress, read_connection, rea
 from jobspec.submit import check_paths, plan, submit_specs
 from slurm_plugins.client import JobNotFound, SlurmClient, SlurmError
 from slurm_plugins.client import labels as job_labels
+from translations import reader_locale
 
 
 @dataclass(frozen=True)
@@ -76,6 +78,10 @@ def _client(ctx: click.Context) -> SlurmClient:
 
 
 def _fail(exc: Exception) -> click.ClickException:
+    """The error for the terminal; a spec's errors in the reader's language (``LANG``)."""
+    if isinstance(exc, SpecError):
+        locale = reader_locale()
+        return click.ClickException("\n".join(in_words(m, locale) for m in exc.messages))
     return click.ClickException(str(exc))
 
 

@@ -11,7 +11,6 @@ beside it); ``scripts/i18n.py`` extracts, updates, compiles and checks them.
 
 from __future__ import annotations
 
-import re
 from datetime import date, datetime
 from decimal import Decimal
 from functools import cache
@@ -32,7 +31,9 @@ from flask_babel import lazy_gettext as _lazy_gettext
 from flask_babel import ngettext as _ngettext
 from flask_login import current_user
 
-from translations import DIRECTORY, N_
+from jobspec.messages import LIBRARY as SPEC_LIBRARY
+from jobspec.messages import TEMPLATES as SPEC_TEMPLATES
+from translations import DIRECTORY, N_, Sentences
 from translations import LOCALES as _KNOWN
 
 #: The languages the portal speaks, by Babel locale name, each named in itself.
@@ -159,40 +160,27 @@ def _default_of(app: Flask) -> str:
 
 
 # ------------------------------------------------------------------ library messages
-# What marshmallow, webargs and werkzeug say in English, as templates the catalogue holds:
-# a message from them is matched against these and shown in the reader's language.
+# What marshmallow, webargs and werkzeug say in English, and a job spec's errors, as templates
+# the catalogue holds: a message from them is matched against these and shown in the reader's
+# language (translations.Sentences).
 LIBRARY_MESSAGES = (
-    N_("Missing data for required field."),
-    N_("Field may not be null."),
+    *SPEC_LIBRARY,
     N_("Invalid value."),
     N_("Invalid input."),
     N_("Invalid input type."),
     N_("Invalid type."),
-    N_("Unknown field."),
-    N_("Not a valid boolean."),
-    N_("Not a valid integer."),
-    N_("Not a valid number."),
-    N_("Not a valid string."),
-    N_("Not a valid list."),
-    N_("Not a valid mapping type."),
     N_("Not a valid email address."),
     N_("Not a valid URL."),
     N_("Not a valid date."),
     N_("Not a valid datetime."),
     N_("Not a valid IP address."),
     N_("Number too large."),
-    N_("Special numeric values (nan or infinity) are not permitted."),
     N_("String does not match expected pattern."),
-    N_("Must be one of: {choices}."),
     N_("Shorter than minimum length {min}."),
-    N_("Longer than maximum length {max}."),
     N_("Length must be between {min} and {max}."),
     N_("Length must be {equal}."),
-    N_("Must be greater than or equal to {min}."),
-    N_("Must be greater than {min}."),
     N_("Must be less than or equal to {max}."),
     N_("Must be less than {max}."),
-    N_("Must be greater than or equal to {min} and less than or equal to {max}."),
     N_("Must be greater than {min} and less than {max}."),
     N_("Must be greater than or equal to {min} and less than {max}."),
     N_("Must be greater than {min} and less than or equal to {max}."),
@@ -214,29 +202,17 @@ LIBRARY_MESSAGES = (
     N_("The CSRF session token is missing."),
     N_("The CSRF tokens do not match."),
 )
-_PLACEHOLDER = re.compile(r"\\\{(\w+)\\\}")
 
 
 @cache
-def _patterns() -> tuple[tuple[re.Pattern[str], str], ...]:
-    out = []
-    for template in LIBRARY_MESSAGES:
-        if "{" in template:
-            regex = _PLACEHOLDER.sub(r"(?P<\1>.+?)", re.escape(template))
-            out.append((re.compile(regex + r"\Z"), template))
-    return tuple(out)
+def _sentences() -> Sentences:
+    return Sentences((*LIBRARY_MESSAGES, *SPEC_TEMPLATES))
 
 
 def translate_message(text: str) -> str:
-    """A library's English message in the reader's language (itself when unknown)."""
-    translated = gettext(text)
-    if translated != text:
-        return str(translated)
-    for pattern, template in _patterns():
-        m = pattern.match(text)
-        if m:
-            return str(gettext(template)).format(**m.groupdict())
-    return text
+    """A library's English message, or a job spec's error, in the reader's language (itself
+    when unknown)."""
+    return _sentences().translate(text, current())
 
 
 def translate_messages(errors: Any) -> Any:

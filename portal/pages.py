@@ -6,6 +6,7 @@ from flask import flash
 from flask_wtf import FlaskForm
 
 from portal.errors import DomainError, ValidationFailed
+from portal.i18n import translate_messages
 
 
 def refusal(exc: DomainError) -> str:
@@ -20,10 +21,11 @@ def refusal(exc: DomainError) -> str:
 
 
 def show_error(form: FlaskForm | None, exc: DomainError) -> None:
-    """Field errors onto the form's fields where they exist; everything else as a flash."""
+    """Field errors onto the form's fields where they exist; everything else as a flash
+    (a library's or a job spec's English messages in the reader's language)."""
     if isinstance(exc, ValidationFailed) and form is not None:
         rest = {}
-        for name, messages in exc.errors.items():
+        for name, messages in translate_messages(exc.errors).items():
             field = getattr(form, name, None)
             if field is not None and hasattr(field, "errors"):
                 field.errors = list(messages) if isinstance(messages, list) else [str(messages)]

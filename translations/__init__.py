@@ -12,6 +12,9 @@ compiles and checks the catalogue (docs/i18n.md).
 
 from __future__ import annotations
 
+import os
+import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -94,3 +97,65 @@ def normalise(locale: str | None) -> str:
     if tag.lower().startswith("en"):
         return "en"
     return DEFAULT
+
+
+def reader_locale(given: str | None = None) -> str:
+    """A command's reader: ``--locale``, else the terminal's language (any Chinese gets
+    Simplified Chinese), else ``AIPOOL_DEFAULT_LOCALE``, else English."""
+    if given:
+        return given
+    for var in ("LC_ALL", "LC_MESSAGES", "LANG"):
+        if value := os.environ.get(var):
+            return "zh_CN" if value.lower().startswith("zh") else "en"
+    return os.environ.get("AIPOOL_DEFAULT_LOCALE", DEFAULT)
+
+
+_HOLE = re.compile(r"\\\{(\w+)\\\}")
+#: the field path before a message (``resources.gpus: …``, ``mounts[0].name: …``)
+_PATH = re.compile(r"(?P<path>[\w.\[\]<>-]+): (?P<rest>.+)", re.DOTALL)
+
+
+def _own_words(template: str) -> int:
+    return len(re.sub(r"\{\w+\}", "", template))
+
+
+class Sentences:
+    """English sentences made where the reader is not known, by code that writes them as
+    f-strings (a library's messages, a job spec's errors): each template of the catalogue,
+    with ``{name}`` holes, is matched against a sentence and shown in the reader's language
+    with the values kept. A value that is itself a sentence of the catalogue (words with
+    spaces, not a field name) is translated too, and field paths before a message
+    (``resources.gpus: …``) are kept as they are."""
+
+    def __init__(self, templates: Iterable[str]) -> None:
+        self.templates = tuple(templates)
+        # the most words of their own first: "{value} is not allowed: must be {what}; {hint}"
+        # before "{value} is not allowed: {hint}"
+        holed = sorted((t for t in self.templates if "{" in t), key=_own_words, reverse=True)
+        self._patterns = tuple(
+            (re.compile(_HOLE.sub(r"(?P<\1>.+?)", re.escape(t)) + r"\Z", re.DOTALL), t)
+            for t in holed
+        )
+
+    def translate(self, text: str, locale: str | None) -> str:
+        """``text`` in ``locale``; itself where no template or path and template matches."""
+        if not locale or locale == DEFAULT:
+            return text
+        return self._translate(text, locale, depth=0)
+
+    def _translate(self, text: str, locale: str, depth: int) -> str:
+        said = catalogue(locale).gettext(text)
+        if said != text or depth > 4:
+            return said
+        for pattern, template in self._patterns:
+            if m := pattern.match(text):
+                values = {
+                    k: self._translate(v, locale, depth + 1) if " " in v else v
+                    for k, v in m.groupdict().items()
+                }
+                return catalogue(locale).gettext(template).format(**values)
+        if (m := _PATH.fullmatch(text)) and (
+            rest := self._translate(m["rest"], locale, depth + 1)
+        ) != m["rest"]:
+            return f"{m['path']}: {rest}"
+        return text

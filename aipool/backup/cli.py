@@ -15,21 +15,11 @@ import click
 from aipool.backup import archive, create, restore
 from aipool.backup.manifest import BackupError
 from aipool.backup.site import Site, SystemdDbd
-from translations import LOCALES, N_, Message
+from translations import LOCALES, N_, Message, reader_locale
 
 DEFAULT_DIR = Path("/var/backups/aipool")
 SITE_CONFIG_DIRS = (("slurm", Path("/etc/slurm")), ("aipool", Path("/etc/aipool")))
 SITE_DBD_CONF = Path("/etc/slurm/slurmdbd.conf")
-
-
-def reader_locale(given: str | None) -> str:
-    """``--locale``, else the terminal's language (any Chinese gets Simplified Chinese)."""
-    if given:
-        return given
-    for var in ("LC_ALL", "LC_MESSAGES", "LANG"):
-        if value := os.environ.get(var):
-            return "zh_CN" if value.lower().startswith("zh") else "en"
-    return os.environ.get("AIPOOL_DEFAULT_LOCALE", "en")
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,8 +11,9 @@ import pytest
 from click.testing import CliRunner
 
 from aipool.backup import create, dump
-from aipool.backup.cli import backup, reader_locale
+from aipool.backup.cli import backup
 from aipool.backup.manifest import BackupError
+from translations import reader_locale
 
 NOW = dt.datetime(2026, 6, 10, 12, 0, tzinfo=dt.UTC)
 

@@ -171,6 +171,13 @@ def test_a_precision_chooses_among_the_pools_card_models(env: Env) -> None:
     assert r.json["errors"]["json"]["spec"] == [
         "resources.precision: no GPU model here runs fp8 (models: a100)"
     ]
+    zh = {"Accept-Language": "zh-CN"}
+    r = env.api("alice").post(
+        "/api/v1/jobs/spec", json={"project_id": nlp, "spec": fp8}, headers=zh
+    )
+    assert r.json["errors"]["json"]["spec"] == [
+        "resources.precision: 这里没有支持 fp8 的 GPU 型号（现有型号：a100）"
+    ]
 
 
 @pytest.mark.parametrize(
