@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from flask import flash
 from flask_wtf import FlaskForm
 
@@ -32,6 +34,16 @@ def show_error(form: FlaskForm | None, exc: DomainError) -> None:
             else:
                 rest[name] = messages
         if rest:
-            flash("; ".join(f"{k}: {v}" for k, v in rest.items()), "error")
+            flash("; ".join(_lines(rest)), "error")
         return
     flash(exc.message, "error")
+
+
+def _lines(errors: dict[str, Any]) -> list[str]:
+    """Errors that no field of the form shows, one line each (a spec's already name their
+    field: ``name: …``)."""
+    out: list[str] = []
+    for name, messages in errors.items():
+        for m in messages if isinstance(messages, list) else [messages]:
+            out.append(str(m) if name == "spec" else f"{name}: {m}")
+    return out

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from flask_wtf import FlaskForm
@@ -70,3 +71,34 @@ def jupyter_spec(data: dict[str, Any]) -> dict[str, Any]:
     if data.get("partition"):
         spec["partition"] = data["partition"]
     return spec
+
+
+#: the fields of a Jupyter spec -> the form's fields that filled them
+_SPEC_FIELDS = {
+    "name": "name",
+    "partition": "partition",
+    "resources.time": "time_limit",
+    "resources.cpus": "cpus",
+    **{f"resources.{k}": k for k in ("npus", "mlus", "dcus", "xpus")},
+    **{f"resources.{k}_type": "gres_type" for k in ("gpu", "npu", "mlu", "dcu", "xpu")},
+}
+
+
+def spec_errors_on_fields(errors: Mapping[str, Any], data: Mapping[str, Any]) -> dict[str, Any]:
+    """A Jupyter spec's refusals (``spec``: ``path: message`` lines) on the form's fields that
+    made those spec fields, without the path; the rest stay under ``spec``."""
+    out = {k: v for k, v in errors.items() if k != "spec"}
+    rest: list[str] = []
+    for line in errors.get("spec", []):
+        path, sep, message = str(line).partition(": ")
+        if path == "resources.gpus":
+            field: str | None = "gpus" if data.get("gpus") else "shards"
+        else:
+            field = _SPEC_FIELDS.get(path)
+        if sep and field:
+            out.setdefault(field, []).append(message)
+        else:
+            rest.append(str(line))
+    if rest:
+        out["spec"] = rest
+    return out

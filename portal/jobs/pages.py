@@ -19,7 +19,7 @@ from portal.errors import DomainError, Forbidden, NotFound, ValidationFailed
 from portal.i18n import gettext
 from portal.jobs import history, monitor, service, words
 from portal.jobs.chart import line_chart
-from portal.jobs.forms import JobForm, jupyter_spec
+from portal.jobs.forms import JobForm, jupyter_spec, spec_errors_on_fields
 from portal.pages import show_error
 from portal.slurm import slurm
 from portal.tenancy.models import Project
@@ -75,7 +75,12 @@ def submit() -> str | Response | tuple[str, int]:
         try:
             if kind == "jupyter":
                 spec = jupyter_spec(data)
-                job_id = service.submit_spec(session(), access, slurm(), data["project_id"], spec)
+                try:
+                    job_id = service.submit_spec(
+                        session(), access, slurm(), data["project_id"], spec
+                    )
+                except ValidationFailed as exc:  # the spec's refusals at the form's fields
+                    raise ValidationFailed(spec_errors_on_fields(exc.errors, data)) from None
             else:
                 if not data["script"].strip():
                     raise ValidationFailed({"script": [gettext("A batch job needs a script.")]})

@@ -85,6 +85,33 @@ def test_submit_form_runs_as_the_user(env: Env) -> None:
     assert env.slurm.cancelled[-1] == ("alice", job_id)
 
 
+def test_a_jupyter_forms_refusals_stand_at_its_fields_in_the_readers_language(env: Env) -> None:
+    client = login(env, "alice")
+    zh = {"Accept-Language": "zh-CN"}
+    page = client.get("/jobs/new", headers=zh).get_data(as_text=True)
+    r = client.post(
+        "/jobs/new",
+        headers=zh,
+        data={
+            "csrf_token": csrf_of(page),
+            "kind": "jupyter",
+            "project_id": env.world.projects["nlp"],
+            "name": "my notebook",
+            "shards": 8,
+            "gres_type": "a100",
+            "time_limit": 30,
+        },
+    )
+    assert r.status_code == 422
+    html = r.get_data(as_text=True)
+    name = html[html.index('id="name"') :]
+    assert "&#39;my notebook&#39; 不允许：以字母开头" in name[: name.index("</div>")]
+    gres = html[html.index('id="gres_type"') :]
+    assert "卡的份额不能指定卡型号" in gres[: gres.index("</div>")]
+    assert "resources.gpu_type" not in html and "spec:" not in html  # no spec paths shown
+    assert env.slurm.submitted == []
+
+
 def test_quota_and_sync_pages_for_the_admin(env: Env) -> None:
     client = login(env, "admin")
     page = client.get("/quotas?preview=1").get_data(as_text=True)
