@@ -110,6 +110,8 @@ def explain_reason(text: str | None, locale: str | None) -> Explained | None:
 
 
 # ------------------------------------------------------------------ the policy daemon's reasons
+#: the resource a capacity count is of
+_RES = r"(?P<resource>gpu|npu|cpu|mem)"
 #: what the policy daemon's decisions say (slurm_plugins.policy.policies), as patterns over
 #: its English text -> the sentence to show; the values are kept.
 POLICY: tuple[tuple[re.Pattern[str], str], ...] = (
@@ -138,6 +140,16 @@ POLICY: tuple[tuple[re.Pattern[str], str], ...] = (
         ),
     ),
     (
+        re.compile(r"gang (?P<name>\S+): all (?P<size>\d+) members running"),
+        N_("Gang group %(name)s: all %(size)s members are running."),
+    ),
+    (
+        re.compile(
+            r"gang (?P<name>\S+): (?P<running>\d+) of (?P<size>\d+) running, the rest released"
+        ),
+        N_("Gang group %(name)s: %(running)s of its %(size)s members run; the rest were released."),
+    ),
+    (
         re.compile(r"gang (?P<name>\S+): all (?P<size>\d+) members fit, released together"),
         N_("Gang group %(name)s: all %(size)s members fit and were released together."),
     ),
@@ -164,6 +176,65 @@ POLICY: tuple[tuple[re.Pattern[str], str], ...] = (
         N_("Capacity guarantee: tenant %(tenant)s is within its guarantee (%(shown)s)."),
     ),
     (
+        re.compile(
+            rf"capacity: cohort (?P<name>\S+) has (?P<free>[0-9.]+) {_RES} of quota left, "
+            r"job needs (?P<need>[0-9.]+)"
+        ),
+        N_(
+            "Capacity guarantee: the tenants of cohort %(name)s have %(free)s of their quota "
+            "left; the job needs %(need)s."
+        ),
+    ),
+    (
+        re.compile(
+            rf"capacity: tenant (?P<name>\S+) has (?P<free>[0-9.]+) {_RES} of quota left, "
+            r"job needs (?P<need>[0-9.]+)"
+        ),
+        N_(
+            "Capacity guarantee: tenant %(name)s has %(free)s of its quota left; the job needs "
+            "%(need)s."
+        ),
+    ),
+    (
+        re.compile(
+            r"capacity: tenant (?P<tenant>\S+) at its borrowing limit: (?P<used>[0-9.]+)"
+            rf"\+(?P<need>[0-9.]+) {_RES} > (?P<nominal>[0-9.]+) guaranteed \+ "
+            r"(?P<limit>[0-9.]+) borrowable"
+        ),
+        N_(
+            "Capacity guarantee: tenant %(tenant)s is at its borrowing limit: %(used)s in use "
+            "and %(need)s more asked for, beyond %(nominal)s guaranteed and %(limit)s it may "
+            "borrow."
+        ),
+    ),
+    (
+        re.compile(
+            r"capacity: tenant (?P<tenant>\S+) over guarantee by (?P<shown>.+), borrowing in "
+            r"QOS (?P<qos>\S+)"
+        ),
+        N_(
+            "Capacity guarantee: tenant %(tenant)s is over its guarantee by %(shown)s; the job "
+            "borrows from other tenants, in QOS %(qos)s (it may be requeued when they need it)."
+        ),
+    ),
+    (
+        re.compile(r"capacity: tenant (?P<tenant>\S+) over guarantee by (?P<shown>.+), borrowing"),
+        N_(
+            "Capacity guarantee: tenant %(tenant)s is over its guarantee by %(shown)s; the job "
+            "borrows from other tenants."
+        ),
+    ),
+    (
+        re.compile(
+            r"capacity: reclaimed for tenant (?P<tenant>\S+)'s guarantee \(job (?P<job>\d+)\); "
+            r"tenant (?P<other>\S+) was borrowing"
+        ),
+        N_(
+            "Capacity guarantee: requeued so that tenant %(tenant)s gets its guarantee (job "
+            "%(job)s); tenant %(other)s was borrowing."
+        ),
+    ),
+    (
         re.compile(r"capacity: (?P<why>.*)"),
         N_("Capacity guarantee: %(why)s"),
     ),
@@ -175,6 +246,13 @@ POLICY: tuple[tuple[re.Pattern[str], str], ...] = (
         N_(
             "Placement: it waits for one card with room for its share (Slurm, placing it "
             "itself, would split it over several cards)."
+        ),
+    ),
+    (
+        re.compile(r"placement: not on (?P<nodes>\S+) \(a card there still has shards\)"),
+        N_(
+            "Placement: kept off %(nodes)s, where a card still holds shards of other jobs "
+            "(Slurm could give that card whole to this job)."
         ),
     ),
     (
@@ -197,6 +275,22 @@ POLICY: tuple[tuple[re.Pattern[str], str], ...] = (
 POLICY_OTHER = N_("Scheduling policy: %(text)s")
 #: the capacity policy's amounts ("1.25 of 4 gpu, 2 of 16 cpu"): one resource each
 _AMOUNT = re.compile(r"(?P<used>[0-9.]+) of (?P<quota>[0-9.]+) (?P<resource>gpu|npu|cpu|mem)")
+#: the capacity policy's quantities ("2 gpu", "0.5 npu"): one resource
+_QUANTITY = re.compile(r"(?P<n>[0-9.]+) (?P<resource>gpu|npu|cpu|mem)")
+_UNIT = {
+    "gpu": (N_("%(amount)s GPU card"), N_("%(amount)s GPU cards")),
+    "npu": (N_("%(amount)s NPU card"), N_("%(amount)s NPU cards")),
+    "cpu": (N_("%(amount)s CPU"), N_("%(amount)s CPUs")),
+    "mem": (N_("%(amount)s GB of memory"), N_("%(amount)s GB of memory")),
+}
+
+
+def _count(amount: str, resource: str, locale: str | None) -> str:
+    """``2`` of ``gpu`` in words: "2 GPU cards" ("2 张 GPU 卡")."""
+    singular, plural = _UNIT[resource]
+    return gettext(locale, singular if float(amount) == 1 else plural, amount=amount)
+
+
 _RESOURCE = {
     "gpu": N_("%(used)s of %(quota)s GPU cards"),
     "npu": N_("%(used)s of %(quota)s NPU cards"),
@@ -233,6 +327,22 @@ _WHY: tuple[tuple[re.Pattern[str], str], ...] = (
         N_("class %(cls)s %(base)s + aging %(aged)s"),
     ),
     (re.compile(r"class (?P<cls>\S+) (?P<base>[0-9.]+)"), N_("class %(cls)s %(base)s")),
+    # the placement scorer's choice (gres.placement)
+    (
+        re.compile(
+            r"(?P<scorer>\S+): score (?P<score>\S+), best of (?P<n>\d+) fitting nodes "
+            r"\((?P<tied>\d+) tied\)"
+        ),
+        N_(
+            "scorer %(scorer)s: score %(score)s, the best of %(n)s nodes where it fits (%(tied)s "
+            "tied)"
+        ),
+    ),
+    (
+        re.compile(r"(?P<scorer>\S+): score (?P<score>\S+), best of (?P<n>\d+) fitting nodes"),
+        N_("scorer %(scorer)s: score %(score)s, the best of %(n)s nodes where it fits"),
+    ),
+    (re.compile(r"kept"), N_("kept where it was placed")),
 )
 
 
@@ -256,6 +366,16 @@ def _parts(text: str, locale: str | None) -> str:
     )
 
 
+def _quantities(text: str, locale: str | None) -> str:
+    """``2 gpu, 1 npu`` in ``locale``; text that is not that is kept."""
+    parts = [_QUANTITY.fullmatch(p.strip()) for p in text.split(",")]
+    if not all(parts):
+        return text
+    return gettext(locale, N_(", ")).join(
+        _count(m["n"], m["resource"], locale) for m in parts if m is not None
+    )
+
+
 def _amounts(text: str, locale: str | None) -> str:
     """The capacity policy's amounts in ``locale``; text that is not one is kept."""
     parts = [_AMOUNT.fullmatch(p.strip()) for p in text.split(",")]
@@ -276,12 +396,17 @@ def policy_words(text: str, locale: str | None) -> str:
             values = m.groupdict()
             if "shown" in values:
                 values["shown"] = _amounts(values["shown"], locale)
+                values["shown"] = _quantities(values["shown"], locale)
+            if resource := values.pop("resource", None):  # the capacity policy's counts
+                for key in ("free", "need", "used", "nominal", "limit"):
+                    if key in values:
+                        values[key] = _count(values[key], resource, locale)
             if "policy" in values:
                 values["policy"] = gettext(locale, _POLICY_NAME[values["policy"]])
-                values["why"] = _why(values["why"], locale)
             if "score" in values and "factor" in values:
                 values["why"] = _parts(values["why"], locale)
-            if "why" in values and (said := explain_reason(values["why"], locale)) and said.known:
-                values["why"] = said.meaning
+            elif "why" in values:  # a Slurm reason, or a policy's own why
+                said = explain_reason(values["why"], locale)
+                values["why"] = said.meaning if said and said.known else _why(values["why"], locale)
             return gettext(locale, msgid, **values)
     return gettext(locale, POLICY_OTHER, text=text)

@@ -186,6 +186,65 @@ def test_a_code_nothing_explains_says_so_and_keeps_the_code() -> None:
             "（1.25 / 4 张 GPU 卡、2 / 16 个 CPU）",
         ),
         (
+            "capacity: cohort research has 0 gpu of quota left, job needs 1",
+            "Capacity guarantee: the tenants of cohort research have 0 GPU cards of their quota "
+            "left; the job needs 1 GPU card.",
+            "资源组 research 的租户只剩 0 张 GPU 卡配额，而作业需要 1 张 GPU 卡",
+        ),
+        (
+            "capacity: tenant nlp has 0.5 npu of quota left, job needs 2",
+            "Capacity guarantee: tenant nlp has 0.5 NPU cards of its quota left; the job needs "
+            "2 NPU cards.",
+            "租户 nlp 只剩 0.5 张 NPU 卡配额，而作业需要 2 张 NPU 卡",
+        ),
+        (
+            "capacity: tenant nlp at its borrowing limit: 12+1 gpu > 8 guaranteed + 4 borrowable",
+            "Capacity guarantee: tenant nlp is at its borrowing limit: 12 GPU cards in use and 1 "
+            "GPU card more asked for, beyond 8 GPU cards guaranteed and 4 GPU cards it may "
+            "borrow.",
+            "已用 12 张 GPU 卡，再申请 1 张 GPU 卡，超过保障的 8 张 GPU 卡加可借用的 4 张 GPU 卡",
+        ),
+        (
+            "capacity: tenant vision over guarantee by 2 gpu, 1 npu, borrowing in QOS low",
+            "Capacity guarantee: tenant vision is over its guarantee by 2 GPU cards, 1 NPU card; "
+            "the job borrows from other tenants, in QOS low (it may be requeued when they need "
+            "it).",
+            "租户 vision 超出保障 2 张 GPU 卡、1 张 NPU 卡",
+        ),
+        (
+            "capacity: reclaimed for tenant nlp's guarantee (job 42); tenant vision was borrowing",
+            "Capacity guarantee: requeued so that tenant nlp gets its guarantee (job 42); tenant "
+            "vision was borrowing.",
+            "为保障租户 nlp 的额度（作业 42）而重新排队；租户 vision 当时在借用",
+        ),
+        (
+            "placement: gpu2 (frag: score 0.75, best of 2 fitting nodes (2 tied))",
+            "Placement: it is to run on node gpu2 (scorer frag: score 0.75, the best of 2 nodes "
+            "where it fits (2 tied)).",
+            "评分器 frag",
+        ),
+        (
+            "placement: gpu1 (kept)",
+            "Placement: it is to run on node gpu1 (kept where it was placed).",
+            "gpu1",
+        ),
+        (
+            "placement: not on gpu1,gpu2 (a card there still has shards)",
+            "Placement: kept off gpu1,gpu2, where a card still holds shards of other jobs (Slurm "
+            "could give that card whole to this job).",
+            "gpu1,gpu2",
+        ),
+        (
+            "gang g1: all 4 members running",
+            "Gang group g1: all 4 members are running.",
+            "成组调度组 g1",
+        ),
+        (
+            "gang g1: 2 of 4 running, the rest released",
+            "Gang group g1: 2 of its 4 members run; the rest were released.",
+            "成组调度组 g1",
+        ),
+        (
             "placement: waits for one card with room for its share "
             "(Slurm would split it over several cards)",
             "Placement: it waits for one card with room for its share (Slurm, placing it "
