@@ -69,7 +69,8 @@ class Swin2SRSuperResolution(Kind):
         device = devices.device()
         net: Any = Swin2SRForImageSuperResolution.from_pretrained(path)
         net = net.to(device).eval()
-        processor = AutoImageProcessor.from_pretrained(path)  # type: ignore[no-untyped-call]
+        auto: Any = AutoImageProcessor  # typed in some transformers releases, not in others
+        processor = auto.from_pretrained(path)
         return Loaded(net, processor, device, int(net.config.upscale))
 
     def _forward(self, loaded: Loaded, images: Sequence[Any]) -> Any:

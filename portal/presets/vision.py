@@ -138,12 +138,15 @@ class HubVision(Kind):
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         import transformers
 
-        transformers.utils.logging.disable_progress_bar()  # type: ignore[no-untyped-call]
+        # typed in some releases, not in others: called through Any, so that neither needs an
+        # ignore the other would call unused
+        hf: Any = transformers
+        hf.utils.logging.disable_progress_bar()
         src = self.source(model)
         if src == model:  # a version's own files: never a pickle (the mirror's are the site's)
             options = {**options, "use_safetensors": True}
         where = device()
-        processor = transformers.AutoImageProcessor.from_pretrained(src)  # type: ignore[no-untyped-call]
+        processor = hf.AutoImageProcessor.from_pretrained(src)
         auto = getattr(transformers, self.auto)
         net = auto.from_pretrained(src, **options).to(where).eval()
         return Loaded(processor, net, where)
