@@ -18,6 +18,7 @@ from marshmallow import ValidationError, fields
 
 from gres.naming import DEFAULT_SHARDS_PER_GPU
 from gres.shards import fraction_to_shards
+from translations import N_
 
 MAX_LINE = 4096
 MAX_SCRIPT = 64 * 1024
@@ -98,35 +99,35 @@ def _kind(value: Any) -> str:
     if value is None:
         return "null"
     if isinstance(value, bool):
-        return "a boolean"
+        return N_("a boolean")
     if isinstance(value, int | float):
-        return "a number (quote it in YAML)"
+        return N_("a number (quote it in YAML)")
     if isinstance(value, list):
-        return "a list"
+        return N_("a list")
     if isinstance(value, dict):
-        return "a mapping"
+        return N_("a mapping")
     return type(value).__name__
 
 
 # --------------------------------------------------------------------- allow-lists
 NAME = r"[A-Za-z][A-Za-z0-9_.-]{0,62}"
-NAME_HINT = "use a letter, then letters, digits, '_', '.' or '-' (at most 63)"
+NAME_HINT = N_("use a letter, then letters, digits, '_', '.' or '-' (at most 63)")
 ACCOUNT = r"[a-z0-9][a-z0-9_-]{0,63}"
-ACCOUNT_HINT = "Slurm account names are lower-case letters, digits, '_' and '-'"
+ACCOUNT_HINT = N_("Slurm account names are lower-case letters, digits, '_' and '-'")
 WORD = r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}"
-WORD_HINT = "use letters, digits, '_', '.', '+' or '-'"
+WORD_HINT = N_("use letters, digits, '_', '.', '+' or '-'")
 NODES = r"[A-Za-z0-9][A-Za-z0-9_.-]*(\[[0-9]+(-[0-9]+)?(,[0-9]+(-[0-9]+)?)*\])?[A-Za-z0-9_.-]*"
-NODES_HINT = "a node name or range like gpu[1-4]"
+NODES_HINT = N_("a node name or range like gpu[1-4]")
 MODULE = r"[A-Za-z0-9][A-Za-z0-9_.+/-]{0,127}"
-MODULE_HINT = "a module name like cuda/12.1 (letters, digits, '_', '.', '+', '/', '-')"
+MODULE_HINT = N_("a module name like cuda/12.1 (letters, digits, '_', '.', '+', '/', '-')")
 EMAIL = r"[A-Za-z0-9._+-]+@[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)+"
-EMAIL_HINT = "an e-mail address like alice@example.org"
+EMAIL_HINT = N_("an e-mail address like alice@example.org")
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
 # Characters of a path: letters and digits of any script, and . _ - + @ = , /
 _PATH_CHARS = r"[\w.+@=,/-]"
 ABS_PATH = re.compile(rf"/{_PATH_CHARS}*")
 REL_PATH = re.compile(rf"[\w.+@=,-]{_PATH_CHARS}*")
-PATH_HINT = (
+PATH_HINT = N_(
     "use letters, digits, '.', '_', '-', '+', '@', '=', ',' and '/' only "
     "(no spaces, quotes, '$', '%' or '..')"
 )
@@ -157,7 +158,7 @@ def check_path(value: Any, *, relative_ok: bool = False) -> str:
     text = check_line(value)
     pattern = REL_PATH if relative_ok and not text.startswith("/") else ABS_PATH
     if not pattern.fullmatch(text):
-        what = "a path" if relative_ok else "an absolute path"
+        what = N_("a path") if relative_ok else N_("an absolute path")
         raise ValidationError(f"{text!r} is not allowed: must be {what}; {PATH_HINT}")
     parts = text.split("/")
     if ".." in parts:

@@ -31,7 +31,8 @@ LIBRARY = (
     N_("Longer than maximum length {max}."),
 )
 
-#: jobspec's own messages (and the values that are sentences: hints, kinds of value)
+#: jobspec's own messages (the values that are sentences, the hints and kinds of value, are
+#: marked where jobspec.fields and jobspec.schema name them)
 TEMPLATES = (
     # texts and names
     N_("must be a string, not {kind}"),
@@ -44,23 +45,6 @@ TEMPLATES = (
     N_("{value} is not allowed: must be {what}; {hint}"),
     N_("{value} is not allowed: '..' is not allowed in paths"),
     N_("{value} is not allowed: no part of a path may start with '-'"),
-    N_("an absolute path"),
-    N_("a path"),
-    N_("a boolean"),
-    N_("a number (quote it in YAML)"),
-    N_("a list"),
-    N_("a mapping"),
-    N_("use a letter, then letters, digits, '_', '.' or '-' (at most 63)"),
-    N_("Slurm account names are lower-case letters, digits, '_' and '-'"),
-    N_("use letters, digits, '_', '.', '+' or '-'"),
-    N_("a node name or range like gpu[1-4]"),
-    N_("a module name like cuda/12.1 (letters, digits, '_', '.', '+', '/', '-')"),
-    N_("an e-mail address like alice@example.org"),
-    N_(
-        "use letters, digits, '.', '_', '-', '+', '@', '=', ',' and '/' only "
-        "(no spaces, quotes, '$', '%' or '..')"
-    ),
-    N_("use letters, digits, '_' and '-'"),
     # environment and command
     N_(
         "{name} is not a valid variable name: use letters, digits and '_', not starting with a "

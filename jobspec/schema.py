@@ -31,10 +31,11 @@ from jobspec.model import (
     TopologyKind,
 )
 from jobspec.shape import check_shape
+from translations import N_
 
 MAX_REPLICAS = 64
 PARTITION = r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}"
-PARTITION_HINT = "use letters, digits, '_' and '-'"
+PARTITION_HINT = N_("use letters, digits, '_' and '-'")
 CONDA = re.compile(r"[A-Za-z0-9_.-]{1,128}")
 
 

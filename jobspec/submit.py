@@ -100,9 +100,8 @@ def check_release(specs: Sequence[Spec], client: SlurmClient) -> None:
         raise SubmitError(f"cannot tell the Slurm release: {exc}") from exc
     if versions.shards_across_cards(release):
         return
-    shown = ".".join(f"{n:02d}" if i else str(n) for i, n in enumerate(release))
     raise SpecError(
-        f"{path}.gpus: {float(r.gpus):g} cards: Slurm {shown} gives one "
+        f"{path}.gpus: {float(r.gpus):g} cards: Slurm {release[0]}.{release[1]:02d} gives one "
         "job's shards from one card only; ask for whole cards or a share of one card "
         "(shares above one card need Slurm 23.11 or later)"
         for path, r in asking

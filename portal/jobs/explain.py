@@ -8,7 +8,7 @@ Pure: the caller passes the locale (the portal passes the request's).
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from portal.jobs.reasons import FAMILIES, REASONS, UNKNOWN
@@ -354,37 +354,39 @@ def _why(text: str, locale: str | None) -> str:
     return text
 
 
+def _each(
+    text: str, pattern: re.Pattern[str], say: Callable[[re.Match[str]], str], locale: str | None
+) -> str:
+    """A comma-separated list whose every item ``pattern`` matches, each item said by ``say``
+    and joined in ``locale``; text that is not such a list is kept."""
+    items = [pattern.fullmatch(p.strip()) for p in text.split(",")]
+    if not all(items):
+        return text
+    return gettext(locale, N_(", ")).join(say(m) for m in items if m is not None)
+
+
 def _parts(text: str, locale: str | None) -> str:
     """A score's parts in ``locale`` (policy names translated); text that is not one is kept."""
-    parts = [_PART.fullmatch(p.strip()) for p in text.split(",")]
-    if not all(parts):
-        return text
-    return gettext(locale, N_(", ")).join(
-        gettext(locale, _SCORER[m["name"]], value=m["value"], weight=m["weight"])
-        for m in parts
-        if m is not None
+    return _each(
+        text,
+        _PART,
+        lambda m: gettext(locale, _SCORER[m["name"]], value=m["value"], weight=m["weight"]),
+        locale,
     )
 
 
 def _quantities(text: str, locale: str | None) -> str:
     """``2 gpu, 1 npu`` in ``locale``; text that is not that is kept."""
-    parts = [_QUANTITY.fullmatch(p.strip()) for p in text.split(",")]
-    if not all(parts):
-        return text
-    return gettext(locale, N_(", ")).join(
-        _count(m["n"], m["resource"], locale) for m in parts if m is not None
-    )
+    return _each(text, _QUANTITY, lambda m: _count(m["n"], m["resource"], locale), locale)
 
 
 def _amounts(text: str, locale: str | None) -> str:
     """The capacity policy's amounts in ``locale``; text that is not one is kept."""
-    parts = [_AMOUNT.fullmatch(p.strip()) for p in text.split(",")]
-    if not all(parts):
-        return text
-    return gettext(locale, N_(", ")).join(
-        gettext(locale, _RESOURCE[m["resource"]], used=m["used"], quota=m["quota"])
-        for m in parts
-        if m is not None
+    return _each(
+        text,
+        _AMOUNT,
+        lambda m: gettext(locale, _RESOURCE[m["resource"]], used=m["used"], quota=m["quota"]),
+        locale,
     )
 
 
