@@ -23,6 +23,7 @@ import pytest
 from aipool.lab.cluster import Lab
 from aipool.lab.config import ELASTIC_INVENTORY, ELASTIC_POWER
 from slurm_plugins.client import SlurmClient
+from slurm_plugins.client.models import JobState
 from slurm_plugins.power.config import load_config
 from slurm_plugins.power.plan import Power, energy_saved
 from slurm_plugins.power.program import read_events
@@ -72,17 +73,25 @@ def test_burst_resumes_then_idle_suspends(elastic_lab: Lab, client: SlurmClient)
     jobs.append(client.submit(sleep(8), [*NPUS, "--job-name=burst-npu", "--nodelist=enpu1"]))
     seen: set[tuple[str, Power]] = set()
     ran_on: dict[int, str] = {}
+    waited_for_node: set[str] = set()
 
     def all_ran() -> bool:
         seen.update(powers(client).items())
         for job in client.jobs():  # a job that ran on gpu1 may be over before the others
-            if job.job_id in jobs and job.state.value == "RUNNING":
+            if job.job_id not in jobs:
+                continue
+            if job.state is JobState.CONFIGURING:
+                waited_for_node.add(job.nodes)
+            if job.state is JobState.RUNNING:
                 ran_on[job.job_id] = job.nodes
         return len(ran_on) == len(jobs)
 
     # a job on a resumed node leaves CONFIGURING at slurmctld's next periodic check (<= 30 s)
     wait_until(all_ran, 60, interval=0.2)
     assert sorted(ran_on.values()) == sorted(["gpu1", *ELASTIC])
+    # while their nodes came up, the jobs read CONFIGURING on both releases (24.11 lists it
+    # as a flag beside RUNNING), not yet RUNNING
+    assert waited_for_node & set(ELASTIC), waited_for_node
     # on their way up, sinfo marked them powering up (#); now they are plainly up
     assert {(n, Power.POWERING_UP) for n in ELASTIC} <= seen, seen
     # 24.11 may start the jobs a moment before it clears the node's powering-up mark

@@ -20,6 +20,7 @@ from slurm_plugins.client.parse.shapes import (
     TresItem,
     checked,
     exit_code,
+    job_state,
     load,
     num,
     num0,
@@ -118,7 +119,6 @@ def _acct_job(j: _Job) -> AcctJob:
         tres = j.tres or _NO_TRES
         array = j.array or _NO_ARRAY
         het = j.het or _NO_HET
-        st = states(j.state.current if j.state else None)
         return AcctJob(
             job_id=int(j.job_id),
             cluster=text(j.cluster),
@@ -127,7 +127,7 @@ def _acct_job(j: _Job) -> AcctJob:
             account=text(j.account),
             partition=text(j.partition),
             qos=text(j.qos),
-            state=JobState.parse(st[0] if st else ""),
+            state=JobState.parse(job_state(j.state.current if j.state else None)),
             submit_time=when(t.submission),
             start_time=when(t.start),
             end_time=when(t.end),

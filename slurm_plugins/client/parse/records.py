@@ -18,6 +18,7 @@ from slurm_plugins.client.models import (
 from slurm_plugins.client.parse.shapes import (
     Doc,
     exit_code,
+    job_state,
     limit_minutes,
     load,
     num,
@@ -44,7 +45,7 @@ def job(j: Doc) -> Job:
             account=text(j.get("account")),
             partition=text(j.get("partition")),
             qos=text(j.get("qos")),
-            state=JobState.parse(st[0] if st else ""),
+            state=JobState.parse(job_state(j.get("job_state"))),
             reason=text(j.get("state_reason")),
             priority=num0(j.get("priority")),
             site_factor=None,

@@ -105,6 +105,21 @@ def states(value: Any) -> list[str]:
     return []
 
 
+#: The job flags that name a job's state before its base state, in the order of Slurm's
+#: ``job_state_string``: 22.05 prints that one word, 23.02+ lists the base state and its flags.
+#: Flags the client has no state for (``REQUEUE_HOLD``, ``STAGE_OUT`` …) leave the base state.
+_JOB_FLAG_STATES = ("COMPLETING", "CONFIGURING", "RESIZING", "REQUEUED", "SPECIAL_EXIT", "REVOKED")
+
+
+def job_state(value: Any) -> str:
+    """A job's state as one word on every release: 24.11's ``["RUNNING", "CONFIGURING"]``
+    (a job whose nodes are still booting or powering up) reads ``CONFIGURING``, as 22.05's
+    ``"CONFIGURING"`` does, and ``["COMPLETED", "COMPLETING"]`` reads ``COMPLETING``."""
+    listed = states(value)
+    flags = set(listed[1:])
+    return next((f for f in _JOB_FLAG_STATES if f in flags), listed[0] if listed else "")
+
+
 def text(value: Any) -> str:
     if value.__class__ is str:
         return value

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -27,6 +28,26 @@ def test_squeue_jobs_are_typed() -> None:
     assert whole.time_limit_min == 1440
     assert jobs[7].tres_alloc.shards == 16
     assert jobs[9].tres_alloc.npus == 2
+
+
+@pytest.mark.parametrize(
+    ("listed", "state"),
+    [
+        (["RUNNING", "CONFIGURING"], JobState.CONFIGURING),  # its node is powering up
+        (["COMPLETED", "COMPLETING"], JobState.COMPLETING),  # still holds its node
+        (["PENDING", "REQUEUED"], JobState.REQUEUED),
+        (["PENDING", "REQUEUE_HOLD"], JobState.PENDING),  # a flag with no state of its own
+        (["RUNNING"], JobState.RUNNING),
+        (["RUNNING", "POWER_UP_NODE"], JobState.RUNNING),  # a flag 22.05 never names
+    ],
+)
+def test_a_jobs_flags_name_its_state_as_on_2205(listed: list[str], state: JobState) -> None:
+    """24.11 lists the base state and its flags; 22.05 prints one word, a flag first."""
+    doc = json.loads(read("squeue.json"))
+    doc["jobs"] = [dict(doc["jobs"][0], job_state=listed)]
+    (job,) = parse.jobs(doc)
+    assert job.state is state
+    assert job.state.is_active
 
 
 @pytest.mark.parametrize(
