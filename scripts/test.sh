@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The whole test suite: lint, types, unit tests, then integration tests on the real lab cluster.
+# The whole test suite: lint and types; then the journeys, the hostile tenant and the integration
+# tests on the real lab cluster, with the unit and browser tests (which need no lab) beside them.
 # Extra arguments go to pytest (CI adds --no-skips: every test must run on a fresh machine).
 #   --live   only what runs against the live lab: the journeys, the hostile tenant and the
 #            integration suite (CI runs this on Debian 13's Slurm 24.11 beside the whole suite
@@ -18,6 +19,12 @@ if [ "$live" = 0 ]; then
   .venv/bin/mypy
   .venv/bin/lint-imports --no-cache --no-logo  # the layering contracts of pyproject.toml
   stage "ruff and mypy done"
+  # the unit and browser tests need no lab: they run beside the live suites below, which
+  # spend most of their time waiting on Slurm; their output follows the integration suite's
+  mkdir -p out
+  .venv/bin/python -m pytest -p no:cacheprovider --durations=20 --ignore=tests/integration \
+    --ignore=tests/journeys --ignore=tests/security "$@" >out/test-offline.log 2>&1 &
+  offline=$!
 fi
 started=0
 if ! .venv/bin/aipool lab status >/dev/null 2>&1; then
@@ -25,7 +32,10 @@ if ! .venv/bin/aipool lab status >/dev/null 2>&1; then
   started=1
   stage "lab up"
 fi
-cleanup() { if [ "$started" = 1 ]; then .venv/bin/aipool lab down || true; fi; }
+cleanup() {
+  if [ -n "${offline:-}" ]; then kill "$offline" 2>/dev/null || true; fi
+  if [ "$started" = 1 ]; then .venv/bin/aipool lab down || true; fi
+}
 trap cleanup EXIT
 status=0
 # the journeys and the hostile tenant: the lab and services as `scripts/demo.sh` leaves them,
@@ -39,11 +49,14 @@ stage "journeys and hostile tenant exited $status"
 .venv/bin/aipool lab services down >/dev/null
 .venv/bin/aipool lab up >/dev/null
 rest=0
-if [ "$live" = 1 ]; then
-  .venv/bin/python -m pytest --slurm --durations=20 tests/integration "$@" || rest=$?
-else
-  .venv/bin/python -m pytest --slurm --durations=40 --ignore=tests/journeys --ignore=tests/security "$@" || rest=$?
+.venv/bin/python -m pytest --slurm --durations=20 tests/integration "$@" || rest=$?
+stage "integration exited $rest"
+if [ "$live" = 0 ]; then
+  wait "$offline" || rest2=$?
+  offline=
+  cat out/test-offline.log
+  stage "unit and browser tests exited ${rest2:-0}"
+  if [ "$rest" = 0 ]; then rest=${rest2:-0}; fi
 fi
-stage "pytest exited $rest"
 if [ "$status" = 0 ]; then status=$rest; fi
 exit "$status"
