@@ -81,9 +81,10 @@ class ShardPlan:
         return sorted(min(max(k, 1), n) for k in candidates)
 
     def _sizes(self, shard_counts: list[int]) -> str:
+        """``3/32 (shard:3), 1/8 (shard:4)``: each size with the GRES Slurm is asked for, words
+        no reader needs translated."""
         return ", ".join(
-            f"{Fraction(k, self.shards_per_gpu)} ({k} shard{'' if k == 1 else 's'})"
-            for k in sorted(set(shard_counts))
+            f"{Fraction(k, self.shards_per_gpu)} (shard:{k})" for k in sorted(set(shard_counts))
         )
 
 

@@ -12,7 +12,7 @@ import json
 import os
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import click
 
@@ -28,7 +28,7 @@ from jobspec.status import connection_path, parse_progress, read_connection, rea
 from jobspec.submit import check_paths, plan, submit_specs
 from slurm_plugins.client import JobNotFound, SlurmClient, SlurmError
 from slurm_plugins.client import labels as job_labels
-from translations import reader_locale
+from translations import N_, gettext, reader_locale
 
 
 @dataclass(frozen=True)
@@ -77,12 +77,24 @@ def _client(ctx: click.Context) -> SlurmClient:
     return client if isinstance(client, SlurmClient) else SlurmClient()
 
 
+class _Refused(click.ClickException):
+    """click's error, its ``Error:`` in the reader's language as well."""
+
+    def __init__(self, message: str, locale: str) -> None:
+        super().__init__(message)
+        self.locale = locale
+
+    def show(self, file: IO[Any] | None = None) -> None:
+        line = gettext(self.locale, N_("Error: %(error)s"), error=self.format_message())
+        click.echo(line, file=file, err=file is None)
+
+
 def _fail(exc: Exception) -> click.ClickException:
     """The error for the terminal; a spec's errors in the reader's language (``LANG``)."""
+    locale = reader_locale()
     if isinstance(exc, SpecError):
-        locale = reader_locale()
-        return click.ClickException("\n".join(in_words(m, locale) for m in exc.messages))
-    return click.ClickException(str(exc))
+        return _Refused("\n".join(in_words(m, locale) for m in exc.messages), locale)
+    return _Refused(str(exc), locale)
 
 
 def _overrides(items: tuple[str, ...]) -> dict[str, Any]:

@@ -37,10 +37,10 @@ def test_fraction_to_shards(fraction: Fraction | float | int | str, shards: int)
 @pytest.mark.parametrize(
     ("fraction", "message"),
     [
-        ("1/10", re.escape("not a multiple of 1/32; nearest valid sizes: 3/32 (3 shards), 1/8 (4")),
+        ("1/10", re.escape("of 1/32; nearest valid sizes: 3/32 (shard:3), 1/8 (shard:4")),
         (0.1, "GPU fraction 0.1 is not a multiple of 1/32"),
-        ("1/64", re.escape("nearest valid sizes: 1/32 (1 shard)") + "$"),
-        ("3/2", r"outside \(0, 1\]; valid sizes are 1/32 to 1; nearest: 1 \(32 shards\)"),
+        ("1/64", re.escape("nearest valid sizes: 1/32 (shard:1)") + "$"),
+        ("3/2", r"outside \(0, 1\]; valid sizes are 1/32 to 1; nearest: 1 \(shard:32\)"),
         (0, r"outside \(0, 1\]"),
         ("-1/4", r"outside \(0, 1\]"),
         ("abc", "not a number like '1/8'"),

@@ -79,6 +79,8 @@ def test_aipool_submit_says_it_in_the_terminals_language(tmp_path: Any) -> None:
     runner = CliRunner()
     zh = runner.invoke(submit, [str(bad), "--dry-run"], env={"LANG": "zh_CN.UTF-8"})
     assert zh.exit_code == 1
+    assert zh.output.startswith("错误：")  # click's own "Error:" too
     assert "resources.gpus: 不能为负数" in zh.output
     en = runner.invoke(submit, [str(bad), "--dry-run"], env={"LANG": "C.UTF-8", "LC_ALL": ""})
+    assert en.output.startswith("Error: ")
     assert "resources.gpus: must not be negative" in en.output
