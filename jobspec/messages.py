@@ -82,7 +82,6 @@ TEMPLATES = (
     N_("a job asks for GPUs or NPUs, not both"),
     N_("a job asks for one kind of card: {kinds}, not both"),
     N_("set {key} as well"),
-    N_("a share of a card cannot choose the card type; use affinity.features"),
     N_("a precision is for cards: set gpus or npus"),
     N_("a score is in TFLOPS at one precision: set precision as well"),
     N_("{value} is not in the compute catalogue"),

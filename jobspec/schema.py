@@ -36,6 +36,8 @@ from translations import N_
 MAX_REPLICAS = 64
 PARTITION = r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}"
 PARTITION_HINT = N_("use letters, digits, '_' and '-'")
+#: a share with a card type (a form without the spec's affinity says its own advice)
+SHARE_WITH_TYPE = N_("a share of a card cannot choose the card type; use affinity.features")
 CONDA = re.compile(r"[A-Za-z0-9_.-]{1,128}")
 
 
@@ -106,10 +108,7 @@ class ResourcesSchema(Strict):
         if "gpu_type" in data and not gpus:
             raise ValidationError("set gpus as well", "gpu_type")
         if "gpu_type" in data and gpus.denominator != 1:
-            raise ValidationError(
-                "a share of a card cannot choose the card type; use affinity.features",
-                "gpu_type",
-            )
+            raise ValidationError(SHARE_WITH_TYPE, "gpu_type")
         if "npu_type" in data and not npus:
             raise ValidationError("set npus as well", "npu_type")
         if "precision" in data and not (gpus or npus):

@@ -10,7 +10,9 @@ from wtforms import IntegerField, SelectField, StringField, TextAreaField
 from wtforms.validators import DataRequired, Length, NumberRange, Optional
 
 from gres.naming import DEFAULT_SHARDS_PER_GPU
+from jobspec.schema import SHARE_WITH_TYPE
 from portal.i18n import lazy_gettext
+from translations import N_
 
 SCRIPT = "#!/bin/bash\nset -euo pipefail\nnvidia-smi || true\nsleep 60\n"
 
@@ -73,6 +75,14 @@ def jupyter_spec(data: dict[str, Any]) -> dict[str, Any]:
     return spec
 
 
+#: the spec's advice that names spec fields the form does not have -> the form's own
+_FORM_ADVICE = {
+    SHARE_WITH_TYPE: N_(
+        "a share of a card cannot choose the card type; leave the device type empty, or ask "
+        "for whole GPUs"
+    ),
+}
+
 #: the fields of a Jupyter spec -> the form's fields that filled them
 _SPEC_FIELDS = {
     "name": "name",
@@ -96,7 +106,7 @@ def spec_errors_on_fields(errors: Mapping[str, Any], data: Mapping[str, Any]) ->
         else:
             field = _SPEC_FIELDS.get(path)
         if sep and field:
-            out.setdefault(field, []).append(message)
+            out.setdefault(field, []).append(_FORM_ADVICE.get(message, message))
         else:
             rest.append(str(line))
     if rest:

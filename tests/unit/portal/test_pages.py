@@ -107,7 +107,9 @@ def test_a_jupyter_forms_refusals_stand_at_its_fields_in_the_readers_language(en
     name = html[html.index('id="name"') :]
     assert "&#39;my notebook&#39; 不允许：以字母开头" in name[: name.index("</div>")]
     gres = html[html.index('id="gres_type"') :]
-    assert "卡的份额不能指定卡型号" in gres[: gres.index("</div>")]
+    # the form's own advice: it has no affinity.features to point to
+    assert "卡的份额不能指定卡型号；请留空设备型号，或申请整卡 GPU" in gres[: gres.index("</div>")]
+    assert "affinity" not in html
     assert "resources.gpu_type" not in html  # no spec paths shown
     assert "spec:" not in html
     assert env.slurm.submitted == []
