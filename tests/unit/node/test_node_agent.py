@@ -81,31 +81,38 @@ def test_file_source_and_sample_files(tmp_path: Path) -> None:
 
 def test_lab_source_reports_each_jobs_own_cpu_load(tmp_path: Path) -> None:
     """Real processes with a job's Slurm environment: a busy one, an idle one, one of another
-    node's job; a util file overrides the measured figure."""
+    node's job; a util file overrides the measured figure. The lab's own jobs may run on this
+    host meanwhile (the integration suite runs beside this one): these jobs' ids are far above
+    any the lab reaches, and only they are looked at."""
     import subprocess
     import sys
     import time
+
+    busy_id, idle_id, elsewhere_id = 9_000_041, 9_000_042, 9_000_043
 
     def job(job_id: int, node: str, code: str) -> subprocess.Popen[bytes]:
         env = {"SLURM_JOB_ID": str(job_id), "SLURMD_NODENAME": node, "SLURM_CPUS_ON_NODE": "1"}
         return subprocess.Popen([sys.executable, "-c", code], env=env)
 
+    def ours(sample: dict[int, float]) -> dict[int, float]:
+        return {k: v for k, v in sample.items() if k >= busy_id}
+
     busy = "import time\nend = time.time() + 30\nwhile time.time() < end: pass"
-    procs = [job(41, "gpu1", busy), job(42, "gpu1", "import time; time.sleep(30)")]
-    procs.append(job(43, "gpu2", "import time; time.sleep(30)"))  # no third core needed
+    procs = [job(busy_id, "gpu1", busy), job(idle_id, "gpu1", "import time; time.sleep(30)")]
+    procs.append(job(elsewhere_id, "gpu2", "import time; time.sleep(30)"))  # no third core
     try:
         (tmp_path / "util").mkdir()
         src = source(f"lab:{tmp_path / 'util'}", "gpu1")
         assert isinstance(src, LabSource)
         assert src.sample() == {}  # a first sample only sees the jobs
         time.sleep(1.5)
-        got = src.sample()
-        assert got.keys() == {41, 42}  # job 43 runs on another node
+        got = ours(src.sample())
+        assert got.keys() == {busy_id, idle_id}  # the third runs on another node
         # a busy loop gets most of a core even on a loaded 2-core machine; sleep gets nothing
-        assert got[41] > 25
-        assert got[42] < 10
-        (tmp_path / "util" / "42").write_text("75")
-        assert src.sample()[42] == 75.0
+        assert got[busy_id] > 25
+        assert got[idle_id] < 10
+        (tmp_path / "util" / str(idle_id)).write_text("75")
+        assert src.sample()[idle_id] == 75.0
     finally:
         for p in procs:
             p.kill()
