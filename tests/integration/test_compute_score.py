@@ -118,13 +118,15 @@ def test_a_jobs_energy_from_the_node_agents_samples(
     job = wait_job(client, done.job_id, lambda j: j.state is JobState.RUNNING, 60)
     samples = tmp_path / "samples"
     agent = Agent(LabSource(job.nodes, tmp_path / "util"), samples, job.nodes)
-    passes = []
 
-    def sampled_twice() -> bool:
-        passes.append(agent.run_once())
-        return sum(1 for n in passes if n) >= 2
+    def drew_twice() -> bool:
+        """Two samples of the job drawing power: on a loaded machine its loop may start some
+        seconds after Slurm says RUNNING, and an idle job's made-up draw is nil."""
+        agent.run_once()
+        series = [x for x in read_power(samples) if x.job_id == done.job_id]
+        return sum(1 for x in series for p in x.points if p.watts > 0) >= 2
 
-    wait_until(sampled_twice, 15, interval=2)
+    wait_until(drew_twice, 30, interval=2)
     engine = create_engine(f"sqlite:///{tmp_path / 'acct.db'}")
     migrate.upgrade(engine)
     with Session(engine) as s:
