@@ -78,7 +78,7 @@ def jupyter_spec(data: dict[str, Any]) -> dict[str, Any]:
 #: the spec's advice that names spec fields the form does not have -> the form's own
 _FORM_ADVICE = {
     SHARE_WITH_TYPE: N_(
-        "a share of a card cannot choose the card type; leave the device type empty, or ask "
+        "A share of a card cannot choose the card type; leave the device type empty, or ask "
         "for whole GPUs"
     ),
 }
