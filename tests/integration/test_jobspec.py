@@ -30,6 +30,7 @@ from jobspec.schema import load_spec
 from jobspec.status import connection_path, read_connection
 from jobspec.submit import submit_specs
 from slurm_plugins.client import JobNotFound, SlurmClient
+from slurm_plugins.client.errors import CommandError
 from slurm_plugins.client.models import Job, JobState
 from tests.integration.conftest import wait_job, wait_until
 
@@ -417,10 +418,18 @@ def test_a_node_failure_requeues_a_job_with_a_restart_policy(jobs: Jobs, lab: La
         jobs.client.update_node("npu1", state="DOWN", reason="jobspec restart test")
         wait_job(jobs.client, job_id, lambda j: j.restart_count >= 1, 30)
     finally:
-        # With ReturnToService=2 the node comes back by itself once slurmd answers.
-        (node,) = [n for n in jobs.client.nodes() if n.name == "npu1"]
-        if not node.available:
-            jobs.client.update_node("npu1", state="RESUME")
+        # With ReturnToService=2 the node comes back by itself once slurmd answers; it is
+        # resumed only if it has not, and it may come back between the read and the resume
+        # (slurmctld then refuses RESUME as an invalid state for a node that is up)
+        def up() -> bool:
+            return next(n for n in jobs.client.nodes() if n.name == "npu1").available
+
+        if not up():
+            try:
+                jobs.client.update_node("npu1", state="RESUME")
+            except CommandError:
+                if not up():
+                    raise
     out = jobs.wait_output("survivor", job_id, r"run 1", 120)
     assert out.splitlines()[:1] == ["run 0"]
 
