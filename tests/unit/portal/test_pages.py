@@ -112,6 +112,29 @@ def test_a_jupyter_forms_refusals_stand_at_its_fields_in_the_readers_language(en
     assert "affinity" not in html
     assert "resources.gpu_type" not in html  # no spec paths shown
     assert "spec:" not in html
+    # the same form in English: the advice as a sentence, like the form's other messages
+    en = {"Accept-Language": "en-US"}
+    page = client.get("/jobs/new", headers=en).get_data(as_text=True)
+    r = client.post(
+        "/jobs/new",
+        headers=en,
+        data={
+            "csrf_token": csrf_of(page),
+            "kind": "jupyter",
+            "project_id": env.world.projects["nlp"],
+            "name": "notebook",
+            "shards": 8,
+            "gres_type": "a100",
+            "time_limit": 30,
+        },
+    )
+    assert r.status_code == 422
+    html = r.get_data(as_text=True)
+    gres = html[html.index('id="gres_type"') :]
+    assert (
+        "A share of a card cannot choose the card type; leave the device type empty, or ask "
+        "for whole GPUs" in gres[: gres.index("</div>")]
+    )
     assert env.slurm.submitted == []
 
 
