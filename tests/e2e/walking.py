@@ -19,6 +19,7 @@ from axe_playwright_python.base import AXE_FILE_PATH
 from babel.messages.pofile import read_po
 from flask import Flask
 from playwright.sync_api import Browser, Playwright, sync_playwright
+from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import Page as Tab
 from werkzeug.middleware.shared_data import SharedDataMiddleware
 
@@ -95,6 +96,19 @@ def english_of_the_catalogue(names: set[str]) -> frozenset[str]:
         and re.search(r"[a-z]{3}", m.id)
         and m.id not in names
     )
+
+
+def screenshot(tab: Tab, path: Path) -> None:
+    """A full-page screenshot, tried once more when Chromium could not capture it: under a
+    busy host its compositor sometimes answers "Unable to capture screenshot" for a page that
+    draws fine. Any other error, or a second refusal, fails as before."""
+    try:
+        tab.screenshot(path=str(path), full_page=True)
+    except PlaywrightError as exc:
+        if "Unable to capture screenshot" not in str(exc):
+            raise
+        tab.wait_for_timeout(500)
+        tab.screenshot(path=str(path), full_page=True)
 
 
 def axe_violations(tab: Tab, rules: list[str] | None = None) -> list[str]:
@@ -180,7 +194,7 @@ class Walk:
         shot = SHOTS / self.reader.lang / self.reader.who / f"{name}-{width}.png"
         shot.parent.mkdir(parents=True, exist_ok=True)
         with self.timed("screenshot"):
-            tab.screenshot(path=str(shot), full_page=True)
+            screenshot(tab, shot)
         with self.timed("axe"):
             found = axe_violations(tab, PHONE_RULES if width == "phone" else None)
         if width == "phone":  # wide tables scroll inside themselves, the page does not
