@@ -16,6 +16,7 @@ from decimal import Decimal
 from functools import cache
 from typing import Any
 
+from babel.dates import get_timezone_gmt, get_timezone_name
 from flask import Flask, has_request_context, request
 from flask_babel import (
     Babel,
@@ -25,6 +26,7 @@ from flask_babel import (
     format_decimal,
     format_percent,
     get_locale,
+    get_timezone,
 )
 from flask_babel import gettext as _gettext
 from flask_babel import lazy_gettext as _lazy_gettext
@@ -110,6 +112,19 @@ def when(value: datetime | date | None, style: str = "short") -> str:
     return str(format_date(value, style))
 
 
+def zone() -> str:
+    """The site's time zone as a reader names it, with its offset now: ``中国时间（GMT+08:00）``,
+    ``China Time (GMT+08:00)``; ``UTC`` where the site keeps UTC."""
+    tz = get_timezone()
+    key = str(tz) if tz is not None else "UTC"
+    if key in {"UTC", "Etc/UTC", "GMT", "Etc/GMT"}:
+        return "UTC"
+    locale = get_locale() or "en"
+    offset = get_timezone_gmt(datetime.now(tz), locale=locale)
+    name = get_timezone_name(tz, locale=locale)
+    return gettext("%(name)s (%(offset)s)", name=name, offset=offset)
+
+
 def number(value: float | int | Decimal | None, digits: int | None = None) -> str:
     """A number with the locale's separators; ``digits`` fixes the decimals shown."""
     if value is None:
@@ -139,6 +154,7 @@ def _context() -> dict[str, Any]:
         "html_lang": html_lang(),
         "current_locale": current(),
         "languages": LOCALES,
+        "zone": zone,
     }
 
 

@@ -227,3 +227,24 @@ def test_a_failed_jupyter_session_says_so_with_its_exit_code(
     assert "ended (Failed, exit code 127" in page
     assert '<td id="exit-code">127</td>' in page
     assert "jupyter: command not found" in page  # the log tail says why
+
+
+@pytest.mark.parametrize(
+    ("site_zone", "lang", "shown"),
+    [
+        ("Asia/Shanghai", "zh-CN", "时间均为中国时间（GMT+08:00）。"),
+        ("Asia/Shanghai", "en", "Times are in China Time (GMT+08:00)."),
+        ("UTC", "zh-CN", "时间均为UTC。"),
+    ],
+)
+def test_job_pages_name_the_time_zone_their_times_are_in(
+    env: Env, monkeypatch: pytest.MonkeyPatch, site_zone: str, lang: str, shown: str
+) -> None:
+    """A job's times are the site's; JupyterLab's log beneath them prints UTC: the page says
+    which zone its own are in, in the reader's words."""
+    monkeypatch.setattr(env.app.extensions["babel"], "default_timezone", site_zone)
+    job = env.api("alice").post("/api/v1/jobs", json=form(env)).json["job_id"]
+    client = login(env, "alice")
+    for url in (f"/jobs/{job}", "/jobs/history"):
+        page = client.get(url, headers={"Accept-Language": lang}).get_data(as_text=True)
+        assert shown in page, url
