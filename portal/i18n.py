@@ -116,8 +116,7 @@ def zone() -> str:
     """The site's time zone as a reader names it, with its offset now: ``中国时间（GMT+08:00）``,
     ``China Time (GMT+08:00)``; ``UTC`` where the site keeps UTC."""
     tz = get_timezone()
-    key = str(tz) if tz is not None else "UTC"
-    if key in {"UTC", "Etc/UTC", "GMT", "Etc/GMT"}:
+    if tz is None or str(tz) in {"UTC", "Etc/UTC", "GMT", "Etc/GMT"}:
         return "UTC"
     locale = get_locale() or "en"
     offset = get_timezone_gmt(datetime.now(tz), locale=locale)

@@ -29,8 +29,7 @@ from jobspec.library import History
 from jobspec.schema import load_spec
 from jobspec.status import connection_path, read_connection
 from jobspec.submit import submit_specs
-from slurm_plugins.client import JobNotFound, SlurmClient
-from slurm_plugins.client.errors import CommandError
+from slurm_plugins.client import CommandError, JobNotFound, SlurmClient
 from slurm_plugins.client.models import Job, JobState
 from tests.integration.conftest import wait_job, wait_until
 

@@ -87,53 +87,40 @@ def test_submit_form_runs_as_the_user(env: Env) -> None:
 
 def test_a_jupyter_forms_refusals_stand_at_its_fields_in_the_readers_language(env: Env) -> None:
     client = login(env, "alice")
-    zh = {"Accept-Language": "zh-CN"}
-    page = client.get("/jobs/new", headers=zh).get_data(as_text=True)
-    r = client.post(
-        "/jobs/new",
-        headers=zh,
-        data={
+
+    def refused(lang: str, name: str) -> str:
+        """The Jupyter form posted in ``lang`` with a card share and a card type: its page."""
+        headers = {"Accept-Language": lang}
+        page = client.get("/jobs/new", headers=headers).get_data(as_text=True)
+        data = {
             "csrf_token": csrf_of(page),
             "kind": "jupyter",
             "project_id": env.world.projects["nlp"],
-            "name": "my notebook",
+            "name": name,
             "shards": 8,
             "gres_type": "a100",
             "time_limit": 30,
-        },
-    )
-    assert r.status_code == 422
-    html = r.get_data(as_text=True)
-    name = html[html.index('id="name"') :]
-    assert "&#39;my notebook&#39; 不允许：以字母开头" in name[: name.index("</div>")]
-    gres = html[html.index('id="gres_type"') :]
+        }
+        r = client.post("/jobs/new", headers=headers, data=data)
+        assert r.status_code == 422
+        return r.get_data(as_text=True)
+
+    def at(html: str, field: str) -> str:
+        """What the form shows at ``field``."""
+        rest = html[html.index(f'id="{field}"') :]
+        return rest[: rest.index("</div>")]
+
+    html = refused("zh-CN", "my notebook")
+    assert "&#39;my notebook&#39; 不允许：以字母开头" in at(html, "name")
     # the form's own advice: it has no affinity.features to point to
-    assert "卡的份额不能指定卡型号；请留空设备型号，或申请整卡 GPU" in gres[: gres.index("</div>")]
+    assert "卡的份额不能指定卡型号；请留空设备型号，或申请整卡 GPU" in at(html, "gres_type")
     assert "affinity" not in html
     assert "resources.gpu_type" not in html  # no spec paths shown
     assert "spec:" not in html
     # the same form in English: the advice as a sentence, like the form's other messages
-    en = {"Accept-Language": "en-US"}
-    page = client.get("/jobs/new", headers=en).get_data(as_text=True)
-    r = client.post(
-        "/jobs/new",
-        headers=en,
-        data={
-            "csrf_token": csrf_of(page),
-            "kind": "jupyter",
-            "project_id": env.world.projects["nlp"],
-            "name": "notebook",
-            "shards": 8,
-            "gres_type": "a100",
-            "time_limit": 30,
-        },
-    )
-    assert r.status_code == 422
-    html = r.get_data(as_text=True)
-    gres = html[html.index('id="gres_type"') :]
     assert (
         "A share of a card cannot choose the card type; leave the device type empty, or ask "
-        "for whole GPUs" in gres[: gres.index("</div>")]
+        "for whole GPUs" in at(refused("en-US", "notebook"), "gres_type")
     )
     assert env.slurm.submitted == []
 
