@@ -59,6 +59,11 @@ class LabPorts:
         """Every port moved by ``offset``: a second lab on the same host."""
         return LabPorts(*(getattr(self, f) + offset for f in self.__dataclass_fields__))
 
+    @property
+    def offset(self) -> int:
+        """How far these ports lie from the defaults (``AIPOOL_LAB_PORT_OFFSET``)."""
+        return self.slurmctld - LabPorts().slurmctld
+
 
 @dataclass(frozen=True, slots=True)
 class LabConfig:

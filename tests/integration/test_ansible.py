@@ -32,7 +32,7 @@ import pytest
 import yaml
 
 from aipool.lab import daemons
-from aipool.lab.config import LabConfig, LabPorts
+from aipool.lab.config import LabConfig
 from slurm_plugins.client import SlurmClient
 from slurm_plugins.client.errors import SlurmError
 from slurm_plugins.client.models import JobState, NodeState
@@ -47,7 +47,7 @@ REPO = Path(__file__).resolve().parents[2]
 ANSIBLE = REPO / "ansible"
 PREFIX = Path("/tmp/aipool-ansible")
 # the lab's ports + 500 (the lab under test's own offset, AIPOOL_LAB_PORT_OFFSET, included)
-OFFSET = LabConfig.from_env().ports.slurmctld - LabPorts().slurmctld + 500
+OFFSET = LabConfig.from_env().ports.offset + 500
 CTLD, SLURMD, DBD, RESTD = 6817 + OFFSET, 6818 + OFFSET, 6819 + OFFSET, 6820 + OFFSET
 MARIADB, PORTAL, NODE_BASE = 13306 + OFFSET, 8080 + OFFSET, 17001 + OFFSET
 PROMETHEUS, POLICY_METRICS, AGENT_METRICS = 9090 + OFFSET, 9101 + OFFSET, 9102 + OFFSET

@@ -31,7 +31,7 @@ from sqlalchemy import select
 from accounting.billing import post_bill
 from aipool.lab import host
 from aipool.lab.cluster import Lab
-from aipool.lab.config import MEMBER_INVENTORY, LabPorts
+from aipool.lab.config import MEMBER_INVENTORY
 from aipool.lab.services import portal_db
 from aipool.lab.settings import portal_settings
 from portal import create_app
@@ -59,7 +59,7 @@ def _env(side: Lab) -> dict[str, str]:
         "AIPOOL_LAB_DIR": str(side.cfg.root),
         "AIPOOL_LAB_CLUSTER": side.cfg.cluster,
         # the side lab's ports: the lab under test's own offset and SHIFT beyond it
-        "AIPOOL_LAB_PORT_OFFSET": str(side.cfg.ports.slurmctld - LabPorts().slurmctld),
+        "AIPOOL_LAB_PORT_OFFSET": str(side.cfg.ports.offset),
         "AIPOOL_LAB_INVENTORY": str(side.cfg.inventory),
         "PYTHONPATH": str(REPO),
         "LANG": "C.UTF-8",

@@ -48,7 +48,9 @@ def test_lab_up_whatever_the_host_name_resolves_to(
         "PY": sys.executable,
         "AIPOOL_LAB_DIR": f"{lab.cfg.root}-{cluster}",
         "AIPOOL_LAB_CLUSTER": cluster,
-        "AIPOOL_LAB_PORT_OFFSET": str(shift),
+        # beside the lab under test, at its offset plus the shift: two labs under test at
+        # different offsets (CI's two roots at once) never take the same ports
+        "AIPOOL_LAB_PORT_OFFSET": str(lab.cfg.ports.offset + shift),
     }
     done = subprocess.run(
         ["unshare", "--mount", "--propagation", "private", "bash", "-c", SCRIPT],

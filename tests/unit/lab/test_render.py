@@ -30,6 +30,7 @@ def test_lab_files_are_consistent(tmp_path: Path) -> None:
     files = render_lab(cfg, inv, db_password="pw")
     slurm = conf(files["slurm.conf"])
     assert slurm["SlurmctldPort"] == "6917"
+    assert cfg.ports.offset == 100  # what a lab beside it shifts from
     assert slurm["StateSaveLocation"] == str(tmp_path / "state")
     assert slurm["GresTypes"] == "gpu,npu,shard"
     assert "gres/npu:910b_vir05" in slurm["AccountingStorageTRES"].split(",")
