@@ -16,7 +16,7 @@ if [ ! -x "$prefix/bin/python" ]; then
   "$PY" -m venv "$prefix"
 fi
 stamp=$prefix/.aipool-runtime-installed
-sources=(pyproject.toml aipool gres slurm_plugins jobspec accounting portal sim dbtypes translations)
+sources=(pyproject.toml aipool asuser gres slurm_plugins jobspec accounting portal sim dbtypes translations)
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   echo "install-runtime: installing the job runtime in $prefix"
   # --use-pep517: as in bootstrap.sh (seqeval and jieba are setup.py sources only)
