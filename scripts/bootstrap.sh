@@ -28,6 +28,9 @@ as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
 installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
 
+# python_lock: the lock of a Python's version (requirements/)
+. scripts/python-lock.sh
+
 missing=()
 for p in "${PACKAGES[@]}"; do installed "$p" || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then
@@ -59,21 +62,29 @@ fi
 
 PY=${PYTHON:-/usr/bin/python3}   # Debian's own Python: the one the project claims to run on
 if [ ! -x .venv/bin/python ]; then
+  python_lock "$PY" venv bootstrap >/dev/null
   "$PY" -m venv .venv
 fi
+# the exact versions and hashes of [dev,lab] for this Python (scripts/lock.sh), then the
+# checkout itself, editable; again whenever the lock or pyproject.toml changes
+lock=$(python_lock .venv/bin/python venv bootstrap)
 stamp=.venv/.aipool-installed
-if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+want=$(sha256sum "$lock" pyproject.toml)
+if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   # --use-pep517: packages published only as setup.py sources (seqeval, jieba) build in an
   # isolated environment with their build requirements, not through Debian 12 pip's legacy
   # `setup.py install`, which fails on them
-  if ! .venv/bin/python -m pip install -q --use-pep517 -e '.[dev,lab]' \
-    && ! { echo "bootstrap: pip install failed; again in 30 s" >&2; sleep 30
-      .venv/bin/python -m pip install -q --use-pep517 -e '.[dev,lab]'; }; then
-    echo "bootstrap: could not install the Python packages of pyproject.toml ([dev,lab])" >&2
+  install() {
+    .venv/bin/python -m pip install -q --require-hashes --use-pep517 -r "$lock" \
+      && .venv/bin/python -m pip install -q --no-deps --use-pep517 -e .
+  }
+  if ! install && ! { echo "bootstrap: pip install failed; again in 30 s" >&2; sleep 30; install; }
+  then
+    echo "bootstrap: could not install the Python packages of $lock ([dev,lab])" >&2
     echo "bootstrap: check that this machine reaches PyPI, then rerun" >&2
     exit 1
   fi
-  touch "$stamp"
+  echo "$want" >"$stamp"
 fi
 # the job runtime every cluster user runs jobs from, and their `aipool` command
 bash scripts/install-runtime.sh "${AIPOOL_RUNTIME:-/opt/aipool/runtime}"

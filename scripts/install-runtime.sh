@@ -11,16 +11,23 @@ prefix=${1:-${AIPOOL_RUNTIME:-/opt/aipool/runtime}}
 case "$prefix" in /*) ;; *) echo "install-runtime: PREFIX must be an absolute path" >&2; exit 2 ;; esac
 umask 022                                  # every user reads and runs what is installed here
 PY=${PYTHON:-/usr/bin/python3}
+. scripts/python-lock.sh                  # python_lock: the lock of a Python's version
 if [ ! -x "$prefix/bin/python" ]; then
+  python_lock "$PY" runtime install-runtime >/dev/null
   mkdir -p "$prefix"
   "$PY" -m venv "$prefix"
 fi
+# the exact versions and hashes of [lab] for this Python (scripts/lock.sh), then AIPool itself;
+# again whenever the lock or pyproject.toml changes
+lock=$(python_lock "$prefix/bin/python" runtime install-runtime)
 stamp=$prefix/.aipool-runtime-installed
+want=$(sha256sum "$lock" pyproject.toml)
 sources=(pyproject.toml aipool asuser gres slurm_plugins jobspec accounting portal sim dbtypes translations)
-if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
-  echo "install-runtime: installing the job runtime in $prefix"
+if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+  echo "install-runtime: installing the job runtime in $prefix from $lock"
   # --use-pep517: as in bootstrap.sh (seqeval and jieba are setup.py sources only)
-  if ! "$prefix/bin/python" -m pip install -q --use-pep517 '.[lab]'; then
+  if ! "$prefix/bin/python" -m pip install -q --require-hashes --use-pep517 -r "$lock" \
+    || ! "$prefix/bin/python" -m pip install -q --no-deps --force-reinstall --use-pep517 .; then
     echo "install-runtime: could not install the runtime's Python packages (is PyPI reachable?)" >&2
     exit 1
   fi
@@ -29,7 +36,7 @@ elif [ -n "$(find "${sources[@]}" -newer "$stamp" -type f -not -name '*.pyc' -pr
   "$prefix/bin/python" -m pip install -q --no-deps --force-reinstall .
 fi
 rm -rf build                              # setuptools' in-tree build directory
-touch "$stamp"
+echo "$want" >"$stamp"                    # its time: what the next run finds newer
 chmod -R a+rX "$prefix"
 if [ "${AIPOOL_RUNTIME_LINK:-1}" = 1 ]; then
   ln -sfn "$prefix/bin/aipool" /usr/local/bin/aipool
