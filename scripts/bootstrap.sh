@@ -29,6 +29,7 @@ as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
 
 # python_lock: the lock of a Python's version (requirements/)
+# shellcheck source=scripts/python-lock.sh
 . scripts/python-lock.sh
 
 missing=()
@@ -74,12 +75,12 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   # --use-pep517: packages published only as setup.py sources (seqeval, jieba) build in an
   # isolated environment with their build requirements, not through Debian 12 pip's legacy
   # `setup.py install`, which fails on them
-  install() {
+  pip_install() {
     .venv/bin/python -m pip install -q --require-hashes --use-pep517 -r "$lock" \
       && .venv/bin/python -m pip install -q --no-deps --use-pep517 -e .
   }
-  if ! install && ! { echo "bootstrap: pip install failed; again in 30 s" >&2; sleep 30; install; }
-  then
+  if ! pip_install \
+    && ! { echo "bootstrap: pip install failed; again in 30 s" >&2; sleep 30; pip_install; }; then
     echo "bootstrap: could not install the Python packages of $lock ([dev,lab])" >&2
     echo "bootstrap: check that this machine reaches PyPI, then rerun" >&2
     exit 1

@@ -11,6 +11,7 @@ prefix=${1:-${AIPOOL_RUNTIME:-/opt/aipool/runtime}}
 case "$prefix" in /*) ;; *) echo "install-runtime: PREFIX must be an absolute path" >&2; exit 2 ;; esac
 umask 022                                  # every user reads and runs what is installed here
 PY=${PYTHON:-/usr/bin/python3}
+# shellcheck source=scripts/python-lock.sh
 . scripts/python-lock.sh                  # python_lock: the lock of a Python's version
 if [ ! -x "$prefix/bin/python" ]; then
   python_lock "$PY" runtime install-runtime >/dev/null

@@ -23,7 +23,8 @@ upgrade=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --upgrade) upgrade+=(--upgrade); shift ;;
-    --upgrade-package) upgrade+=(--upgrade-package "${2:?--upgrade-package needs a name}"); shift 2 ;;
+    --upgrade-package)
+      upgrade+=(--upgrade-package "${2:?--upgrade-package needs a name}"); shift 2 ;;
     *) echo "lock: unknown option $1 (see the usage at the top of $0)" >&2; exit 2 ;;
   esac
 done
@@ -32,7 +33,10 @@ uv=$(command -v uv || true)
 if [ -z "$uv" ]; then
   uv=.venv/bin/uv
   if [ ! -x "$uv" ]; then
-    [ -x .venv/bin/python ] || { echo "lock: no .venv: run scripts/bootstrap.sh first" >&2; exit 1; }
+    if [ ! -x .venv/bin/python ]; then
+      echo "lock: no .venv: run scripts/bootstrap.sh first" >&2
+      exit 1
+    fi
     .venv/bin/python -m pip install -q 'uv>=0.9,<1'
   fi
 fi
