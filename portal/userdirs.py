@@ -7,8 +7,9 @@ outputs through the group (new files inherit it, the setgid bit); nobody else ma
 directory of one run (``<root>/<user>/<random>``) is the same. Nothing the portal makes for
 users is world-writable or world-readable.
 
-A run's directory is also the group's to write (mode 2770): the portal stages the job's model
-into it. The job's user owns both, so the portal cannot remove what the job wrote by itself.
+A run's directory is the same (mode 2750): the portal reads through the group and writes
+nothing there. What it puts in a run's directory (the job's copy of a model) the user's own
+process writes, the as-the-user agent (``portal.actas``), from a stream the portal sends.
 
 Only root may give a directory to another user. The portal does not run as root: it asks the
 root helper (``aipool/roothelper.py``, through ``sudo -n``, the ``ROOT_HELPER`` setting) to
@@ -34,7 +35,7 @@ from flask import current_app, has_app_context
 from portal.errors import Conflict
 
 MODE = 0o2750  # the user's; the portal's group reads; others nothing; new files keep the group
-RUN_MODE = 0o2770  # a run's: the portal's group also writes (the staged model)
+RUN_MODE = 0o2750  # a run's: the same; the user's own process stages what the job reads
 
 
 def service_group(name: str) -> int | None:
@@ -144,9 +145,21 @@ def run_dir(root: Path, username: str, group: str) -> Path:
 def remove_run(path: Path | str) -> None:
     """Remove one run's directory (``<root>/<user>/<name>``) with all its job wrote."""
     path = Path(path)
-    if os.geteuid() == 0 or not helper():
-        shutil.rmtree(path, ignore_errors=True)
-        return
-    shutil.rmtree(path, ignore_errors=True)  # what the portal staged there, at least
-    if path.exists() or path.is_symlink():
+    if helper():
         _ask("remove-run", str(path.parent.parent), path.parent.name, path.name)
+        return
+    shutil.rmtree(path, ignore_errors=True)  # root (the unit tests), or the portal's own
+
+
+def remove_workspace(store: Path, dataset_id: int) -> None:
+    """Remove a dataset's workspace (``<store>/<id>/workspace``) whole, whoever wrote in it:
+    the portal removes what it may, the root helper (``remove-workspace``) the entries its
+    writers' jobs kept for themselves. ``Conflict`` when it is still there."""
+    path = store / str(dataset_id) / "workspace"
+    if not path.exists() and not path.is_symlink():
+        return
+    shutil.rmtree(path, ignore_errors=True)  # by descriptors: never follows a link
+    if (path.exists() or path.is_symlink()) and helper() and os.geteuid() != 0:
+        _ask("remove-workspace", str(store), str(dataset_id))
+    if path.exists() or path.is_symlink():
+        raise Conflict(f"{path} could not be removed whole")

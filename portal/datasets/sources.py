@@ -6,19 +6,18 @@ from __future__ import annotations
 
 import hashlib
 import os
-import pwd
+import tarfile
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
+from portal import actas
 from portal.datasets import s3
 from portal.datasets.storage import (
     Budget,
     Manifest,
-    Reader,
-    check_readable,
-    copy_tree,
     extract_archive,
+    extract_members,
     is_archive,
     link_tree,
     safe_relpath,
@@ -94,27 +93,26 @@ def cluster_path(import_roots: Sequence[str], username: str, raw: str) -> Fill:
             "%(path)s is not under an import root (%(roots)s).", path=raw, roots=allowed
         )
         raise ValidationFailed({"path": [message]})
-    if not path.is_dir():
-        raise ValidationFailed({"path": [gettext("%(path)s is not a directory.", path=raw)]})
-    reader = reader_of(username)
-    root = next(r for r in roots if path == r or r in path.parents)
-    for parent in [*reversed(path.parents[: len(path.parents) - len(root.parents)]), path]:
-        check_readable(parent, str(parent), reader)  # the way down from the root, too
 
     def fill(staging: Path, budget: Budget) -> str:
-        copy_tree(path, staging, budget, reader)
+        copy_as(username, path, staging, budget, "path")
         return str(path)
 
     return fill
 
 
-def reader_of(username: str) -> Reader:
-    """The caller as a Unix user (their groups included), for the read checks of imports."""
+def copy_as(username: str, src: Path, staging: Path, budget: Budget, field: str) -> None:
+    """``src``'s tree into ``staging`` as ``username`` reads it: the as-the-user agent packs
+    it and every member is checked here (no links, no special files, safe names, the budget),
+    so the kernel decides what the user may read, at every moment of the copy."""
     try:
-        entry = pwd.getpwnam(username)
-    except KeyError:
-        return Reader(username, None, frozenset())
-    return Reader(username, entry.pw_uid, frozenset(os.getgrouplist(username, entry.pw_gid)))
+        with actas.packed(username, str(src)) as tar:
+            extract_members(tar, staging, budget, field)
+    except actas.AgentRefused as exc:
+        raise actas.as_field_error(exc, username, field) from None
+    except tarfile.TarError as exc:
+        message = gettext("%(path)s could not be read: %(reason)s", path=str(src), reason=exc)
+        raise ValidationFailed({field: [message]}) from None
 
 
 def s3_prefix(stores: Mapping[str, Mapping[str, Any]], args: Mapping[str, Any]) -> Fill:
@@ -132,14 +130,15 @@ def s3_prefix(stores: Mapping[str, Mapping[str, Any]], args: Mapping[str, Any]) 
     return fill
 
 
-def workspace(directory: Path, name: str) -> Fill:
-    """A fill from what jobs wrote into a dataset's read-write mount."""
+def workspace(directory: Path, name: str, username: str) -> Fill:
+    """A fill from what jobs wrote into a dataset's read-write mount, read as ``username``
+    (the caller: what they may read of it, nothing more)."""
     if not directory.is_dir():
         message = gettext("%(name)s has no workspace yet: mount it read-write first.", name=name)
         raise ValidationFailed({"source": [message]})
 
     def fill(staging: Path, budget: Budget) -> str:
-        copy_tree(directory, staging, budget)
+        copy_as(username, directory, staging, budget, "source")
         return "workspace"
 
     return fill

@@ -127,15 +127,17 @@ def safe_relpath(name: str, field: str = "files") -> str:
     return "/".join(parts)
 
 
-def write_stream(src: IO[bytes], dest: Path, rel: str, budget: Budget) -> None:
+def write_stream(
+    src: IO[bytes], dest: Path, rel: str, budget: Budget, field: str = "files"
+) -> None:
     """Copy ``src`` to ``dest/rel``, counting every chunk against the budget."""
     target = dest / rel
     said = gettext("%(path)s: a file and a directory of the same name.", path=rel)
-    clash = ValidationFailed({"files": [said]})
+    clash = ValidationFailed({field: [said]})
     if target.is_dir():
         raise clash
     if target.exists():
-        raise ValidationFailed({"files": [gettext("%(path)s: given twice.", path=rel)]})
+        raise ValidationFailed({field: [gettext("%(path)s: given twice.", path=rel)]})
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         out = target.open("xb")
@@ -178,21 +180,28 @@ def _is_format_error(exc: OSError) -> bool:
 
 def _extract_tar(src: IO[bytes], dest: Path, budget: Budget) -> None:
     with tarfile.open(fileobj=src, mode="r:*") as tar:
-        for member in tar:
-            if member.isdir() and _is_top(member.name):
-                continue  # "./", which tar -C dir . writes first
-            rel = safe_relpath(member.name)
-            if member.issym() or member.islnk():
-                raise ValidationFailed({"files": [no_links(member.name)]})
-            if member.isdir():
-                continue
-            if not member.isfile():
-                raise ValidationFailed({"files": [only_files(member.name)]})
-            budget.new_file(rel, member.size)
-            stream = tar.extractfile(member)
-            if stream is None:  # pragma: no cover - isfile() members always have data
-                continue
-            write_stream(stream, dest, rel, budget)
+        extract_members(tar, dest, budget)
+
+
+def extract_members(tar: tarfile.TarFile, dest: Path, budget: Budget, field: str = "files") -> None:
+    """Write a tar stream's regular files into ``dest`` against the budget: an upload's, or
+    what the as-the-user agent packed of a user's tree. Links, devices and unsafe names are
+    refused at ``field``."""
+    for member in tar:
+        if member.isdir() and _is_top(member.name):
+            continue  # "./", which tar -C dir . writes first
+        rel = safe_relpath(member.name, field)
+        if member.issym() or member.islnk():
+            raise ValidationFailed({field: [no_links(member.name)]})
+        if member.isdir():
+            continue
+        if not member.isfile():
+            raise ValidationFailed({field: [only_files(member.name)]})
+        budget.new_file(rel, member.size)
+        stream = tar.extractfile(member)
+        if stream is None:  # pragma: no cover - isfile() members always have data
+            continue
+        write_stream(stream, dest, rel, budget, field)
 
 
 def no_links(name: str) -> str:
@@ -223,39 +232,9 @@ def _extract_zip(src: IO[bytes], dest: Path, budget: Budget) -> None:
                 write_stream(stream, dest, rel, budget)
 
 
-@dataclass(frozen=True)
-class Reader:
-    """A Unix user on whose behalf files are read: the portal copies only what they could
-    read themselves (``uid`` None: a user without an account, who reads world-readable
-    files only)."""
-
-    name: str
-    uid: int | None
-    gids: frozenset[int]
-
-    def may_read(self, info: os.stat_result) -> bool:
-        if self.uid == 0:
-            return True
-        if info.st_uid == self.uid:
-            bits = info.st_mode >> 6
-        elif info.st_gid in self.gids:
-            bits = info.st_mode >> 3
-        else:
-            bits = info.st_mode
-        need = 0o5 if stat.S_ISDIR(info.st_mode) else 0o4
-        return bits & need == need
-
-
-def check_readable(path: Path, rel: str, reader: Reader | None) -> None:
-    if reader is not None and not reader.may_read(path.lstat()):
-        message = gettext("%(path)s: %(user)s may not read it.", path=rel, user=reader.name)
-        raise ValidationFailed({"path": [message]})
-
-
-def copy_tree(src: Path, dest: Path, budget: Budget, reader: Reader | None = None) -> None:
-    """Copy a directory of the cluster file system (no links, no special files; with a
-    ``reader``, nothing that user could not read)."""
-    check_readable(src, src.name or str(src), reader)
+def copy_tree(src: Path, dest: Path, budget: Budget) -> None:
+    """Copy a directory of the portal's own (a temporary one it made): no links, no special
+    files. A tree a user can write is never copied by path: see :func:`sources.copy_as`."""
     for root, dirs, files in os.walk(src, followlinks=False):
         base = Path(root)
         for name in sorted(dirs + files):
@@ -264,13 +243,11 @@ def copy_tree(src: Path, dest: Path, budget: Budget, reader: Reader | None = Non
             info = path.lstat()
             if stat.S_ISLNK(info.st_mode):
                 raise ValidationFailed({"path": [no_links(rel)]})
-            check_readable(path, rel, reader)
             if stat.S_ISDIR(info.st_mode):
                 continue
             if not stat.S_ISREG(info.st_mode):
                 raise ValidationFailed({"path": [only_files(rel)]})
             budget.new_file(rel, info.st_size)
-            # O_NOFOLLOW: a file swapped for a link after the walk is refused, not followed
             fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
             with os.fdopen(fd, "rb") as stream:
                 write_stream(stream, dest, safe_relpath(rel, "path"), budget)

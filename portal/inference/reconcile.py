@@ -17,19 +17,17 @@ log tail kept as its error. A replica job's name carries the service's device
 from __future__ import annotations
 
 import contextlib
-import errno
 import json
-import os
-import secrets
-import shutil
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from flask import current_app
 from sqlalchemy import update
 from sqlalchemy.orm import Session
 
+from portal import actas
 from portal.authz import Access, load_access
 from portal.control.book import JobBook
 from portal.errors import Conflict, DomainError, NotFound, SlurmUnavailable
@@ -50,6 +48,7 @@ from portal.inference.service import replica_key
 from portal.jobs import service as jobs
 from portal.registry import runs, storage
 from portal.slurm import SlurmPort
+from portal.upstream import PortRange, port_range, upstream
 from portal.userfiles import read_file
 from slurm_plugins.client.models import Job, JobState
 
@@ -91,20 +90,24 @@ def observe(svc: InferenceService, book: JobBook) -> ServiceView:
 
 def _address(svc: InferenceService, index: int, job: Job, book: JobBook) -> str | None:
     """The replica's address: the host from Slurm (the NodeAddr of the job's node), only the
-    port from the connection file the job wrote, so a job cannot point the portal elsewhere."""
+    port from the connection file the job wrote, and only a port of ``PROXY_PORT_RANGE``
+    (where no service of the site listens), so a job cannot point the portal elsewhere."""
     if not job.nodes or not svc.workdir:
         return None
     raw = read_file(Path(svc.workdir) / f"replica-{index}.json", job.user, 4096)
     try:
         conn = json.loads(raw or b"")
-        port_number = int(conn["port"])
+        port_number = conn["port"]
         written_by = conn.get("job_id")
     except (ValueError, KeyError, TypeError, AttributeError):
         return None
-    if written_by != job.job_id or not 1024 <= port_number <= 65535:
-        return None  # left by an earlier run of this replica, or not a port a job may use
-    host = book.address(job.nodes)
-    return f"http://{host}:{port_number}" if host else None
+    if written_by != job.job_id:
+        return None  # left by an earlier run of this replica
+    return upstream(job, book.nodes(), port_number, _ports())
+
+
+def _ports() -> PortRange:
+    return port_range(current_app.config["PROXY_PORT_RANGE"])
 
 
 # ---------------------------------------------------------------------- apply
@@ -167,24 +170,19 @@ def _retire(
 def _stage(
     session: Session, port: SlurmPort, svc: InferenceService, step: Step, now: datetime
 ) -> None:
-    """Staged beside, then renamed into place: a copy cut short never looks complete."""
-    workdir = Path(svc.workdir)
-    partial = workdir / f".model-{secrets.token_hex(4)}"
-    try:
-        runs.stage_model(svc.version, partial)
-        try:
-            os.rename(partial, workdir / "model")
-        except OSError as exc:
-            if exc.errno not in (errno.EEXIST, errno.ENOTEMPTY):
-                raise  # else a copy is there already: keep it
-    finally:
-        shutil.rmtree(partial, ignore_errors=True)
+    """The owner's copy of the model, made by the as-the-user agent: it appears whole or not
+    at all, and one already there is kept."""
+    owner = _owner(session, svc)
+    runs.stage_model(svc.version, Path(svc.workdir) / "model", owner.username, keep=True)
 
 
 def _unstage(
     session: Session, port: SlurmPort, svc: InferenceService, step: Step, now: datetime
 ) -> None:
-    shutil.rmtree(Path(svc.workdir) / "model", ignore_errors=True)  # the portal's own copy
+    """The owner's copy gone, removed as the owner (the directory is theirs)."""
+    owner = session.get(User, svc.owner_id)
+    if owner is not None:
+        actas.remove(owner.username, str(Path(svc.workdir) / "model"))
 
 
 def _failed(
@@ -271,7 +269,8 @@ def replica_spec(svc: InferenceService, index: int, now: datetime) -> dict[str, 
         workdir,
     )
     spec["name"] = job_name(svc.id, index, device_tag(svc))
-    spec["env"] = {**spec["env"], "SERVE_KEY": replica_key(svc.id)}
+    # the replica listens on a port of the range the portal proxies to (portal.presets.runtime)
+    spec["env"] = {**spec["env"], "SERVE_KEY": replica_key(svc.id), "SERVE_PORTS": str(_ports())}
     resources: dict[str, Any] = {"cpus": 1, "time": _minutes_left(svc, now)}
     if svc.device == Device.GPU:
         resources["gpus"] = svc.gpus

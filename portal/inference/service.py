@@ -172,7 +172,7 @@ def create(
     token = "svc_" + secrets.token_urlsafe(24)
     workdir = runs.new_workdir(access.username)
     try:
-        runs.stage_model(version, workdir / "model")
+        runs.stage_model(version, workdir / "model", access.username)
         svc = InferenceService(
             version_id=version.id,
             project_id=project.id,

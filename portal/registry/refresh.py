@@ -110,9 +110,10 @@ def refresh(session: Session, book: JobBook, *, dry_run: bool = False) -> list[s
 def finish_version(session: Session, version: ModelVersion, job: Job) -> None:
     """A training version whose job has ended becomes ready (its files checked in) or failed."""
     workdir = Path(version.workdir)
-    if job.state is JobState.COMPLETED and (workdir / "result.json").is_file():
+    done = read_file(workdir / "result.json", job.user, REPORT_MAX_BYTES) is not None
+    if job.state is JobState.COMPLETED and done:
         try:
-            staged = storage.stage_job_output(workdir / "model")
+            staged = storage.stage_job_output(workdir / "model", job.user)
         except (Conflict, ValidationFailed) as exc:
             version.status = VersionStatus.FAILED.value
             version.tags = {**version.tags, "error": str(exc)[:200]}

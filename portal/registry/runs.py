@@ -12,7 +12,6 @@ left: a version's files, an evaluation's metrics.
 from __future__ import annotations
 
 import json
-import shutil
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -22,7 +21,7 @@ from flask import current_app
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from portal import userdirs
+from portal import actas, userdirs
 from portal.authz import Access
 from portal.errors import Conflict, ValidationFailed
 from portal.i18n import gettext
@@ -49,18 +48,20 @@ def new_workdir(username: str) -> Path:
     return userdirs.run_dir(userdirs.work_root(), username, current_app.config["SERVICE_GROUP"])
 
 
-def stage_model(version: ModelVersion, dest: Path) -> Path:
-    """The version's files for one job, in ``dest`` (decrypted when encrypted at rest)."""
+def stage_model(version: ModelVersion, dest: Path, owner: str, *, keep: bool = False) -> Path:
+    """The version's files for one job of ``owner``'s, as a new directory ``dest`` that
+    ``owner`` makes and fills (decrypted when encrypted at rest): the portal sends them as a
+    tar stream to the as-the-user agent and never writes in the user's directory itself."""
     src = storage.root() / version.storage
-    dest.mkdir(parents=True, exist_ok=True)
-    if version.encrypted:
-        storage.decrypt_to(
-            src, storage.tenant_key(version.model.project.domain_id), dest, version.files
-        )
-    else:
-        shutil.copytree(src, dest, dirs_exist_ok=True)
-    for path in [dest, *dest.rglob("*")]:
-        path.chmod(0o755 if path.is_dir() else 0o644)
+    key = storage.tenant_key(version.model.project.domain_id) if version.encrypted else None
+    try:
+        actas.unpack(owner, str(dest), lambda out: storage.write_tar(src, version.files, key, out))
+    except actas.AgentRefused as exc:
+        if exc.kind == "exists" and keep:
+            return dest  # a whole copy is there already (the agent renames only whole ones)
+        if exc.kind == "exists":
+            raise Conflict(gettext("%(path)s is there already.", path=dest.name)) from None
+        raise actas.as_field_error(exc, owner, "model") from None
     return dest
 
 
@@ -147,7 +148,7 @@ def fine_tune(
     preset = preset_of(base.model)
     workdir = new_workdir(access.username)
     try:
-        stage_model(base, workdir / "base")
+        stage_model(base, workdir / "base", access.username)
         spec = fill(
             preset.templates(python())["fine_tune"],
             {"model": str(workdir / "base"), "out": str(workdir), "mirror": str(storage.mirror())},
@@ -201,7 +202,7 @@ def evaluate(
     preset = preset_of(version.model)
     workdir = new_workdir(access.username)
     try:
-        stage_model(version, workdir / "model")
+        stage_model(version, workdir / "model", access.username)
         spec = fill(
             preset.templates(python())["evaluate"],
             {"model": str(workdir / "model"), "out": str(workdir), "mirror": str(storage.mirror())},

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import io
 import json
 import os
 import secrets
@@ -30,6 +31,7 @@ from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from flask import current_app
 from werkzeug.utils import secure_filename
 
+from portal import actas
 from portal.datasets.words import size
 from portal.errors import Conflict, ValidationFailed
 from portal.i18n import gettext
@@ -237,11 +239,48 @@ def stage_files(contents: dict[str, bytes]) -> Staged:
     return staged
 
 
-def stage_job_output(out: Path) -> Staged:
-    """What a training job wrote to its output directory."""
-    if not out.is_dir() or not any(out.iterdir()):
-        raise Conflict(gettext("The job left no model files."))
-    return stage_directory(out)
+def stage_job_output(out: Path, owner: str) -> Staged:
+    """What a training job of ``owner``'s wrote to its output directory, read as ``owner``
+    by the as-the-user agent and checked member by member here (regular files only, safe
+    names, at most ``MODEL_JOB_OUTPUT_MAX_BYTES``); hidden files are left out."""
+    limit = int(current_app.config["MODEL_JOB_OUTPUT_MAX_BYTES"])
+    staged = Staged(_incoming())
+    try:
+        files = staged.path / "files"
+        files.mkdir()
+        total = 0
+        with actas.packed(owner, str(out)) as tar:
+            for member in tar:
+                if member.name.rstrip("/") in ("", "."):
+                    continue
+                rel = _safe_name(member.name)
+                if any(p.startswith(".") for p in rel.parts) or member.isdir():
+                    continue  # .cache, .git: a library's notes, not the model
+                if not member.isfile():
+                    raise _bad(not_a_file(member.name))
+                total += member.size
+                if total > limit:
+                    raise _bad(too_big_unpacked(limit))
+                source = tar.extractfile(member)
+                target = files.joinpath(*rel.parts)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                with source or io.BytesIO() as src, target.open("xb") as dst:
+                    shutil.copyfileobj(src, dst)
+        if not any(files.iterdir()):
+            raise Conflict(gettext("The job left no model files."))
+        _finish(staged)
+    except actas.AgentRefused as exc:
+        staged.discard()
+        if exc.kind in ("missing", "not-directory"):
+            raise Conflict(gettext("The job left no model files.")) from None
+        raise actas.as_field_error(exc, owner, "model") from None
+    except (tarfile.TarError, FileExistsError) as exc:
+        staged.discard()
+        raise _bad(corrupt(exc)) from None
+    except BaseException:
+        staged.discard()
+        raise
+    return staged
 
 
 def _finish(staged: Staged) -> None:
@@ -349,23 +388,53 @@ def encrypt_dir(path: Path, key: Fernet) -> None:
         file.unlink()
 
 
-def decrypt_to(path: Path, key: Fernet, dest: Path, files: list[dict[str, Any]]) -> None:
-    """Plain files of an encrypted version in ``dest``, each checked against its sha256."""
-    for entry in files:
-        source = path / (entry["path"] + ENC)
-        try:
-            data = key.decrypt(source.read_bytes())
-        except (InvalidToken, OSError) as exc:
-            message = gettext(
-                "The file %(path)s cannot be decrypted: %(reason)r", path=entry["path"], reason=exc
-            )
-            raise Conflict(message) from None
-        if hashlib.sha256(data).hexdigest() != entry["sha256"]:
-            message = gettext("The file %(path)s does not match its checksum.", path=entry["path"])
-            raise Conflict(message)
-        target = dest / entry["path"]
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(data)
+def write_tar(path: Path, files: list[dict[str, Any]], key: Fernet | None, out: IO[bytes]) -> None:
+    """A version's files as a tar stream on ``out`` (decrypted with ``key`` when encrypted),
+    each checked against its sha256: what a job's copy receives (``portal.actas.unpack``)."""
+    with tarfile.open(fileobj=out, mode="w|", format=tarfile.PAX_FORMAT) as tar:
+        for entry in files:
+            member = tarfile.TarInfo(entry["path"])
+            member.mode = 0o644
+            if key is not None:
+                data = decrypted(path, key, entry)
+                _check_sum(entry, hashlib.sha256(data).hexdigest())
+                member.size = len(data)
+                tar.addfile(member, io.BytesIO(data))
+                continue
+            fd = os.open(path / entry["path"], os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            with os.fdopen(fd, "rb") as src:
+                member.size = os.fstat(fd).st_size
+                hashing = _Hashing(src)
+                tar.addfile(member, hashing)
+                # a copy that differs is cut off: the receiver never completes it
+                _check_sum(entry, hashing.digest.hexdigest())
+
+
+class _Hashing:
+    def __init__(self, src: IO[bytes]) -> None:
+        self.src, self.digest = src, hashlib.sha256()
+
+    def read(self, n: int = -1) -> bytes:
+        data = self.src.read(n)
+        self.digest.update(data)
+        return data
+
+
+def _check_sum(entry: dict[str, Any], found: str) -> None:
+    if found != entry["sha256"]:
+        message = gettext("The file %(path)s does not match its checksum.", path=entry["path"])
+        raise Conflict(message)
+
+
+def decrypted(path: Path, key: Fernet, entry: dict[str, Any]) -> bytes:
+    source = path / (entry["path"] + ENC)
+    try:
+        return key.decrypt(source.read_bytes())
+    except (InvalidToken, OSError) as exc:
+        message = gettext(
+            "The file %(path)s cannot be decrypted: %(reason)r", path=entry["path"], reason=exc
+        )
+        raise Conflict(message) from None
 
 
 def verify(path: Path, files: list[dict[str, Any]]) -> list[str]:

@@ -5,6 +5,7 @@ audited. Run as root (it refuses anything else), on a copy installed as a site w
 from __future__ import annotations
 
 import grp
+import io
 import json
 import os
 import pwd
@@ -12,23 +13,19 @@ import shutil
 import stat
 import subprocess
 import sys
+import tarfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 import aipool.roothelper as helper
+from tests.unit import helpersite
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the helper runs only as root")
 
 
-def _someone() -> str:
-    for name in ("alice", "nobody"):
-        try:
-            if pwd.getpwnam(name).pw_uid >= 1000:
-                return name
-        except KeyError:
-            continue
-    pytest.fail("this machine has neither alice nor nobody")
+_someone = helpersite.someone
 
 
 def _group() -> str:
@@ -86,7 +83,7 @@ def test_it_makes_a_users_directory_and_a_runs_and_removes_the_run(
     assert done.returncode == 0
     assert done.stdout.strip() == str(root / user / name)
     st = (root / user / name).stat()
-    assert (st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode)) == (entry.pw_uid, gid, 0o2770)
+    assert (st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode)) == (entry.pw_uid, gid, 0o2750)
     (root / user / name / "out").mkdir()
     (root / user / name / "out" / "log.txt").write_text("done")
     assert call(site, "remove-run", str(root), user, name).returncode == 0
@@ -164,3 +161,82 @@ def test_only_the_configured_caller_may_use_it(site: dict[str, Path]) -> None:
     done = call(site, "user-dir", str(site["root"]), _someone(), env=env)
     assert done.returncode == 2
     assert "may call aipool-helper" in done.stderr
+
+
+@pytest.fixture
+def agent_site(tmp_path: Path) -> Iterator[dict[str, Path]]:
+    """The helper with the as-the-user agent, and a directory of the user's under its root."""
+    root = tmp_path / "users"
+    root.mkdir(mode=0o711)
+    with helpersite.installed(tmp_path, [root], _group()) as site:
+        user = pwd.getpwnam(_someone())
+        home = site.reachable / "ws"
+        home.mkdir(mode=0o700)
+        os.chown(home, user.pw_uid, user.pw_gid)
+        yield {
+            "script": site.script, "conf": site.conf, "audit": site.audit,
+            "reachable": site.reachable, "ws": home,
+        }  # fmt: skip
+
+
+def test_as_user_runs_the_agent_as_that_user_and_passes_streams_through(
+    agent_site: dict[str, Path],
+) -> None:
+    user, ws = _someone(), agent_site["ws"]
+    entry = pwd.getpwnam(user)
+    stream = io.BytesIO()
+    with tarfile.open(fileobj=stream, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        info = tarfile.TarInfo("config.json")
+        info.size = 2
+        tar.addfile(info, io.BytesIO(b"{}"))
+    script = [sys.executable, "-I", str(agent_site["script"]), "as-user", user]
+    done = subprocess.run(
+        [*script, "unpack", str(ws / "model")], input=stream.getvalue(), capture_output=True,
+        check=False, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    made = (ws / "model" / "config.json").stat()
+    assert (made.st_uid, made.st_gid) == (entry.pw_uid, entry.pw_gid)  # made by the user
+    packed = subprocess.run(
+        [*script, "pack", str(ws)], capture_output=True, check=False, timeout=60
+    )
+    assert packed.returncode == 0, packed.stderr
+    with tarfile.open(fileobj=io.BytesIO(packed.stdout), mode="r|") as tar:
+        assert [m.name for m in tar] == ["model", "model/config.json"]
+    # root's own file in the user's tree: the user may not read it, so neither may the agent
+    secret = ws / "root-only"
+    secret.write_text("root's")
+    secret.chmod(0o600)
+    refused = subprocess.run([*script, "pack", str(ws)], capture_output=True, check=False)
+    assert refused.returncode == 2
+    assert json.loads(refused.stderr.decode().splitlines()[-1])["error"] == "unreadable"
+    assert b"root's" not in refused.stdout
+    assert [a["argv"][:3] for a in audited(agent_site)] == [["as-user", user, "unpack"]] + [
+        ["as-user", user, "pack"]
+    ] * 2
+
+
+@pytest.mark.parametrize(
+    ("args", "why"),
+    [
+        (["as-user", "root", "pack", "{ws}"], "system account"),
+        (["as-user", "daemon", "pack", "{ws}"], "system account"),
+        (["as-user", "{user}", "chmod", "{ws}"], "usage"),
+        (["as-user", "{user}", "pack", "/etc"], "not under a root the agent serves"),
+        (["as-user", "{user}", "pack", "{ws}/../../etc"], "not an absolute, normalised path"),
+        (["as-user", "{user}", "pack", "ws"], "not an absolute, normalised path"),
+        (["as-user", "{user}", "pack", "{reachable}"], "not under a root the agent serves"),
+        (["as-user", "{user}", "pack"], "usage"),
+    ],
+)
+def test_as_user_refuses_other_users_tasks_and_places(
+    agent_site: dict[str, Path], args: list[str], why: str
+) -> None:
+    argv = [
+        a.format(user=_someone(), ws=agent_site["ws"], reachable=agent_site["reachable"])
+        for a in args
+    ]
+    done = call(agent_site, *argv)
+    assert done.returncode == 2, done.stderr
+    assert why in done.stderr, done.stderr
+    assert audited(agent_site)[-1]["done"] is False

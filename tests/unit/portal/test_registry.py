@@ -401,11 +401,13 @@ def test_artifacts_shared_across_tenants_are_encrypted_at_rest(reg: Env) -> None
             select(ModelVersion).where(ModelVersion.model_id == model_id, ModelVersion.number == 1)
         )
         assert v is not None
-        dest = runs.stage_model(v, Path(reg.app.config["MODEL_WORK"]) / "job" / "model")
+        job = Path(reg.app.config["MODEL_WORK"]) / "job"
+        job.mkdir(parents=True)
+        dest = runs.stage_model(v, job / "model", "alice")
         assert (dest / "weights" / "readme.txt").read_bytes() == WEIGHTS["weights/readme.txt"]
         other = storage.tenant_key(reg.world.domains["teaching"])
         with pytest.raises(Conflict, match="cannot be decrypted"):
-            storage.decrypt_to(store / str(model_id) / "1", other, dest, v.files)
+            storage.write_tar(store / str(model_id) / "1", v.files, other, io.BytesIO())
 
 
 # ---------------------------------------------------------------------- bad input

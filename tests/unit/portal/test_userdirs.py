@@ -1,5 +1,5 @@
 """Users' job directories: each user's own (2750, the portal's group), one per run inside it
-(2770), never open to other users; a directory someone else planted is refused."""
+(2750 too), never open to other users; a directory someone else planted is refused."""
 
 from __future__ import annotations
 
@@ -49,7 +49,7 @@ def test_each_user_gets_their_own_closed_directory(tmp_path: Path) -> None:
             assert st.st_uid == pwd.getpwnam(user).pw_uid
             assert st.st_gid == grp.getgrnam(group).gr_gid
             # a run's directory: the portal's group also writes (the staged model)
-            assert stat.S_IMODE(st.st_mode) == (0o2770 if d == run else 0o2750)
+            assert stat.S_IMODE(st.st_mode) == 0o2750
     if os.geteuid() == 0:
         assert stat.S_IMODE((tmp_path / "users").stat().st_mode) == 0o711  # no listing
     assert userdirs.run_dir(tmp_path / "users", user, group) != run  # a new one each time
