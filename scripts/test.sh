@@ -24,6 +24,7 @@ if [ "$static" = 1 ]; then
   .venv/bin/ruff format --check .
   .venv/bin/mypy
   .venv/bin/lint-imports --no-cache --no-logo  # the layering contracts of pyproject.toml
+  .venv/bin/python scripts/check_file_ops.py    # file operations only where services may
   stage "ruff and mypy done"
   # the unit and browser tests need no lab: they run beside the live suites below, which
   # spend most of their time waiting on Slurm; their output follows the integration suite's

@@ -175,9 +175,7 @@ def _remove(paths: list[Path]) -> None:
     from portal.registry.runs import remove_workdir
 
     for path in paths:
-        if path.suffix == ".png":
-            path.unlink(missing_ok=True)
-        elif path.is_relative_to(storage.root()):  # an evaluation's other plots
+        if path.is_relative_to(storage.root()):  # an evaluation's image or other plots
             storage.remove(path)
         else:
             remove_workdir(str(path))

@@ -361,8 +361,13 @@ def place(staged: Staged, final: Path) -> None:
 
 
 def remove(path: Path) -> None:
-    if path.is_relative_to(root()) and path != root():
+    """A file or directory of the model store (nothing outside it)."""
+    if not path.is_relative_to(root()) or path == root():
+        return
+    if path.is_dir() and not path.is_symlink():
         shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
 
 
 # ---------------------------------------------------------------------- encryption
