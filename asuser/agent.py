@@ -13,6 +13,7 @@ other side.
 Tasks (one argument each, an absolute path)::
 
     pack   DIR    # DIR's regular files and directories, as a tar stream on stdout
+    pack-deref DIR  # the same, following links that stay inside DIR (a hub's cache)
     unpack DIR    # a tar stream on stdin into DIR, made new and complete or not at all
     remove PATH   # PATH and all in it, gone (never following a link)
 
@@ -43,9 +44,11 @@ ERRORS = (
     "not-directory",  # the path is not a directory
     "unreadable",  # the user may not read it (the kernel said so)
     "exists",  # unpack: the target is there already
+    "outside",  # pack-deref: a link that leads out of the directory
     "bad-member",  # unpack: a member that is not a clean file or directory
     "io",  # any other error of the file system (full disk, …)
 )
+TASKS = ("pack", "pack-deref", "unpack", "remove")
 EXIT_REFUSED = 2
 CHUNK = 1 << 20
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -170,6 +173,56 @@ class _Exactly:
             data = b"\0" * want
         self.left -= len(data)
         return data
+
+
+def pack_deref(directory: str, out: IO[bytes]) -> int:
+    """Like :func:`pack`, but links are followed while they lead to something inside
+    ``directory`` (a Hugging Face cache's snapshot links to its blobs); one that leads out is
+    refused. Each directory is entered once, however many links lead to it."""
+    top = os.path.realpath(directory)
+    if not os.path.isdir(top):
+        raise Refusal("missing" if not os.path.lexists(directory) else "not-directory", directory)
+    count, seen = 0, set()
+    with tarfile.open(fileobj=out, mode="w|", format=tarfile.PAX_FORMAT) as tar:
+        for root, dirs, files in os.walk(directory, followlinks=True, onerror=_unreadable):
+            real_root = os.path.realpath(root)
+            info = os.stat(real_root)
+            if (info.st_dev, info.st_ino) in seen:
+                dirs[:] = []
+                continue
+            seen.add((info.st_dev, info.st_ino))
+            for name in sorted(dirs + files):
+                path = os.path.join(root, name)
+                rel = os.path.relpath(path, directory)
+                real = os.path.realpath(path)
+                if real != top and not real.startswith(top + os.sep):
+                    raise Refusal("outside", rel, "a link out of the directory")
+                try:
+                    st = os.stat(real)
+                except OSError:
+                    continue  # a dangling link
+                member = tarfile.TarInfo(rel)
+                member.mode, member.mtime = stat.S_IMODE(st.st_mode), int(st.st_mtime)
+                if stat.S_ISDIR(st.st_mode):
+                    member.type = tarfile.DIRTYPE
+                    tar.addfile(member)
+                elif stat.S_ISREG(st.st_mode):
+                    try:
+                        stream = open(real, "rb")  # noqa: SIM115 - closed just below
+                    except PermissionError:
+                        raise Refusal("unreadable", rel) from None
+                    with stream:
+                        member.size = os.fstat(stream.fileno()).st_size
+                        tar.addfile(member, _Exactly(stream, member.size, rel))
+                else:
+                    member.type = tarfile.FIFOTYPE
+                    tar.addfile(member)
+                count += 1
+    return count
+
+
+def _unreadable(exc: OSError) -> None:
+    raise Refusal("unreadable", str(exc.filename or ""), exc.strerror or "")
 
 
 # --- unpack ----------------------------------------------------------------------------
@@ -328,11 +381,11 @@ def _remove_at(dir_fd: int, name: str) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     try:
-        if len(args) != 2 or args[0] not in ("pack", "unpack", "remove"):
-            raise Refusal("usage", "", "pack DIR | unpack DIR | remove PATH")
+        if len(args) != 2 or args[0] not in TASKS:
+            raise Refusal("usage", "", "pack DIR | pack-deref DIR | unpack DIR | remove PATH")
         task, path = args[0], _absolute(args[1])
-        if task == "pack":
-            pack(path, sys.stdout.buffer)
+        if task in ("pack", "pack-deref"):
+            (pack if task == "pack" else pack_deref)(path, sys.stdout.buffer)
             sys.stdout.buffer.flush()
         elif task == "unpack":
             print(unpack(path, sys.stdin.buffer))

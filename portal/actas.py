@@ -128,13 +128,15 @@ def _finish(proc: Popen, stderr: Callable[[], bytes], *, kill: bool) -> None:
 
 
 @contextlib.contextmanager
-def packed(username: str, directory: str) -> Iterator[tarfile.TarFile]:
+def packed(username: str, directory: str, *, deref: bool = False) -> Iterator[tarfile.TarFile]:
     """``directory``'s tree as ``username`` reads it: a tar stream, opened member by member.
 
     The caller checks each member (names, types, sizes) as it writes it; leaving the block
-    early (a budget ran out, a link was found) stops the agent. An agent's refusal leaving the
-    block is :class:`AgentRefused`."""
-    proc = _start(username, "pack", directory, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE)
+    early (a budget ran out, a link was found) stops the agent. With ``deref``, links that
+    stay inside ``directory`` are followed (a hub's cache), as the user. An agent's refusal
+    leaving the block is :class:`AgentRefused`."""
+    task = "pack-deref" if deref else "pack"
+    proc = _start(username, task, directory, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE)
     stderr = _collect_stderr(proc)
     stdout = _pipe(proc.stdout)
     finished = False
@@ -187,6 +189,8 @@ def as_field_error(exc: AgentRefused, username: str, field: str) -> ValidationFa
         said = gettext("%(path)s does not exist.", path=where)
     elif exc.kind == "not-directory":
         said = gettext("%(path)s is not a directory.", path=where)
+    elif exc.kind == "outside":
+        said = gettext("%(path)s links outside the model directory.", path=where)
     else:
         return Conflict(
             gettext(

@@ -363,22 +363,22 @@ def import_version(
             "The directory is not under an import root (the site's mirror or MODEL_IMPORT_ROOTS)."
         )
         raise ValidationFailed({"path": [message]})
-    if not real.is_dir():
-        raise ValidationFailed({"path": [gettext("There is no such directory.")]})
-    if (real / "configuration.json").is_file():
-        source = Source.MODELSCOPE
-    elif (real / "config.json").is_file() or (real / "README.md").is_file():
-        source = Source.HUGGINGFACE
+    if real.is_relative_to(storage.mirror().resolve()):
+        if not real.is_dir():
+            raise ValidationFailed({"path": [gettext("There is no such directory.")]})
+        staged = storage.stage_directory(real)  # the site's mirror: the portal's own
     else:
-        message = gettext(
-            "The directory is neither a Hugging Face (config.json) nor a ModelScope "
-            "(configuration.json) layout."
-        )
-        raise ValidationFailed({"path": [message]})
-    readme = real / "README.md"
-    card = readme.read_text(errors="replace") if readme.is_file() else ""
-    cards.check(card)
-    staged = storage.stage_directory(real)
+        # an import root users may write: read as the caller, by their own process
+        empty = gettext("There is no such directory.")
+        try:
+            staged = storage.stage_as(access.username, real, deref=True, empty=empty)
+        except Conflict as exc:
+            raise ValidationFailed({"path": [str(exc)]}) from None
+    try:
+        source, card = _layout(staged.path / "files")
+    except BaseException:
+        staged.discard()
+        raise
     meta = cards.split(card).meta
     if not model.task and isinstance(meta.get("pipeline_tag"), str):
         model.task = meta["pipeline_tag"][:64]
@@ -387,6 +387,24 @@ def import_version(
     return new_version(
         session, access, model, staged, source=source.value, card=card, tags=data.get("tags", {})
     )
+
+
+def _layout(files: Path) -> tuple[Source, str]:
+    """Which hub's layout the staged files have, and their model card (checked)."""
+    if (files / "configuration.json").is_file():
+        source = Source.MODELSCOPE
+    elif (files / "config.json").is_file() or (files / "README.md").is_file():
+        source = Source.HUGGINGFACE
+    else:
+        message = gettext(
+            "The directory is neither a Hugging Face (config.json) nor a ModelScope "
+            "(configuration.json) layout."
+        )
+        raise ValidationFailed({"path": [message]})
+    readme = files / "README.md"
+    card = readme.read_text(errors="replace") if readme.is_file() else ""
+    cards.check(card)
+    return source, card
 
 
 def import_preset(session: Session, access: Access, data: Mapping[str, Any]) -> ModelVersion:

@@ -240,16 +240,22 @@ def stage_files(contents: dict[str, bytes]) -> Staged:
 
 
 def stage_job_output(out: Path, owner: str) -> Staged:
-    """What a training job of ``owner``'s wrote to its output directory, read as ``owner``
-    by the as-the-user agent and checked member by member here (regular files only, safe
-    names, at most ``MODEL_JOB_OUTPUT_MAX_BYTES``); hidden files are left out."""
+    """What a training job of ``owner``'s wrote to its output directory (:func:`stage_as`)."""
+    return stage_as(owner, out, deref=False, empty=gettext("The job left no model files."))
+
+
+def stage_as(owner: str, source: Path, *, deref: bool, empty: str) -> Staged:
+    """A directory read as ``owner`` by the as-the-user agent (``deref``: following the links
+    that stay inside it, as a hub's cache has), checked member by member here: regular files
+    only, safe names, at most ``MODEL_JOB_OUTPUT_MAX_BYTES``; hidden files are left out. A
+    directory that is missing or holds no file is a ``Conflict`` saying ``empty``."""
     limit = int(current_app.config["MODEL_JOB_OUTPUT_MAX_BYTES"])
     staged = Staged(_incoming())
     try:
         files = staged.path / "files"
         files.mkdir()
         total = 0
-        with actas.packed(owner, str(out)) as tar:
+        with actas.packed(owner, str(source), deref=deref) as tar:
             for member in tar:
                 if member.name.rstrip("/") in ("", "."):
                     continue
@@ -261,19 +267,19 @@ def stage_job_output(out: Path, owner: str) -> Staged:
                 total += member.size
                 if total > limit:
                     raise _bad(too_big_unpacked(limit))
-                source = tar.extractfile(member)
+                source_file = tar.extractfile(member)
                 target = files.joinpath(*rel.parts)
                 target.parent.mkdir(parents=True, exist_ok=True)
-                with source or io.BytesIO() as src, target.open("xb") as dst:
+                with source_file or io.BytesIO() as src, target.open("xb") as dst:
                     shutil.copyfileobj(src, dst)
         if not any(files.iterdir()):
-            raise Conflict(gettext("The job left no model files."))
+            raise Conflict(empty)
         _finish(staged)
     except actas.AgentRefused as exc:
         staged.discard()
         if exc.kind in ("missing", "not-directory"):
-            raise Conflict(gettext("The job left no model files.")) from None
-        raise actas.as_field_error(exc, owner, "model") from None
+            raise Conflict(empty) from None
+        raise actas.as_field_error(exc, owner, "path") from None
     except (tarfile.TarError, FileExistsError) as exc:
         staged.discard()
         raise _bad(corrupt(exc)) from None

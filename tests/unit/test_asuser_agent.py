@@ -174,3 +174,26 @@ def test_the_command_packs_and_unpacks_through_its_pipes(tmp_path: Path) -> None
     assert _run("remove", str(tmp_path / "copy")).stdout.strip() == b"removed"
     missing = _run("pack", str(tmp_path / "copy"))
     assert json.loads(missing.stderr.decode().splitlines()[-1])["error"] == "missing"
+
+
+def test_pack_deref_follows_links_inside_as_a_hubs_cache_has_and_refuses_one_out(
+    tmp_path: Path,
+) -> None:
+    model = tmp_path / "model"
+    (model / "blobs").mkdir(parents=True)
+    (model / "blobs" / "abc").write_bytes(b"weights")
+    (model / "snapshots" / "main").mkdir(parents=True)
+    (model / "snapshots" / "main" / "model.bin").symlink_to("../../blobs/abc")
+    (model / "loop").symlink_to(".")  # entered once, not forever
+    out = io.BytesIO()
+    agent.pack_deref(str(model), out)
+    with tarfile.open(fileobj=io.BytesIO(out.getvalue()), mode="r|") as tar:
+        files = {m.name: tar.extractfile(m).read() for m in tar if m.isfile()}  # type: ignore[union-attr]
+    assert files["snapshots/main/model.bin"] == b"weights"
+    assert files["blobs/abc"] == b"weights"
+    (model / "snapshots" / "main" / "stolen").symlink_to(tmp_path / "secret")
+    (tmp_path / "secret").write_text("not in the model")
+    with pytest.raises(agent.Refusal) as caught:
+        agent.pack_deref(str(model), io.BytesIO())
+    assert caught.value.kind == "outside"
+    assert caught.value.path == "snapshots/main/stolen"
