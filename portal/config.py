@@ -38,8 +38,8 @@ DEFAULTS: dict[str, Any] = {
     # sessions and CSRF
     "SESSION_COOKIE_HTTPONLY": True,
     "SESSION_COOKIE_SAMESITE": "Lax",
-    # None: Secure exactly when the request came over HTTPS (directly, or from a proxy on this
-    # host that says so in X-Forwarded-Proto: uvicorn trusts 127.0.0.1); true/false: always/never
+    # None: Secure exactly when the request came over HTTPS (directly, or from one of the
+    # TRUSTED_PROXIES that says so in X-Forwarded-Proto); true/false: always/never
     "SESSION_COOKIE_SECURE": None,
     "WTF_CSRF_CHECK_DEFAULT": False,  # checked in a before_request hook: bearer calls skip it
     "WTF_CSRF_TIME_LIMIT": None,
@@ -103,6 +103,12 @@ DEFAULTS: dict[str, Any] = {
     "MODEL_PYTHON": None,  # the Python that model jobs run; None: JOB_RUNTIME's, else the portal's
     "MODEL_UPLOAD_MAX_BYTES": 512 * 1024**2,
     "INFERENCE_TIMEOUT": 30.0,  # seconds for one proxied call
+    # the ports jobs' servers (Jupyter, inference replicas) listen on, "LOW-HIGH": the portal
+    # proxies to no other port (portal/upstream.py); keep every service's port out of it
+    "PROXY_PORT_RANGE": "50000-59999",
+    # the reverse proxies in front of the portal (addresses or networks) whose
+    # X-Forwarded-For and X-Forwarded-Proto it believes; empty: it believes nobody's
+    "TRUSTED_PROXIES": [],
     "CLOCK": None,  # a callable returning the UTC time (tests); None: the system clock
     # the node agent's utilisation samples (aipool node agent --out); None: no job charts
     "SAMPLES_DIR": None,

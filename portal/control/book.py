@@ -9,14 +9,14 @@ not look like one that ended, or its replica would be restarted twice).
 from __future__ import annotations
 
 from portal.slurm import SlurmPort
-from slurm_plugins.client.models import Job
+from slurm_plugins.client.models import Job, Node
 
 
 class JobBook:
     def __init__(self, port: SlurmPort) -> None:
         self.port = port
         self._jobs: dict[int, Job | None] = {}
-        self._addresses: dict[str, str] | None = None
+        self._nodes: list[Node] | None = None
 
     def job(self, job_id: int | None) -> Job | None:
         """The job as Slurm reports it (queue, else accounting); None: Slurm knows no such job."""
@@ -26,8 +26,8 @@ class JobBook:
             self._jobs[job_id] = self.port.job(job_id)
         return self._jobs[job_id]
 
-    def address(self, node: str) -> str | None:
-        """The node's address (its NodeAddr, else its name) as Slurm has it."""
-        if self._addresses is None:
-            self._addresses = {n.name: n.address or n.name for n in self.port.nodes()}
-        return self._addresses.get(node)
+    def nodes(self) -> list[Node]:
+        """Slurm's nodes (with their NodeAddr)."""
+        if self._nodes is None:
+            self._nodes = self.port.nodes()
+        return self._nodes

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import socket
 import sys
 from pathlib import Path
@@ -63,7 +64,6 @@ def evaluate(kind: Kind, model: Path, out: Path, data: Path | None = None) -> di
 
 
 def serve(kind: Kind, model: Path, conn: Path, host: str | None) -> None:
-    import waitress
     from flask import Flask, abort, jsonify, request
 
     from portal.errors import error_response  # the portal forwards these answers as they are
@@ -94,7 +94,7 @@ def serve(kind: Kind, model: Path, conn: Path, host: str | None) -> None:
             return error_response(422, "validation_failed", str(exc))
         return jsonify(kind.respond(kind.predict(loaded, inputs)))
 
-    server = waitress.create_server(app, host="0.0.0.0", port=0, threads=4)  # noqa: S104
+    server = _listen(app, os.environ.get("SERVE_PORTS", ""))
     port = int(server.effective_port)
     address = host or socket.gethostbyname(socket.gethostname())
     _write_json(
@@ -103,6 +103,23 @@ def serve(kind: Kind, model: Path, conn: Path, host: str | None) -> None:
     )
     print(f"serving {kind.name} on {address}:{port}", flush=True)
     server.run()
+
+
+def _listen(app: Any, ports: str) -> Any:
+    """A server on a free port of ``ports`` ("LOW-HIGH", the only ports the portal proxies
+    to); any free port when none is given (a replica started by hand)."""
+    import waitress
+
+    if not ports:
+        return waitress.create_server(app, host="0.0.0.0", port=0, threads=4)  # noqa: S104
+    low, _, high = ports.partition("-")
+    span = range(int(low), int(high) + 1)
+    for port in random.sample(span, min(256, len(span))):
+        try:
+            return waitress.create_server(app, host="0.0.0.0", port=port, threads=4)  # noqa: S104
+        except OSError:
+            continue
+    raise SystemExit(f"no free port in {ports} to serve on")
 
 
 def main(argv: list[str] | None = None) -> int:
