@@ -65,7 +65,10 @@ DEFAULTS: dict[str, Any] = {
     # Slurm
     "SLURM_ENV": {},  # e.g. {"SLURM_CONF": "/tmp/aipool-lab/etc/slurm.conf"}
     "SLURM_REST_URL": None,  # e.g. http://127.0.0.1:6820
-    "SLURM_JWT_KEY_FILE": None,  # the cluster's jwt key, readable only by the portal's user
+    # the token service's socket: it mints users' slurmrestd tokens (the portal never reads
+    # the cluster's JWT key), each lasting SLURM_TOKEN_LIFESPAN seconds
+    "SLURM_TOKEN_SOCKET": None,
+    "SLURM_TOKEN_LIFESPAN": 120,
     "SLURM_TIMEOUT": 30.0,
     "SLURM_CACHE_SECONDS": 2.0,  # queue and node reads shared by all pages for this long
     "SLURM": None,  # a ready SlurmPort (tests); else built from the settings above

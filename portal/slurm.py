@@ -2,7 +2,8 @@
 
 Reads (queue, nodes, associations) and account writes use the CLI client with the portal's
 own rights; job submission and a user's own cancellations go through slurmrestd *as that
-user*, with a JWT minted for them, so Slurm sees the real owner. Tests pass a fake through
+user*, with a short-lived JWT the token service (:mod:`slurm_plugins.tokens`) minted for them,
+so Slurm sees the real owner; the portal never holds the cluster's key. Tests pass a fake through
 the ``SLURM`` setting.
 """
 
@@ -12,18 +13,24 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from flask import current_app
 
 from portal.errors import SlurmUnavailable
-from slurm_plugins.client import JobNotFound, SlurmClient, SlurmError
+from slurm_plugins.client import (
+    AuthenticationError,
+    ControllerUnavailable,
+    JobNotFound,
+    SlurmClient,
+    SlurmError,
+)
 from slurm_plugins.client import accounts as account_diff
 from slurm_plugins.client.job import JobRequest
 from slurm_plugins.client.models import AcctJob, Association, Job, JobState, Node
-from slurm_plugins.client.rest import RestClient, read_key
+from slurm_plugins.client.rest import RestClient
 from slurm_plugins.client.specs import AccountSpec, UserSpec
+from slurm_plugins.tokens import TokenClient, TokenError
 
 T = TypeVar("T")
 
@@ -59,15 +66,17 @@ class ClusterSlurm:
         self,
         client: SlurmClient,
         rest_url: str | None,
-        key_file: str | None,
+        token_socket: str | None,
         timeout: float = 30.0,
         *,
+        token_lifespan: int = 120,
         cache_seconds: float = 0.0,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.client = client
         self.rest_url = rest_url
-        self.key_file = key_file
+        self.token_socket = token_socket
+        self.token_lifespan = token_lifespan
         self.timeout = timeout
         # one squeue/sinfo per interval however many pages ask; writes through the portal
         # drop the cached queue so their effect shows at once
@@ -96,10 +105,14 @@ class ClusterSlurm:
             self._cache.pop("clusters", None)
 
     def _rest(self, user: str) -> RestClient:
-        if not self.rest_url or not self.key_file:
-            raise SlurmUnavailable("job submission needs SLURM_REST_URL and SLURM_JWT_KEY_FILE")
-        key = read_key(Path(self.key_file))
-        return RestClient(self.rest_url, user, key=key, timeout=self.timeout)
+        if not self.rest_url or not self.token_socket:
+            raise SlurmUnavailable("job submission needs SLURM_REST_URL and SLURM_TOKEN_SOCKET")
+        try:
+            minted = TokenClient(self.token_socket).token(user, self.token_lifespan)
+        except TokenError as exc:  # callers map Slurm's errors to their translated messages
+            error = ControllerUnavailable if exc.reason == "unreachable" else AuthenticationError
+            raise error(f"no slurmrestd token for {user}: {exc}") from exc
+        return RestClient(self.rest_url, user, token=minted.token, timeout=self.timeout)
 
     def jobs(self) -> list[Job]:
         return self._cached("jobs", self.client.jobs)
@@ -203,8 +216,9 @@ def slurm() -> SlurmPort:
         port = cfg["SLURM"] or ClusterSlurm(
             SlurmClient(env=dict(cfg["SLURM_ENV"]) or None, timeout=float(cfg["SLURM_TIMEOUT"])),
             cfg["SLURM_REST_URL"],
-            cfg["SLURM_JWT_KEY_FILE"],
+            cfg["SLURM_TOKEN_SOCKET"],
             timeout=float(cfg["SLURM_TIMEOUT"]),
+            token_lifespan=int(cfg["SLURM_TOKEN_LIFESPAN"]),
             cache_seconds=float(cfg["SLURM_CACHE_SECONDS"]),
         )
         current_app.extensions["aipool.slurm"] = port

@@ -449,7 +449,7 @@ class Lab:
         host.make_fake_devices(inv)
         if not member.jwt_key.exists():
             host.write_private(member.jwt_key, secrets.token_bytes(32))
-        host.share_with_service(member.jwt_key)
+        host.give_key_to_token_service(member.jwt_key)
         host.make_service_dir(member.admission, 0o755)
         self._write_files(member, inv)
         self.client.add_cluster(member.cluster)
@@ -482,7 +482,8 @@ class Lab:
             host.write_private(pw_file, secrets.token_hex(16))
         if not cfg.jwt_key.exists():
             host.write_private(cfg.jwt_key, secrets.token_bytes(32))
-        host.share_with_service(cfg.jwt_key)  # the portal mints users' tokens; nobody else
+        # Slurm (root here) and the token service read it; the portal asks the token service
+        host.give_key_to_token_service(cfg.jwt_key)
         return self._write_files(cfg, inv)
 
     def _write_files(self, cfg: LabConfig, inv: Inventory) -> list[str]:

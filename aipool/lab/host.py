@@ -96,6 +96,23 @@ def share_with_service(path: Path, name: str = SERVICE_USER) -> None:
     path.chmod(0o640)
 
 
+#: the token service's account: the JWT key's one reader but Slurm
+TOKEN_USER = "aipool-token"  # noqa: S105 -- an account name
+
+
+def give_key_to_token_service(path: Path, name: str = TOKEN_USER) -> None:
+    """The JWT key stays root's (the lab's SlurmUser) and only the token service's own group
+    may also read it (0640): not the service user ``aipool``, not its group."""
+    ensure_service_account(name)
+    os.chown(path, 0, grp.getgrnam(name).gr_gid)
+    path.chmod(0o640)
+
+
+def token_socket(cfg: LabConfig) -> Path:
+    """The token service's socket, in a directory only the service user's group may enter."""
+    return cfg.run / TOKEN_USER / "tokens.sock"
+
+
 def make_service_dir(path: Path, mode: int = 0o700, name: str = SERVICE_USER) -> Path:
     """A directory of the service user's (made if missing), with ``mode``."""
     path.mkdir(parents=True, exist_ok=True)

@@ -7,10 +7,12 @@
   registry runs made what the portal's requests recorded,
 - one node agent per lab node (``aipool node agent``): utilisation samples and health.
 
-All run as the service user ``aipool`` (never root) from the job runtime's Python. Slurm knows
-``aipool`` as an administrator (``lab up``); the JWT key is readable by root and the group
-``aipool`` only; the one thing needing root, giving users their directories, goes through the
-root helper (``aipool/roothelper.py``), which a sudoers rule lets ``aipool`` run.
+All run as the service user ``aipool`` (never root) from the job runtime's Python, but the
+token service, which runs as ``aipool-token``: the JWT key is readable by root (the lab's
+SlurmUser) and that user only, and the portal asks it for its users' tokens. Slurm knows
+``aipool`` as an administrator (``lab up``); the one thing needing root, giving users their
+directories, goes through the root helper (``aipool/roothelper.py``), which a sudoers rule
+lets ``aipool`` run.
 
 They are recorded in the same ledger as the Slurm daemons, so ``aipool lab down`` stops them
 first (before the jobs are drained), ``aipool lab status`` lists them and ``aipool lab
@@ -27,6 +29,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -35,9 +38,11 @@ from aipool.lab import daemons, host, metrics
 from aipool.lab.cluster import Lab, Report, is_slurm_side
 from aipool.lab.config import DEFAULT_ROOT, LabConfig
 
+TOKEN_SERVICE = "token-service"  # noqa: S105 -- a ledger name
 SERVICES = (
     "policy-daemon",
     "health-checker",
+    TOKEN_SERVICE,
     "portal",
     "accounting-import",
     "reconciler",
@@ -178,6 +183,7 @@ def up(lab: Lab, *, port: int | None = None) -> ServiceInfo:
         start("policy-daemon", _aipool("policy", "run", "--config", str(conf)))
         start("health-checker", _aipool("health", "run", "--config", str(conf)))
         _agents(lab, start)
+    _token_service(lab, ledger, report, python)  # before the portal: it asks for tokens
     argv = _aipool("portal", "--lab", "--demo", "--port", str(port))
     pid = start("portal", argv, env={**env, "AIPOOL_METRICS_TOKEN": metrics.portal_token(cfg)})
     url = f"http://127.0.0.1:{port}"
@@ -193,6 +199,27 @@ def up(lab: Lab, *, port: int | None = None) -> ServiceInfo:
     argv = _aipool("reconcile", "--lab", "--every", every, "--poll", poll)
     start("reconciler", argv, env=env)
     return ServiceInfo(url, Path(cfg.etc / "demo-passwords"), tuple(report.started))
+
+
+def _token_service(lab: Lab, ledger: dict[str, Any], report: Report, python: str) -> None:
+    """The token service (:mod:`slurm_plugins.tokens`) as its own user, the JWT key's one
+    reader but Slurm: it mints the portal's users' slurmrestd tokens, for ``aipool`` only."""
+    cfg = lab.cfg
+    host.give_key_to_token_service(cfg.jwt_key)  # also a lab made before the token service
+    lab.client.ensure_admin_level(host.TOKEN_USER, "Operator")  # it reads every admin level
+    sock, audit = host.token_socket(cfg), cfg.log / host.TOKEN_USER
+    for d, group, mode in ((sock.parent, USER, 0o2750), (audit, host.TOKEN_USER, 0o750)):
+        d.mkdir(exist_ok=True)
+        shutil.chown(d, host.TOKEN_USER, group)  # the socket's: only the portal's group enters
+        d.chmod(mode)
+    argv = [python, "-m", "slurm_plugins.tokens", "--key", str(cfg.jwt_key), "--socket"]
+    argv += [str(sock), "--caller", USER, "--audit", str(audit / "audit.log")]
+    argv += ["--refuse", cfg.rest_user, "--max-lifespan", "600", "--refresh", "15"]
+    pid = lab.start(
+        ledger, report, TOKEN_SERVICE, argv, expect="slurm_plugins.tokens", user=host.TOKEN_USER
+    )
+    log = cfg.log / f"{TOKEN_SERVICE}.out"
+    daemons.wait_for(TOKEN_SERVICE, sock.is_socket, timeout=30, pid=pid, log=log)
 
 
 def _agents(lab: Lab, start: Callable[..., int]) -> None:

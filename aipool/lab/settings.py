@@ -11,6 +11,7 @@ from collections.abc import MutableMapping
 from typing import Any
 
 from aipool.lab.config import LabConfig
+from aipool.lab.host import token_socket
 
 
 def _config() -> LabConfig:
@@ -30,7 +31,8 @@ def portal_settings(cfg: LabConfig | None = None) -> dict[str, Any]:
     return {
         "SLURM_ENV": dict(cfg.env()),
         "SLURM_REST_URL": cfg.rest_url,
-        "SLURM_JWT_KEY_FILE": str(cfg.jwt_key),
+        # users' slurmrestd tokens come from the token service; the portal never reads the key
+        "SLURM_TOKEN_SOCKET": str(token_socket(cfg)),
         # where the lab's node agents write utilisation samples (the policy daemon's dir)
         "SAMPLES_DIR": str(cfg.root / "policy" / "samples"),
         # the compute scores per node kind (aipool gres score run --lab --store …)

@@ -18,6 +18,7 @@ from slurm_plugins.client import parse, versions
 from slurm_plugins.client.errors import (
     ControllerUnavailable,
     JobNotFound,
+    ParseError,
     ReportedError,
     SlurmError,
     SubmitRejected,
@@ -282,6 +283,29 @@ class SlurmClient:
             ["sacctmgr", "--noheader", "--parsable2", "show", "cluster", "format=cluster"]
         )
         return [line for line in done.stdout.splitlines() if line]
+
+    def admin_levels(self) -> dict[str, str]:
+        """Every user slurmdbd gives an admin level (``Operator`` or ``Administrator``), by
+        name. Under ``PrivateData=users`` only root, SlurmUser and operators see them all."""
+        argv = ["sacctmgr", "--noheader", "--parsable2", "show", "user", "format=user,adminlevel"]
+        out = {}
+        for line in self._run(argv).stdout.splitlines():
+            name, _, level = line.partition("|")
+            if name and level.strip() not in ("", "None"):
+                out[name] = level.strip()
+        return out
+
+    def slurm_users(self) -> tuple[str, ...]:
+        """The accounts Slurm's daemons run as (``SlurmUser``, ``SlurmdUser``), by name."""
+        done = self._run(["scontrol", "show", "config"])
+        names = []
+        for line in done.stdout.splitlines():
+            key, _, value = line.partition("=")
+            if key.strip() in ("SlurmUser", "SlurmdUser"):
+                names.append(value.strip().split("(", 1)[0])
+        if not names:
+            raise ParseError("scontrol show config names no SlurmUser", argv=done.argv)
+        return tuple(names)
 
     # ------------------------------------------------------------------ job writes
     def submit(

@@ -346,13 +346,14 @@ def test_no_aipool_service_runs_as_root(site: Site) -> None:
         assert any(name in cmd for _p, _u, cmd in services), f"no {name} is running"
 
 
-def test_the_jwt_key_is_for_slurm_and_the_portal_only(site: Site, ledger: Ledger) -> None:
+def test_the_jwt_key_is_for_slurm_and_the_token_service_only(site: Site, ledger: Ledger) -> None:
     key = site.lab.cfg.jwt_key
     st = key.stat()
     assert (st.st_uid, stat.S_IMODE(st.st_mode)) == (0, 0o640)
-    assert grp.getgrgid(st.st_gid).gr_name == "aipool"
-    assert grp.getgrnam("aipool").gr_mem in ([], ["aipool"])  # nobody else in its group
-    assert site.shell("aipool", "test", "-r", str(key)).returncode == 0  # its intended reader
+    assert grp.getgrgid(st.st_gid).gr_name == "aipool-token"
+    assert grp.getgrnam("aipool-token").gr_mem in ([], ["aipool-token"])  # nobody else in it
+    assert site.shell("aipool-token", "test", "-r", str(key)).returncode == 0  # its reader
+    assert site.shell("aipool", "test", "-r", str(key)).returncode != 0  # the portal asks it
     for user in ("alice", "bob", "carol", "dave"):
         done = site.shell(user, "od", "-An", "-v", "-tx1", str(key))
         ledger.attempt(f"shell: {user} reads the JWT key", re.sub(r"\s", "", done.stdout),
