@@ -37,6 +37,9 @@ class ClusterConfig:
     port_low: int = 20000
     port_slots: int = 150
     port_span: int = 64
+    #: Ports a job's server (Jupyter) listens on, both included: the range the portal proxies
+    #: to (its ``PROXY_PORT_RANGE``), clear of the site's services.
+    app_ports: tuple[int, int] = (50000, 59999)
     #: The GRES types (card models) the pool's nodes have, for ``precision`` and
     #: ``min_score``; None: not known (a dry run), every model of the catalogue.
     card_types: tuple[str, ...] | None = None

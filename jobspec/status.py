@@ -51,6 +51,12 @@ class JupyterConnection:
     #: the path the server is served under (``/jupyter/JOBID/``), where the portal proxies it
     base_url: str = "/"
 
+    @property
+    def authority(self) -> str:
+        """``host:port`` for a URL (an IPv6 address in brackets)."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{host}:{self.port}"
+
 
 def connection_path(output_dir: str | Path, job_id: int) -> Path:
     return Path(output_dir) / f"jupyter-{job_id}.json"

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ipaddress
 import json
 import logging
 import re
@@ -65,10 +66,15 @@ def serve(app: Flask, *, host: str, port: int, threads: int) -> None:
 
     logging.getLogger("uvicorn.error").addFilter(_answered_handshakes)
 
+    trusted = trusted_proxies(app.config["TRUSTED_PROXIES"])
     config = uvicorn.Config(
         application(app, threads),
         host=host,
         port=port,
+        # X-Forwarded-For/-Proto only from the proxies the site lists (uvicorn's default
+        # believes anyone on 127.0.0.1: a job or a user's process on the portal's host)
+        proxy_headers=bool(trusted),
+        forwarded_allow_ips=trusted,
         lifespan="off",
         ws="websockets-sansio",
         ws_max_size=MAX_MESSAGE,
@@ -76,6 +82,21 @@ def serve(app: Flask, *, host: str, port: int, threads: int) -> None:
         timeout_graceful_shutdown=10,
     )
     uvicorn.Server(config).run()
+
+
+def trusted_proxies(value: Any) -> list[str]:
+    """``TRUSTED_PROXIES`` as uvicorn takes them: addresses and networks, each checked
+    (a list, or one comma-separated string); ``[]`` believes nobody's forwarded headers."""
+    items = value.split(",") if isinstance(value, str) else list(value or [])
+    out = []
+    for item in (str(i).strip() for i in items):
+        if not item:
+            continue
+        if item == "*":
+            raise ValueError("TRUSTED_PROXIES: name the proxies, not '*' (anyone could forward)")
+        ipaddress.ip_network(item, strict=False)  # ValueError for anything else
+        out.append(item)
+    return out
 
 
 def _answered_handshakes(record: logging.LogRecord) -> bool:
@@ -139,7 +160,7 @@ async def _socket(app: Flask, scope: Scope, receive: Receive, send: Send) -> Non
         await _refuse(send, exc)
         return
     query = scope.get("query_string", b"").decode("latin-1")
-    target = f"ws://{conn.host}:{conn.port}{conn.base_url}{match['rest']}"
+    target = f"ws://{conn.authority}{conn.base_url}{match['rest']}"  # checked as for HTTP
     upstream_headers = {"Authorization": f"token {conn.token}"}
     if cookies:
         upstream_headers["Cookie"] = cookies  # Jupyter's own (_xsrf), never the portal's

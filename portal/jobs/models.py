@@ -13,6 +13,8 @@ from portal.models import UTCDateTime, utcnow
 
 FORM = "form"
 SPEC = "spec"
+#: the app a job launched, when it launched one: the portal proxies only its own Jupyter jobs
+JUPYTER = "jupyter"
 
 
 class JobRecord(Base):
@@ -35,4 +37,5 @@ class JobRecord(Base):
     name: Mapped[str] = mapped_column(String(64))
     request: Mapped[dict[str, Any]] = mapped_column(JSON)
     rerun_of: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    app: Mapped[str] = mapped_column(String(16), default="", server_default="")
     submitted_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)

@@ -9,24 +9,33 @@ them. The Jupyter connection file is the one a spec's Jupyter job writes next to
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from flask import current_app
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from jobspec.status import JupyterConnection, connection_path, parse_connection, parse_progress
 from portal.authz import Access
 from portal.errors import Conflict, Forbidden
 from portal.i18n import gettext
+from portal.identity.models import User
+from portal.jobs.models import JUPYTER, JobRecord
 from portal.jobs.service import JobView, get_job
 from portal.slurm import SlurmPort
+from portal.upstream import port_range, upstream
 from portal.userfiles import read_tail
 from slurm_plugins.client import labels as job_labels
+from slurm_plugins.client.models import Job
 from slurm_plugins.node import Sample, SampleReader
 
 #: Longest window of samples a caller may ask for (the agent keeps an hour by default).
 MAX_WINDOW_S = 7 * 24 * 3600
+#: How far the portal's record of a submission may lie from Slurm's submit time (clocks)
+SUBMIT_SLACK = timedelta(minutes=5)
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,37 +65,64 @@ def job_metrics(
 
 
 def is_jupyter(view: JobView) -> bool:
+    """Whether the job says it is a Jupyter job (its label: anyone's ``sbatch`` can say so)."""
     return job_labels.decode(view.job.comment).get("jupyter") == "1"
+
+
+def launched(session: Session, job: Job) -> bool:
+    """Whether the portal itself submitted ``job`` as a Jupyter job for the job's user: its
+    history row says so, written at the job's submission (job ids start again when a cluster
+    is rebuilt, so a row of an earlier job with the same id does not count)."""
+    rows = session.scalars(
+        select(JobRecord.submitted_at)
+        .join(User, User.id == JobRecord.user_id)
+        .where(JobRecord.job_id == job.job_id, JobRecord.app == JUPYTER, User.username == job.user)
+    )
+    if job.submit_time is None:
+        return False
+    submitted = _utc(job.submit_time)
+    return any(abs(_utc(at) - submitted) <= SUBMIT_SLACK for at in rows)
+
+
+def _utc(when: datetime) -> datetime:
+    return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
 
 
 def jupyter(
     session: Session, access: Access, port: SlurmPort, job_id: int
 ) -> JupyterConnection | None:
     """The notebook server's address and token for the job's owner; ``None`` until the job
-    has started it. Others who may see the job are refused: the token is the owner's key."""
+    has started it. Others who may see the job are refused: the token is the owner's key.
+    Only a Jupyter job the portal started has one (a job that merely carries the label is
+    refused)."""
     view = get_job(session, access, port, job_id)
     if view.job.user != access.username:
         raise Forbidden(gettext("Only the job's owner sees its Jupyter token."))
-    if not is_jupyter(view):
+    if not is_jupyter(view) or not launched(session, view.job):
         raise Conflict(gettext("Job %(id)d is not a Jupyter job.", id=job_id))
-    return connection(view)
+    return connection(session, port, view)
 
 
-def connection(view: JobView) -> JupyterConnection | None:
-    """The connection file a running Jupyter job wrote, if it is there and well-formed; the
-    caller has checked that the job is a Jupyter job and that the caller owns it."""
+def connection(session: Session, port: SlurmPort, view: JobView) -> JupyterConnection | None:
+    """The connection to a running Jupyter job's server, if the portal started the job and
+    the connection file the job wrote is well-formed; the caller has checked that the caller
+    owns the job. Of the file (which the job's user writes) only the port and the token are
+    taken: the port only inside ``PROXY_PORT_RANGE``, the base URL only as the portal gave it;
+    the host is the address Slurm has for the job's node (:mod:`portal.upstream`)."""
     job, out = view.job, view.job.stdout_file
-    if not out.startswith("/") or not job.state.is_active:
+    if not out.startswith("/") or not job.state.is_active or not launched(session, job):
         return None
     text = read_tail(connection_path(Path(out).parent, job.job_id), job.user, 4096)
     conn = parse_connection(text) if text is not None else None
-    if (
-        conn is None
-        or conn.job_id != job.job_id
-        or not conn.url.startswith(("http://", "https://"))
-    ):
+    base = f"/jupyter/{job.job_id}/"
+    if conn is None or conn.job_id != job.job_id or conn.base_url != base:
         return None
-    return conn
+    ports = port_range(current_app.config["PROXY_PORT_RANGE"])
+    address = upstream(job, port.nodes(), conn.port, ports)
+    if address is None:
+        return None
+    host = urlsplit(address).hostname or ""
+    return replace(conn, host=host, url=f"{address}{base}?token={conn.token}")
 
 
 @dataclass(frozen=True, slots=True)

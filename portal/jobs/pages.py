@@ -153,7 +153,7 @@ def detail(job_id: int) -> str:
     view, job = metrics.view, metrics.view.job
     jupyter: dict[str, Any] | None = None
     if job.user == access.username and monitor.is_jupyter(view):
-        conn = monitor.connection(view)
+        conn = monitor.connection(session(), slurm(), view)
         # through the portal's proxy: users need no route to the compute node, nor the token
         url = url_for("jupyter_proxy.forward", job_id=job_id, path="lab") if conn else None
         jupyter = {"ready": conn is not None, "url": url}

@@ -6,6 +6,13 @@ and the portal answers that same path: it checks on the server that the caller o
 reads the job's connection file, and forwards the request to the node with the token as an
 ``Authorization`` header. Nobody else gets through, whatever link they follow.
 
+The job's user writes the connection file, so it is never trusted for where to connect: the
+job must be one the portal started as a Jupyter job (not merely labelled so by ``sbatch``),
+the host is the address Slurm has for the job's node, the port one of ``PROXY_PORT_RANGE``
+(where no service of the site listens) and the base URL the one the portal gave
+(:func:`portal.jobs.monitor.connection`). A file rewritten to name slurmrestd, a ``/metrics``
+or the database gets the job refused, not their answers.
+
 The portal's own cookies never reach Jupyter, nor does the browser's ``Origin`` (the portal
 checks it). Requests that change state must carry Jupyter's double-submit XSRF header, as
 JupyterLab always sends: a page on another site that posts to this path with the user's
@@ -66,7 +73,8 @@ def connection(job_id: int) -> JupyterConnection:
         hit = _cache.get(key)
     if hit is not None and hit[0] > now:
         return hit[1]
-    conn = monitor.jupyter(session(), access, slurm(), job_id)  # owner only, else Forbidden
+    # owner only, else Forbidden; a Jupyter job the portal started, on its node, in the range
+    conn = monitor.jupyter(session(), access, slurm(), job_id)
     if conn is None:
         raise Unavailable(
             gettext("The Jupyter server of job %(id)d is not running (yet).", id=job_id)
@@ -126,7 +134,7 @@ def forward(job_id: int, path: str) -> Response:
     headers["Authorization"] = f"token {conn.token}"
     if cookies := jupyter_cookies():
         headers["Cookie"] = cookies
-    upstream = f"http://{conn.host}:{conn.port}"
+    upstream = f"http://{conn.authority}"  # Slurm's address of the node, a port of the range
     client = _http()
     outgoing = client.build_request(
         request.method,

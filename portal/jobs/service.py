@@ -29,7 +29,7 @@ from portal.errors import (
 from portal.i18n import current, gettext
 from portal.jobs import mounts, queue
 from portal.jobs.explain import state_words
-from portal.jobs.models import FORM, SPEC, JobRecord
+from portal.jobs.models import FORM, JUPYTER, SPEC, JobRecord
 from portal.jobs.specs import cluster_config, spec_job
 from portal.slurm import SlurmPort
 from portal.tenancy.models import Project
@@ -53,7 +53,9 @@ _GRES_NAME = {
 #: Kinds a project's quota limits (MLU, DCU and XPU cards have no quota of their own yet).
 _QUOTA_KINDS = ("gpus", "shards", "npus")
 #: What a portal job starts with: Slurm's variables and a plain PATH, nothing of the portal's.
-JOB_ENVIRONMENT = {"PATH": "/usr/local/bin:/usr/bin:/bin"}
+#: what a portal job starts with: a plain PATH, and the umask Slurm creates its output with
+#: (slurmstepd reads SLURM_UMASK): the user and the portal's group, which reads it, nobody else
+JOB_ENVIRONMENT = {"PATH": "/usr/local/bin:/usr/bin:/bin", "SLURM_UMASK": "0027"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -248,7 +250,13 @@ def submit_spec(
         project,
         script=script,
         request=request,
-        history=JobRecord(kind=SPEC, request=dict(spec), rerun_of=rerun_of),
+        history=JobRecord(
+            kind=SPEC,
+            request=dict(spec),
+            rerun_of=rerun_of,
+            # rendered by jobspec, not the caller's words: the proxy's proof that we launched it
+            app=JUPYTER if request.labels.get("jupyter") == "1" else "",
+        ),
     )
 
 

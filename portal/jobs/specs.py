@@ -16,13 +16,18 @@ from jobspec.submit import asks_precision
 from portal.errors import ValidationFailed
 from portal.nodes.service import read_nodes
 from portal.slurm import SlurmPort
+from portal.upstream import port_range
 from slurm_plugins.client.job import JobRequest
 
 
 def cluster_config() -> ClusterConfig:
-    """How the portal's specs render on this site: Jupyter from the job runtime."""
+    """How the portal's specs render on this site: Jupyter from the job runtime, on a port
+    of the range the portal proxies to."""
     runtime = current_app.config.get("JOB_RUNTIME")
-    return ClusterConfig(runtime=str(runtime) if runtime else None)
+    ports = port_range(current_app.config["PROXY_PORT_RANGE"])
+    return ClusterConfig(
+        runtime=str(runtime) if runtime else None, app_ports=(ports.low, ports.high)
+    )
 
 
 def spec_job(

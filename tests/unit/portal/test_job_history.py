@@ -14,6 +14,7 @@ from portal.jobs.chart import HEIGHT, WIDTH, line_chart
 from slurm_plugins.client.models import JobState
 from slurm_plugins.node import write_samples
 from tests.unit.portal.conftest import Env
+from tests.unit.portal.jupyter_jobs import jupyter_job
 from tests.unit.portal.test_pages import login
 
 
@@ -142,26 +143,22 @@ def test_line_chart_scales_into_the_box() -> None:
     assert line_chart([], y_max=100.0).points == ""
 
 
-def _jupyter_job(env: Env, tmp: Path, url: str = "http://10.0.0.5:40123/?token=s3cret") -> int:
-    job = env.slurm.add_job(
-        "alice",
-        "nlp",
-        comment="aipool:name=nb,jupyter=1",
-        stdout_path=str(tmp / "nb.out"),
-    )
-    conn = {"job_id": job, "app": "lab", "host": "10.0.0.5", "port": 40123, "token": "s3cret"}
-    (tmp / f"jupyter-{job}.json").write_text(json.dumps({**conn, "url": url}))
-    return job
+def _jupyter_job(
+    env: Env, tmp: Path, monkeypatch: pytest.MonkeyPatch, url: str = "http://10.0.0.5:50123/"
+) -> int:
+    return jupyter_job(env, tmp, 50123, monkeypatch, address="10.0.0.5", conn={"url": url})
 
 
-def test_jupyter_link_for_the_owner_only(env: Env, tmp_path: Path, users_own_files: None) -> None:
-    job = _jupyter_job(env, tmp_path)
+def test_jupyter_link_for_the_owner_only(
+    env: Env, tmp_path: Path, users_own_files: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    job = _jupyter_job(env, tmp_path, monkeypatch)
     r = env.api("alice").get(f"/api/v1/jobs/{job}/jupyter")
     assert r.json == {
         "ready": True,
-        "url": "http://10.0.0.5:40123/?token=s3cret",
+        "url": f"http://10.0.0.5:50123/jupyter/{job}/?token=s3cret",
         "host": "10.0.0.5",
-        "port": 40123,
+        "port": 50123,
         "token": "s3cret",
         "app": "lab",
     }
@@ -175,22 +172,26 @@ def test_jupyter_link_for_the_owner_only(env: Env, tmp_path: Path, users_own_fil
     assert 'id="jupyter"' not in page
 
 
-def test_jupyter_before_the_server_starts_and_for_plain_jobs(env: Env, tmp_path: Path) -> None:
-    job = env.slurm.add_job(
-        "alice", "nlp", comment="aipool:name=nb,jupyter=1", stdout_path=str(tmp_path / "nb.out")
-    )
+def test_jupyter_before_the_server_starts_and_for_plain_jobs(
+    env: Env, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    job = _jupyter_job(env, tmp_path, monkeypatch)
+    (tmp_path / f"jupyter-{job}.json").unlink()
     assert env.api("alice").get(f"/api/v1/jobs/{job}/jupyter").json["ready"] is False
     assert "starting" in login(env, "alice").get(f"/jobs/{job}").get_data(as_text=True)
     plain = env.slurm.add_job("alice", "nlp")
     assert env.api("alice").get(f"/api/v1/jobs/{plain}/jupyter").status_code == 409
+    labelled = env.slurm.add_job("alice", "nlp", comment="aipool:name=nb,jupyter=1")
+    assert env.api("alice").get(f"/api/v1/jobs/{labelled}/jupyter").status_code == 409
 
 
 @pytest.mark.parametrize("url", ["javascript:alert(1)", "file:///etc/passwd"])
-def test_jupyter_urls_other_than_http_are_not_shown(
-    env: Env, tmp_path: Path, url: str, users_own_files: None
+def test_the_url_shown_is_built_from_slurms_address_never_the_files(
+    env: Env, tmp_path: Path, url: str, users_own_files: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    job = _jupyter_job(env, tmp_path, url)
-    assert env.api("alice").get(f"/api/v1/jobs/{job}/jupyter").json == {"ready": False}
+    job = _jupyter_job(env, tmp_path, monkeypatch, url)
+    shown = env.api("alice").get(f"/api/v1/jobs/{job}/jupyter").json["url"]
+    assert shown == f"http://10.0.0.5:50123/jupyter/{job}/?token=s3cret"
 
 
 def test_history_and_rerun_pages(env: Env) -> None:

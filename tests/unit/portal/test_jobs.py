@@ -225,7 +225,10 @@ def test_a_heterogeneous_spec_is_one_job_of_several_components(env: Env) -> None
     assert [c.account for c in request.components] == ["nlp", "nlp"]
     assert request.gres_totals() == {"gpu": 2}
     assert request.workdir == str(env.app.config["JOB_WORKDIR"])
-    assert dict(request.environment or {}) == {"PATH": "/usr/local/bin:/usr/bin:/bin"}
+    assert dict(request.environment or {}) == {
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "SLURM_UMASK": "0027",  # its output: the user's and the portal's group's only
+    }
     assert request.labels["topology"] == "ps_worker"
     audit = env.api("admin").get("/api/v1/audit?action=job.submit").json
     shown = audit[0]["after"]["jobs"]

@@ -15,11 +15,14 @@ import pytest
 
 from portal.jobs import proxy
 from tests.unit.portal.conftest import Env
+from tests.unit.portal.jupyter_jobs import jupyter_job, write_connection
 from tests.unit.portal.test_pages import login
 
 
 class Upstream:
     """A real HTTP server standing in for the node's notebook server: it records what it got."""
+
+    monkeypatch: pytest.MonkeyPatch
 
     def __init__(self) -> None:
         self.seen: list[dict[str, Any]] = []
@@ -66,29 +69,17 @@ class Upstream:
 
 
 @pytest.fixture
-def upstream(users_own_files: None) -> Iterator[Upstream]:
+def upstream(users_own_files: None, monkeypatch: pytest.MonkeyPatch) -> Iterator[Upstream]:
     proxy._cache.clear()
     server = Upstream()
+    server.monkeypatch = monkeypatch  # the test's settings (the proxy's port range)
     yield server
     server.close()
     proxy._cache.clear()
 
 
 def _job(env: Env, tmp: Path, up: Upstream) -> int:
-    job = env.slurm.add_job(
-        "alice", "nlp", comment="aipool:name=nb,jupyter=1", stdout_path=str(tmp / "nb.out")
-    )
-    conn = {
-        "job_id": job,
-        "app": "lab",
-        "host": "127.0.0.1",
-        "port": up.port,
-        "token": "s3cret",
-        "base_url": f"/jupyter/{job}/",
-        "url": f"{up.url}/jupyter/{job}/?token=s3cret",
-    }
-    (tmp / f"jupyter-{job}.json").write_text(json.dumps(conn))
-    return job
+    return jupyter_job(env, tmp, up.port, up.monkeypatch)
 
 
 def test_the_owner_reaches_the_server_with_the_token_added(
@@ -152,3 +143,62 @@ def test_a_server_that_is_gone_is_a_clear_error(
     r = alice.get(f"/jupyter/{job}/api/status", headers={"Accept": "application/json"})
     assert r.status_code == 502
     assert "does not answer" in r.get_data(as_text=True)
+
+
+def test_a_job_only_labelled_jupyter_is_not_proxied(
+    env: Env, tmp_path: Path, upstream: Upstream
+) -> None:
+    """``sbatch --comment=aipool:jupyter=1`` makes no Jupyter job of the portal's."""
+    job = jupyter_job(env, tmp_path, upstream.port, upstream.monkeypatch, launched=False)
+    alice = login(env, "alice")
+    assert alice.get(f"/jupyter/{job}/lab").status_code == 409
+    assert env.api("alice").get(f"/api/v1/jobs/{job}/jupyter").status_code == 409
+    assert upstream.seen == []
+
+
+def test_the_host_is_slurms_and_the_file_names_only_the_port(
+    env: Env, tmp_path: Path, upstream: Upstream
+) -> None:
+    """A connection file naming another host still reaches the job's node, at the address
+    Slurm has for it; what the API shows is that address too."""
+    job = jupyter_job(
+        env, tmp_path, upstream.port, upstream.monkeypatch, conn={"host": "169.254.169.254"}
+    )
+    assert login(env, "alice").get(f"/jupyter/{job}/lab").status_code == 200
+    assert len(upstream.seen) == 1
+    shown = env.api("alice").get(f"/api/v1/jobs/{job}/jupyter").get_json()
+    assert shown["host"] == "127.0.0.1"
+    assert shown["url"].startswith(f"http://127.0.0.1:{upstream.port}/jupyter/{job}/")
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"port": 6820},  # slurmrestd: outside the range
+        {"port": "6820"},
+        {"port": True},
+        {"base_url": "/"},  # not the path the portal gave
+        {"base_url": "/jupyter/1/"},
+        {"job_id": 1},
+    ],
+)
+def test_a_rewritten_connection_file_reaches_nothing(
+    env: Env, tmp_path: Path, upstream: Upstream, change: dict[str, Any]
+) -> None:
+    job = jupyter_job(env, tmp_path, upstream.port, upstream.monkeypatch)
+    good = json.loads((tmp_path / f"jupyter-{job}.json").read_text())
+    write_connection(tmp_path, job, {**good, **change})
+    alice = login(env, "alice")
+    r = alice.get(f"/jupyter/{job}/api/status", headers={"Accept": "application/json"})
+    assert r.status_code == 503  # "not running (yet)": nothing is forwarded anywhere
+    assert upstream.seen == []
+
+
+def test_a_job_slurm_places_on_no_known_node_reaches_nothing(
+    env: Env, tmp_path: Path, upstream: Upstream
+) -> None:
+    job = jupyter_job(env, tmp_path, upstream.port, upstream.monkeypatch)
+    env.slurm.nodes_list[:] = [n for n in env.slurm.nodes_list if n.name != "jnode1"]
+    r = login(env, "alice").get(f"/jupyter/{job}/lab", headers={"Accept": "application/json"})
+    assert r.status_code == 503
+    assert upstream.seen == []

@@ -25,6 +25,7 @@ from websockets.sync.server import ServerConnection, serve
 from portal.asgi import application
 from portal.jobs import proxy
 from tests.unit.portal.conftest import Env
+from tests.unit.portal.jupyter_jobs import jupyter_job
 from tests.unit.portal.test_pages import login
 
 PROTOCOL = "v1.kernel.websocket.jupyter.org"
@@ -94,18 +95,10 @@ def portal(env: Env) -> Iterator[Portal]:
 
 
 @pytest.fixture
-def job(env: Env, tmp_path: Path, kernel: Kernel) -> int:
-    """Alice's Jupyter job, its connection file naming the stand-in server."""
-    tmp = tmp_path
-    job = env.slurm.add_job(
-        "alice", "nlp", comment="aipool:name=nb,jupyter=1", stdout_path=str(tmp / "nb.out")
-    )
-    conn = {
-        "job_id": job, "app": "lab", "host": "127.0.0.1", "port": kernel.port, "token": "s3cret",
-        "base_url": f"/jupyter/{job}/", "url": f"http://127.0.0.1:{kernel.port}/jupyter/{job}/",
-    }  # fmt: skip
-    (tmp / f"jupyter-{job}.json").write_text(json.dumps(conn))
-    return job
+def job(env: Env, tmp_path: Path, kernel: Kernel, monkeypatch: pytest.MonkeyPatch) -> int:
+    """Alice's Jupyter job as the portal starts one, its connection file naming the stand-in
+    server's port (the one port of the range here)."""
+    return jupyter_job(env, tmp_path, kernel.port, monkeypatch)
 
 
 def _cookie(env: Env, who: str) -> str:
@@ -188,3 +181,14 @@ def test_http_still_reaches_the_app(env: Env, portal: Portal) -> None:
     r = httpx.get(f"{portal.origin}/api/v1/openapi.json", timeout=10)
     assert r.status_code == 200
     assert r.json()["info"]["title"]
+
+
+def test_a_socket_to_a_port_outside_the_range_is_refused(
+    env: Env, job: int, kernel: Kernel, portal: Portal, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The socket takes the HTTP proxy's checks: the file's port must lie in the range."""
+    monkeypatch.setitem(env.app.config, "PROXY_PORT_RANGE", "50000-50001")
+    with pytest.raises(InvalidStatus) as refused:
+        _open(portal, f"/jupyter/{job}/api/kernels/k1/channels", _cookie(env, "alice"))
+    assert refused.value.response.status_code == 503
+    assert kernel.seen == []

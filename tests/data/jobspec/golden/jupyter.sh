@@ -60,13 +60,28 @@ set -u
 # The program
 AIPOOL_PROGRAM=()
 
-# A Jupyter server on this node: a free port and a fresh token chosen here, published in a
-# connection file (mode 640) that the portal and `aipool job` read: the user and the output
-# directory's group (the portal's service group in the directories it gives users), nobody
-# else. Cancel or the time limit stops it; the connection file goes with it.
+# A Jupyter server on this node: a free port of the cluster's range for jobs' servers (the
+# only ports the portal proxies to) and a fresh token chosen here, published in a connection
+# file (mode 640) that the portal and `aipool job` read: the user and the output directory's
+# group (the portal's service group in the directories it gives users), nobody else. Cancel
+# or the time limit stops it; the connection file goes with it.
 AIPOOL_JUPYTER_APP=lab
 AIPOOL_HOST="$(aipool_node_addr "${SLURMD_NODENAME:-$(hostname)}")"
-AIPOOL_JUPYTER_PORT="$(python3 -c 'import socket; s = socket.socket(); s.bind(("", 0)); print(s.getsockname()[1])')"
+AIPOOL_JUPYTER_PORT="$(python3 - 50000 59999 <<'AIPOOL_PY'
+import random, socket, sys
+low, high = int(sys.argv[1]), int(sys.argv[2])
+for port in random.sample(range(low, high + 1), min(256, high - low + 1)):
+    with socket.socket() as s:
+        try:
+            s.bind(("", port))
+        except OSError:
+            continue
+    print(port)
+    break
+else:
+    sys.exit(f"aipool: no free port for Jupyter in {low}-{high}")
+AIPOOL_PY
+)"
 # served under /jupyter/JOBID/, the path the portal proxies it at (users need no route here)
 AIPOOL_JUPYTER_BASE="/jupyter/${SLURM_JOB_ID}/"
 JUPYTER_TOKEN="$(od -An -tx1 -N24 /dev/urandom | tr -d ' \n')"
