@@ -6,6 +6,7 @@ Everything the lab writes is under one root directory (default ``/tmp/aipool-lab
 
 from __future__ import annotations
 
+import hashlib
 import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -168,8 +169,15 @@ class LabConfig:
     @property
     def sudoers_file(self) -> Path:
         """The sudoers rule that lets the service user run the root helper (sudo skips names
-        with a dot, so the cluster's name is joined by a dash)."""
-        return Path("/etc/sudoers.d") / f"aipool-lab-{self.cluster}"
+        with a dot, so the cluster's name is joined by a dash; a lab in another directory
+        has its own rule, or two labs on one host would take each other's helper away)."""
+        return Path("/etc/sudoers.d") / f"aipool-lab-{self.cluster}{self._root_tag}"
+
+    @property
+    def _root_tag(self) -> str:
+        if self.root == DEFAULT_ROOT:
+            return ""
+        return "-" + hashlib.sha256(str(self.root).encode()).hexdigest()[:10]
 
     @property
     def power_helper(self) -> Path:
@@ -179,7 +187,7 @@ class LabConfig:
     @property
     def power_sudoers(self) -> Path:
         """The sudoers rule that lets the service user run the starter, and nothing else."""
-        return Path("/etc/sudoers.d") / f"aipool-lab-{self.cluster}-power"
+        return Path("/etc/sudoers.d") / f"aipool-lab-{self.cluster}{self._root_tag}-power"
 
     @property
     def power_dir(self) -> Path:
@@ -253,8 +261,10 @@ class LabConfig:
         return f"http://{self.address}:{self.ports.slurmrestd}"
 
     def env(self) -> dict[str, str]:
-        """Environment a Slurm client needs to talk to this lab."""
-        return {"SLURM_CONF": str(self.slurm_conf)}
+        """Environment a Slurm client needs to talk to this lab; ``sbatch`` and ``srun``
+        create a job's output with ``SLURM_UMASK``: the lab's users share one job directory,
+        so their outputs are their own (0600), whatever their shell's umask."""
+        return {"SLURM_CONF": str(self.slurm_conf), "SLURM_UMASK": "0077"}
 
 
 def _int(value: str, name: str) -> int:

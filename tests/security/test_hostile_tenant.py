@@ -17,8 +17,7 @@ import secrets
 import shlex
 import stat
 import time
-from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
@@ -26,33 +25,11 @@ import pytest
 
 from slurm_plugins.client.models import JobState
 from tests.journeys.conftest import Site, wait_for
+from tests.security.ledger import Ledger
 
 pytestmark = pytest.mark.slurm
 
 CSRF = re.compile(r'name="csrf_token" type="hidden" value="([^"]+)"|value="([^"]+)" name="csrf')
-
-
-@dataclass
-class Ledger:
-    """Attempts and leaks, reported at the end of the suite."""
-
-    attempts: list[str] = field(default_factory=list)
-    leaks: list[str] = field(default_factory=list)
-
-    def attempt(self, what: str, shown: str, *secrets_: str) -> None:
-        self.attempts.append(what)
-        for secret in secrets_:
-            if secret and secret in shown:
-                self.leaks.append(f"{what}: showed {secret[:24]!r}")
-
-
-@pytest.fixture(scope="module")
-def ledger() -> Iterator[Ledger]:
-    book = Ledger()
-    yield book
-    print(f"\nhostile tenant: {len(book.attempts)} attempts, {len(book.leaks)} leaks")
-    for leak in book.leaks:
-        print(f"  LEAK {leak}")
 
 
 def _finished(site: Site, job_id: int) -> bool:
