@@ -133,16 +133,18 @@ class TokenService:
         self.set_privileged(levels, daemons)
 
     def set_privileged(self, privileged: Iterable[str], daemon_users: Iterable[str] = ()) -> None:
-        daemons = set(daemon_users)
+        names, daemons = frozenset(privileged), set(daemon_users)
         uids = {u for u in map(self._uid_of, daemons) if u is not None}
         with self._lock:
+            before = self.policy
             self.policy = dataclasses.replace(
-                self.policy,
-                privileged=frozenset(privileged),
-                refused=self.policy.refused | daemons,
-                refused_uids=self.policy.refused_uids | uids,
+                before,
+                privileged=names,
+                refused=before.refused | daemons,
+                refused_uids=before.refused_uids | uids,
             )
-        self.audit.write("privileged", names=sorted(privileged), daemon_users=sorted(daemons))
+        if names != before.privileged or not daemons <= before.refused:  # audit what changed
+            self.audit.write("privileged", names=sorted(names), daemon_users=sorted(daemons))
 
     # ------------------------------------------------------------------ one connection
     def handle(self, conn: socket.socket) -> bool:

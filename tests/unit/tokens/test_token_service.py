@@ -347,7 +347,9 @@ def test_refresh_reads_operators_and_slurm_s_accounts(audit: Audit) -> None:
     service = _service(
         audit, privileged=None, refused=frozenset({"root"}), refused_uids=frozenset()
     )
-    service.refresh(SlurmClient(Recorded(SACCTMGR)), "aipool-token")
+    for _ in range(3):  # audited once: when the list changes
+        service.refresh(SlurmClient(Recorded(SACCTMGR)), "aipool-token")
+    assert [r["event"] for r in _records(audit)] == ["privileged"]
     assert service.policy.privileged == {"aipool", "aipool-token", "opsadmin"}
     assert {"slurm", "root"} <= service.policy.refused
     assert {64030, 0} <= service.policy.refused_uids
