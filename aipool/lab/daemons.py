@@ -9,15 +9,19 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import stat
 import subprocess
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 # Daemons outlive the Popen objects that started them; keeping the objects stops Python from
 # warning that a child "is still running" when they are collected.
 _CHILDREN: list[subprocess.Popen[bytes]] = []
+#: the most a daemon's log may grant: owner read-write, group read, nobody else anything
+LOG_MODE = 0o640
 
 
 class LabError(RuntimeError):
@@ -46,7 +50,7 @@ def spawn(
     if user is not None:
         args = ["setpriv", f"--reuid={user}", f"--regid={user}", "--init-groups", *args]
     log.parent.mkdir(parents=True, exist_ok=True)
-    with log.open("ab") as out:
+    with open_log(log) as out:
         proc = subprocess.Popen(
             args,
             stdin=subprocess.DEVNULL,
@@ -58,6 +62,19 @@ def spawn(
         )
     _CHILDREN.append(proc)
     return Started(name, proc.pid, tuple(args))
+
+
+def open_log(log: Path) -> BinaryIO:
+    """``log`` to append to, readable by its owner and group only (root's, here): the
+    daemons' logs name users, jobs and tenants. A log an older lab left readable by all is
+    made private too; a link in its place is not followed."""
+    fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o640)
+    try:
+        os.fchmod(fd, stat.S_IMODE(os.fstat(fd).st_mode) & LOG_MODE)
+    except OSError:
+        os.close(fd)
+        raise
+    return os.fdopen(fd, "ab")
 
 
 def alive(pid: int, expect: str | None = None) -> bool:

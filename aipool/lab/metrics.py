@@ -5,13 +5,14 @@ ports (:class:`~aipool.lab.config.LabPorts`, moved with the lab's port offset): 
 daemon ``policy_metrics`` and the health checker ``health_metrics`` (their configuration
 file, rendered here from the lab's, says so), the accounting import ``accounting_metrics``
 and each node agent ``agent_metrics_base`` + its place in the inventory (``--metrics``), and
-the portal its own port behind a scrape token. From the same addresses it renders a Prometheus
+the portal its own port; every one of them behind the lab's scrape token
+(``AIPOOL_METRICS_TOKEN`` in their environment). From the same addresses it renders a Prometheus
 configuration, ``<root>/etc/prometheus/prometheus.yml``, with the shipped rules beside it:
 
     prometheus --config.file=<root>/etc/prometheus/prometheus.yml ...
 
 The token file is root's and readable by the group of Debian's ``prometheus`` user, which
-runs Prometheus; the portal gets the token in its environment.
+runs Prometheus; the services get the token in their environment.
 """
 
 from __future__ import annotations
@@ -94,8 +95,9 @@ def token_file(cfg: LabConfig) -> Path:
 
 
 def portal_token(cfg: LabConfig) -> str:
-    """The portal's scrape token, made once per lab: root's file, readable by the group of
-    the ``prometheus`` user where Debian's package made one (else by root only)."""
+    """The scrape token of the portal and the lab's other services, made once per lab:
+    root's file, readable by the group of the ``prometheus`` user where Debian's package
+    made one (else by root only)."""
     path = token_file(cfg)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.parent.chmod(0o755)
@@ -121,19 +123,16 @@ def scrape_config(
     interval: str = SCRAPE_INTERVAL,
     rules: Path | None = None,
 ) -> dict[str, Any]:
-    """A Prometheus configuration scraping ``found``: one job per kind of service, the
-    portal with its token (``credentials_file``)."""
+    """A Prometheus configuration scraping ``found``: one job per kind of service, each with
+    the scrape token (``credentials_file``): every service of the lab asks for it, as the
+    figures per tenant are not for every local user."""
     jobs: dict[str, list[str]] = {}
     for t in found:
         jobs.setdefault(t.job, []).append(t.address)
     scrapes: list[dict[str, Any]] = []
     for job, addresses in jobs.items():
         scrape: dict[str, Any] = {"job_name": job, "static_configs": [{"targets": addresses}]}
-        if job == PORTAL_JOB:
-            scrape["authorization"] = {
-                "type": "Bearer",
-                "credentials_file": str(token_file(cfg)),
-            }
+        scrape["authorization"] = {"type": "Bearer", "credentials_file": str(token_file(cfg))}
         scrapes.append(scrape)
     doc: dict[str, Any] = {
         "global": {"scrape_interval": interval, "evaluation_interval": interval},

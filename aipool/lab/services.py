@@ -158,6 +158,8 @@ def up(lab: Lab, *, port: int | None = None) -> ServiceInfo:
     env = _portal_env(cfg)
     python = service_python(cfg)
 
+    scrape = {"AIPOOL_METRICS_TOKEN": metrics.portal_token(cfg)}  # every /metrics wants it
+
     def start(name: str, argv: list[str], env: dict[str, str] | None = None) -> int:
         return lab.start(
             ledger,
@@ -166,7 +168,7 @@ def up(lab: Lab, *, port: int | None = None) -> ServiceInfo:
             [python, *argv[1:]],
             expect="aipool.cli",
             user=USER,
-            env={"HOME": str(home), **(env or {})},
+            env={"HOME": str(home), **scrape, **(env or {})},
             cwd=home,  # not the checkout: `python -m` would import from it
         )
 
@@ -185,7 +187,7 @@ def up(lab: Lab, *, port: int | None = None) -> ServiceInfo:
         _agents(lab, start)
     _token_service(lab, ledger, report, python)  # before the portal: it asks for tokens
     argv = _aipool("portal", "--lab", "--demo", "--port", str(port))
-    pid = start("portal", argv, env={**env, "AIPOOL_METRICS_TOKEN": metrics.portal_token(cfg)})
+    pid = start("portal", argv, env=env)
     url = f"http://127.0.0.1:{port}"
     daemons.wait_for(
         "portal", lambda: _answers(url), timeout=60, pid=pid, log=cfg.log / "portal.out"

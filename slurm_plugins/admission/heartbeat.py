@@ -48,6 +48,7 @@ def write_stopped(path: Path, now: float) -> None:
     """Mark the heartbeat as a clean stop: stale at once, with the time in the file."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}")
     tmp.write_text(f"stopped {now:.0f}\n", encoding="utf-8")
+    # a time and nothing of any tenant: slurmctld's admission hook (SlurmUser) must read it
     tmp.chmod(0o644)
     os.utime(tmp, (0, 0))
     os.replace(tmp, path)

@@ -23,17 +23,25 @@ log = logging.getLogger("aipool.store")
 T = TypeVar("T")
 
 
-def write_atomic(path: Path, text: str, *, keep_previous: bool = True) -> None:
+def write_atomic(
+    path: Path, text: str, *, keep_previous: bool = True, mode: int | None = None
+) -> None:
     """Replace ``path`` with ``text`` all at once (a crash leaves the old or the new file);
-    the old one is kept as ``<name>.prev`` unless told otherwise."""
+    the old one is kept as ``<name>.prev`` unless told otherwise. ``mode``: the new file's
+    permissions whatever the umask (e.g. ``0o640`` for what names tenants)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     with tmp.open("w") as f:
+        if mode is not None:
+            os.fchmod(f.fileno(), mode)
         f.write(text)
         f.flush()
         os.fsync(f.fileno())
     if keep_previous and path.exists():
-        os.replace(path, path.with_name(path.name + ".prev"))
+        prev = path.with_name(path.name + ".prev")
+        os.replace(path, prev)
+        if mode is not None:
+            os.chmod(prev, mode)  # one written before the mode was asked for
     os.replace(tmp, path)
     dir_fd = os.open(path.parent, os.O_RDONLY)
     try:
@@ -66,11 +74,14 @@ class JsonStore(Generic[T]):
     never a wrong action.
     """
 
-    def __init__(self, path: Path, kind: type[T], *, keep_previous: bool, what: str) -> None:
+    def __init__(
+        self, path: Path, kind: type[T], *, keep_previous: bool, what: str, mode: int | None = None
+    ) -> None:
         self.path = Path(path)
         self.kind = kind
         self.keep_previous = keep_previous
         self.what = what
+        self.mode = mode
 
     def empty(self) -> T:
         return self.kind()
@@ -90,4 +101,4 @@ class JsonStore(Generic[T]):
 
     def save(self, value: T) -> None:
         text = json.dumps(codec.dump(value), sort_keys=True)
-        write_atomic(self.path, text, keep_previous=self.keep_previous)
+        write_atomic(self.path, text, keep_previous=self.keep_previous, mode=self.mode)

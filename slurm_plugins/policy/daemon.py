@@ -345,7 +345,7 @@ def _replace(path: Path) -> None:
     try:
         tmp = path.with_name(f".{path.name}.{os.getpid()}")
         tmp.write_bytes(b"")
-        tmp.chmod(0o644)
+        tmp.chmod(0o644)  # empty: the admission hook (inside slurmctld, as SlurmUser) reads it
         os.replace(tmp, path)
     except OSError as exc:
         log.warning("cannot write the heartbeat %s: %s", path, exc)

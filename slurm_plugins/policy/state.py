@@ -21,6 +21,9 @@ REASONS = "reasons.json"
 LOCK = "daemon.lock"
 #: Decisions older than this are dropped from the log.
 REASONS_KEEP_S = 7 * 86400
+#: The state and the decision log name every job's tenant and share: the daemon's user and
+#: its group (the portal's service group, which shows the reasons) read them, nobody else.
+PRIVATE = 0o640
 
 
 class StateLocked(RuntimeError):
@@ -30,7 +33,9 @@ class StateLocked(RuntimeError):
 class StateStore(JsonStore[DaemonState]):
     def __init__(self, directory: Path) -> None:
         self.dir = Path(directory)
-        super().__init__(self.dir / STATE, DaemonState, keep_previous=True, what="policy state")
+        super().__init__(
+            self.dir / STATE, DaemonState, keep_previous=True, what="policy state", mode=PRIVATE
+        )
 
     @contextmanager
     def locked(self) -> Iterator[None]:
@@ -58,7 +63,7 @@ class ReasonLog:
         data = {k: v for k, v in self.read().items() if v.get("at", 0) > now - REASONS_KEEP_S}
         for job_id, rs in reasons.items():
             data[str(job_id)] = {"at": now, "reasons": list(rs)}
-        write_atomic(self.path, json.dumps(data, sort_keys=True))
+        write_atomic(self.path, json.dumps(data, sort_keys=True), mode=PRIVATE)
 
     def reasons_for(self, job_id: int) -> list[str]:
         entry = self.read().get(str(job_id))

@@ -37,7 +37,7 @@ def test_the_aipool_command_passes_the_labs_settings(
     finally:
         main.commands.pop("probe")
     assert res.exit_code == 0, res.output
-    assert seen["slurm_env"] == {"SLURM_CONF": str(cfg.slurm_conf)}
+    assert seen["slurm_env"] == {"SLURM_CONF": str(cfg.slurm_conf), "SLURM_UMASK": "0077"}
     assert seen["portal"]["SLURM_ENV"] == seen["slurm_env"]
     assert seen["portal"]["PORTAL_HOME"] == str(tmp_path / "portal")
     assert seen["portal"]["SLURM_REST_URL"] == cfg.rest_url
