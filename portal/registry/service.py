@@ -3,7 +3,6 @@ the model (:mod:`portal.registry.access`) and records writes in the audit log.""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import IO, Any
@@ -12,6 +11,7 @@ from flask import current_app
 from sqlalchemy import Select, func, select
 from sqlalchemy.orm import Session
 
+from jobspec.names import NAME_RULE, is_name
 from portal.audit.service import record
 from portal.authz import Access, Perm
 from portal.errors import Conflict, NotFound, ValidationFailed
@@ -30,8 +30,6 @@ from portal.registry.models import (
 from portal.slurm import SlurmPort
 from portal.tenancy.models import Project
 from portal.tenancy.service import get_project
-
-NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
 
 def audit_model(
@@ -74,11 +72,8 @@ def get_model(
 
 def create_model(session: Session, access: Access, data: Mapping[str, Any]) -> RegisteredModel:
     project = get_project(session, access, data["project_id"], Perm.JOBS_SUBMIT)
-    if not NAME.match(data["name"]):
-        message = gettext(
-            "Letters, digits, _ . - (at most 64 characters), a letter or digit first."
-        )
-        raise ValidationFailed({"name": [message]})
+    if not is_name(data["name"]):
+        raise ValidationFailed({"name": [gettext(NAME_RULE)]})
     taken = session.scalar(
         select(RegisteredModel.id).where(
             RegisteredModel.project_id == project.id, RegisteredModel.name == data["name"]
@@ -369,11 +364,13 @@ def import_version(
         staged = storage.stage_directory(real)  # the site's mirror: the portal's own
     else:
         # an import root users may write: read as the caller, by their own process
-        empty = gettext("There is no such directory.")
         try:
-            staged = storage.stage_as(access.username, real, deref=True, empty=empty)
+            staged = storage.stage_as(
+                access.username, real, deref=True, empty=not_a_layout(),
+                missing=gettext("There is no such directory."),
+            )  # fmt: skip
         except Conflict as exc:
-            raise ValidationFailed({"path": [str(exc)]}) from None
+            raise ValidationFailed({"path": [exc.message]}) from None
     try:
         source, card = _layout(staged.path / "files")
     except BaseException:
@@ -389,6 +386,13 @@ def import_version(
     )
 
 
+def not_a_layout() -> str:
+    return gettext(
+        "The directory is neither a Hugging Face (config.json) nor a ModelScope "
+        "(configuration.json) layout."
+    )
+
+
 def _layout(files: Path) -> tuple[Source, str]:
     """Which hub's layout the staged files have, and their model card (checked)."""
     if (files / "configuration.json").is_file():
@@ -396,11 +400,7 @@ def _layout(files: Path) -> tuple[Source, str]:
     elif (files / "config.json").is_file() or (files / "README.md").is_file():
         source = Source.HUGGINGFACE
     else:
-        message = gettext(
-            "The directory is neither a Hugging Face (config.json) nor a ModelScope "
-            "(configuration.json) layout."
-        )
-        raise ValidationFailed({"path": [message]})
+        raise ValidationFailed({"path": [not_a_layout()]})
     readme = files / "README.md"
     card = readme.read_text(errors="replace") if readme.is_file() else ""
     cards.check(card)

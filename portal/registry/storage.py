@@ -241,14 +241,16 @@ def stage_files(contents: dict[str, bytes]) -> Staged:
 
 def stage_job_output(out: Path, owner: str) -> Staged:
     """What a training job of ``owner``'s wrote to its output directory (:func:`stage_as`)."""
-    return stage_as(owner, out, deref=False, empty=gettext("The job left no model files."))
+    none = gettext("The job left no model files.")
+    return stage_as(owner, out, deref=False, empty=none, missing=none)
 
 
-def stage_as(owner: str, source: Path, *, deref: bool, empty: str) -> Staged:
+def stage_as(owner: str, source: Path, *, deref: bool, empty: str, missing: str) -> Staged:
     """A directory read as ``owner`` by the as-the-user agent (``deref``: following the links
     that stay inside it, as a hub's cache has), checked member by member here: regular files
     only, safe names, at most ``MODEL_JOB_OUTPUT_MAX_BYTES``; hidden files are left out. A
-    directory that is missing or holds no file is a ``Conflict`` saying ``empty``."""
+    directory that holds no file is a ``Conflict`` saying ``empty``, one that is not there a
+    ``Conflict`` saying ``missing``."""
     limit = int(current_app.config["MODEL_JOB_OUTPUT_MAX_BYTES"])
     staged = Staged(_incoming())
     try:
@@ -278,7 +280,7 @@ def stage_as(owner: str, source: Path, *, deref: bool, empty: str) -> Staged:
     except actas.AgentRefused as exc:
         staged.discard()
         if exc.kind in ("missing", "not-directory"):
-            raise Conflict(empty) from None
+            raise Conflict(missing) from None
         raise actas.as_field_error(exc, owner, "path") from None
     except (tarfile.TarError, FileExistsError) as exc:
         staged.discard()
