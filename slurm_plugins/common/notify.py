@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -75,14 +76,18 @@ class LogSink:
 
 
 class FileSink:
-    """Appends each notification as a JSON line with the time it was sent."""
+    """Appends each notification as a JSON line with the time it was sent, to a file the
+    daemon's user and group read (0640): the lines name users and their jobs."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
 
     def send(self, note: Notification) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self.path.open("a") as f:
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+        fd = os.open(self.path, flags, 0o640)
+        with os.fdopen(fd, "a") as f:
+            os.fchmod(fd, 0o640)  # one written before, wider
             f.write(json.dumps({"at": time.time(), **codec.dump(note)}) + "\n")
 
 
