@@ -8,6 +8,10 @@ be; this daemon makes it so, and is the one writer of what follows from it.
   finished evaluations their metrics; run directories removed through the root helper;
 - dataset shares (:mod:`portal.datasets.shares`): expired ones removed, which takes their
   holders off the datasets' directory ACLs (a query each pass, no Slurm);
+- Slurm associations (:mod:`portal.quotas.slurmsync`): every ``slurm_every_s`` (60 s), the
+  drift between the portal's memberships and Slurm's associations repaired both ways (a
+  removed member's association removed, a member's missing one added) and audited; under a
+  lock of its own, like the samples;
 - capacity samples (:mod:`portal.nodes.sampling`): every ``SAMPLE_EVERY_S`` (60 s) one row per
   partition and kind and per node for the monitoring charts, aged minute rows rolled up into
   hourly ones and old hourly rows dropped; under a lock of its own, so a long reconcile pass
@@ -43,6 +47,7 @@ from portal.extensions import db
 from portal.inference import reconcile as inference
 from portal.inference.models import InferenceService
 from portal.nodes import sampling
+from portal.quotas import slurmsync
 from portal.registry import refresh
 from portal.registry.access import now as clock_now
 from portal.slurm import slurm
@@ -52,6 +57,7 @@ log = logging.getLogger("aipool.reconcile")
 
 LOCK = "reconcile"
 SAMPLE_LOCK = "sample"
+SLURM_LOCK = "slurm-sync"
 
 
 @dataclass
@@ -71,7 +77,7 @@ class Daemon:
     every_s: float = 20.0
     poll_s: float = 2.0
     dry_run: bool = False
-    loops: tuple[str, ...] = ("inference", "runs", "shares", "samples")
+    loops: tuple[str, ...] = ("inference", "runs", "shares", "slurm", "samples")
     #: seconds between capacity samples; None: the app's SAMPLE_EVERY_S
     sample_every_s: float | None = None
     echo: Callable[[str], None] = log.info
@@ -80,6 +86,9 @@ class Daemon:
     _seen: dict[int, datetime | None] = field(default_factory=dict, init=False)
     _last_full: float = field(default=float("-inf"), init=False)
     _last_sample: float = field(default=float("-inf"), init=False)
+    #: seconds between syncs of memberships and Slurm associations
+    slurm_every_s: float = 60.0
+    _last_slurm: float = field(default=float("-inf"), init=False)
 
     def run_pass(self, *, full: bool = True) -> PassReport:
         # the app context's teardown ends the pass's database session
@@ -169,10 +178,41 @@ class Daemon:
         for line in lines[1:]:  # the rows of every minute are not news; roll-ups and drops are
             self.echo(line)
 
+    def slurm_pass(self) -> list[str]:
+        """Memberships and associations brought in line, both ways (snapshot → plan → apply,
+        audited); nothing when another daemon holds the lock; a dry run only plans."""
+        with self.app.app_context(), held(db.engine, SLURM_LOCK) as mine:
+            if not mine:
+                return []
+            session = web.session()
+            try:
+                done = slurmsync.reconcile(session, slurm(), sync=not self.dry_run)
+            except DomainError as exc:
+                session.rollback()
+                return [f"slurm: sync skipped: {exc.message}"]
+            prefix = "would " if self.dry_run else ""
+            return [f"{prefix}{line}" for line in done.lines()]
+
+    def _slurm_if_due(self) -> None:
+        if "slurm" not in self.loops or self.monotonic() - self._last_slurm < self.slurm_every_s:
+            return
+        self._last_slurm = self.monotonic()
+        try:
+            lines = self.slurm_pass()
+        except SlurmError as exc:
+            log.error("Slurm sync skipped: Slurm did not answer: %s", exc)
+            return
+        except Exception:  # the database away, a bug: the next interval tries again
+            log.exception("Slurm sync failed")
+            return
+        for line in lines:
+            self.echo(line)
+
     def tick(self) -> PassReport | None:
-        """One scheduled pass (full when one is due), and a capacity sample when one is due;
-        logs what went wrong, never raises."""
+        """One scheduled pass (full when one is due), and a capacity sample and a Slurm sync
+        when they are due; logs what went wrong, never raises."""
         self._sample_if_due()
+        self._slurm_if_due()
         full = self.monotonic() - self._last_full >= self.every_s
         try:
             report = self.run_pass(full=full)

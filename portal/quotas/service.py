@@ -9,11 +9,13 @@ from flask import current_app
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from portal.audit.models import AuditEvent
 from portal.audit.service import record
 from portal.authz import Access, Perm, perms_of
 from portal.errors import DomainError, QuotaExceeded, SlurmUnavailable, ValidationFailed
 from portal.i18n import gettext
 from portal.identity.models import User
+from portal.quotas import drift
 from portal.quotas.models import TRES
 from portal.quotas.render import AccountRow, SlurmPlan, SubmitterRow, render
 from portal.quotas.words import column_heading
@@ -22,6 +24,7 @@ from portal.slurm import SlurmPort
 from portal.tenancy.models import Domain, GroupGrant, GroupMember, Membership, Project
 from portal.tenancy.service import get_domain, get_project
 from slurm_plugins.client.errors import SlurmError
+from slurm_plugins.client.models import Association
 
 
 def _check_values(data: Mapping[str, Any]) -> dict[str, int | None]:
@@ -190,23 +193,55 @@ def plan(session: Session, domain: Domain | None = None) -> SlurmPlan:
 
 
 def sync(session: Session, access: Access, port: SlurmPort, *, apply: bool) -> dict[str, Any]:
-    """The sacctmgr commands that bring Slurm to the portal's state; sent when ``apply``."""
+    """The sacctmgr commands that bring Slurm to the portal's state, both ways (associations
+    the portal no longer wants are removed); sent when ``apply``."""
     access.require_platform_admin()
-    wanted = plan(session)
+    have = tuple(port.associations())
+    planned = drift.diff(snapshot(session, have))
     if not apply:
-        commands = port.preview(wanted.accounts, wanted.users)
+        commands = planned.commands(have)
     else:
-        commands = port.apply(wanted.accounts, wanted.users)
+        commands = send(port, planned)
         record(
-            session, access.user, "slurm.sync", "slurm", "accounts", after={"commands": commands}
-        )
+            session, access.user, "slurm.sync", "slurm", "accounts",
+            after={"commands": commands, **drift.changes(planned)},
+        )  # fmt: skip
         session.commit()
     return {
         "applied": apply,
         "commands": commands,
-        "accounts": [a.name for a in wanted.accounts],
-        "users": [f"{u.name}@{u.account}" for u in wanted.users],
+        "accounts": [a.name for a in planned.accounts],
+        "users": [f"{u.name}@{u.account}" for u in planned.users],
     }
+
+
+def snapshot(
+    session: Session, have: tuple[Association, ...], domain: Domain | None = None
+) -> drift.SyncSnapshot:
+    return drift.SyncSnapshot(
+        wanted=plan(session),
+        have=have,
+        domains=frozenset(session.scalars(select(Domain.name))),
+        deleted=_deleted_projects(session),
+        domain=domain.name if domain is not None else None,
+    )
+
+
+def _deleted_projects(session: Session) -> frozenset[str]:
+    """The names of the projects the portal deleted, as its audit log recorded them."""
+    gone = select(AuditEvent.before).where(AuditEvent.action == "project.delete")
+    return frozenset(
+        str(before["name"]) for before in session.scalars(gone) if before and before.get("name")
+    )
+
+
+def send(port: SlurmPort, planned: drift.SyncPlan) -> list[str]:
+    """The plan's writes: accounts and associations the portal wants, then removals (each
+    write re-reads Slurm and sends only what still differs)."""
+    sent = port.apply(planned.accounts, planned.users) if planned.add else []
+    if planned.remove_users or planned.remove_accounts:
+        sent += port.remove(users=planned.remove_users, accounts=planned.remove_accounts)
+    return sent
 
 
 def save_and_enforce(  # noqa: PLR0917 - the owner's kind and id, then the limits
@@ -250,17 +285,12 @@ def enforce(
     """The sacctmgr commands that bring one domain (its account, its projects' accounts and
     their submitters) to the portal's state, sent unless ``dry_run``; audited, and the
     admission hook's table re-rendered (its per-job limits) where the portal writes it."""
-    wanted = plan(session)
-    names = {
-        domain.name,
-        *session.scalars(select(Project.name).where(Project.domain_id == domain.id)),
-    }
-    accounts = [a for a in wanted.accounts if a.name in names]
-    users = [u for u in wanted.users if u.account in names]
+    have = tuple(port.associations())
+    planned = drift.diff(snapshot(session, have, domain))
     if dry_run:
-        return {"applied": False, "commands": port.preview(accounts, users)}
+        return {"applied": False, "commands": planned.commands(have)}
     try:
-        commands = port.apply(accounts, users)
+        commands = send(port, planned)
     except SlurmError as exc:
         raise SlurmUnavailable(
             gettext("Slurm did not take the quota: %(why)s", why=str(exc))
@@ -271,7 +301,7 @@ def enforce(
         "slurm.sync",
         "domain",
         domain.id,
-        after={"commands": commands},
+        after={"commands": commands, **drift.changes(planned)},
         domain_id=domain.id,
     )
     if current_app.config.get("ADMISSION_DIR"):
@@ -287,4 +317,14 @@ def enforce_project(session: Session, access: Access, port: SlurmPort, project_i
     if project is None:
         return
     enforce(session, access, port, project.domain, dry_run=False)
+    session.commit()
+
+
+def enforce_domain(session: Session, access: Access, port: SlurmPort, domain_id: int) -> None:
+    """After a project is deleted: its domain brought to Slurm (the project's account and its
+    associations removed), committed."""
+    domain = session.get(Domain, domain_id)
+    if domain is None:
+        return
+    enforce(session, access, port, domain, dry_run=False)
     session.commit()

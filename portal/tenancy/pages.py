@@ -101,6 +101,11 @@ def remove_member(project_id: int, user_id: int) -> Response:
         flash(refusal(exc), "error")
     else:
         members.remove_member(session(), access, project_id, user_id)
+        try:  # Slurm refuses their jobs in the project from now on
+            quotas.enforce_project(session(), access, slurm(), project_id)
+        except DomainError as exc:
+            session().rollback()
+            flash(refusal(exc), "error")
     return redirect(url_for(".project", project_id=project_id))
 
 

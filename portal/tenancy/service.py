@@ -200,7 +200,8 @@ def update_project(
 
 
 def delete_project(session: Session, access: Access, project_id: int) -> None:
-    """Only an empty project goes; its Slurm account is left for the operator to remove."""
+    """Only an empty project goes; the caller removes its Slurm account
+    (:func:`portal.quotas.service.enforce_domain`; the reconciler, should that fail)."""
     project = get_project(session, access, project_id, Perm.PROJECT_READ)
     access.require_domain(project.domain_id, Perm.DOMAIN_MANAGE, "project")
     if session.scalar(select(Membership.id).where(Membership.project_id == project.id).limit(1)):

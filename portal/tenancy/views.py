@@ -107,7 +107,11 @@ class ProjectById(AuthedView):
 
     @projects.response(204)
     def delete(self, project_id: int) -> None:
+        """Delete an empty project; its Slurm account goes with it."""
+        project = service.get_project(session(), current_access(), project_id, Perm.PROJECT_READ)
+        domain_id = project.domain_id
         service.delete_project(session(), current_access(), project_id)
+        quotas.enforce_domain(session(), current_access(), slurm(), domain_id)
 
 
 @projects.route("/<id:project_id>/members")
@@ -156,9 +160,11 @@ class MemberById(AuthedView):
     @projects.etag
     @projects.response(204)
     def delete(self, project_id: int, user_id: int) -> None:
-        """Remove the member; ``If-Match`` as for PATCH."""
+        """Remove the member; ``If-Match`` as for PATCH. Their Slurm association with the
+        project's account goes at once: Slurm refuses their jobs there from then on."""
         _check_member(project_id, user_id)
         members.remove_member(session(), current_access(), project_id, user_id)
+        quotas.enforce_project(session(), current_access(), slurm(), project_id)
 
 
 def _check_member(project_id: int, user_id: int) -> None:

@@ -83,6 +83,20 @@ class FakeSlurm:
         self.applied.append(commands)
         return commands
 
+    def remove(
+        self, *, users: Sequence[tuple[str, str]] = (), accounts: Sequence[str] = ()
+    ) -> list[str]:
+        commands = account_diff.removal_commands(self.assocs, users=users, accounts=accounts)
+        gone = set(users)
+        self.assocs = [
+            a
+            for a in self.assocs
+            if (a.user, a.account) not in gone and a.account not in set(accounts)
+        ]
+        if commands:
+            self.applied.append(commands)
+        return commands
+
     def submit_as(self, user: str, script: str, job: JobRequest) -> int:
         """Takes the request in the REST form the real port sends; records the first
         component's properties (``requests`` keeps the requests themselves)."""
