@@ -8,6 +8,7 @@ directory to a user is the one act that needs root, so the portal asks this help
     aipool-helper user-dir   ROOT USER         # ROOT/USER: USER's, mode 2750, the service group
     aipool-helper run-dir    ROOT USER NAME    # ROOT/USER/NAME: USER's, mode 2770, same group
     aipool-helper remove-run ROOT USER NAME    # ROOT/USER/NAME and all in it, gone
+    aipool-helper remove-workspace ROOT ID     # ROOT/ID/workspace (a dataset's), gone
 
 ROOT must be one of the roots its configuration lists; USER an ordinary account (uid at least
 ``min_uid``); NAME 32 hex digits. Every path is walked from ROOT by directory descriptors
@@ -70,6 +71,7 @@ def load_config(path: Path) -> dict[str, Any]:
         "caller": str(cfg.get("caller", "aipool")),
         "min_uid": int(cfg.get("min_uid", 1000)),
         "audit": cfg.get("audit"),
+        "stores": [os.path.normpath(r) for r in cfg.get("stores", []) if str(r).startswith("/")],
     }
 
 
@@ -176,6 +178,54 @@ def run(argv: list[str], cfg: dict[str, Any]) -> str:
         os.close(user_fd)
 
 
+def remove_workspace(argv: list[str], cfg: dict[str, Any]) -> str:
+    """``remove-workspace ROOT ID``: ROOT/ID/workspace and all in it, whoever's entries they
+    are (a dataset's writers' jobs fill it). ROOT is one of the configuration's ``stores``
+    (``"stores": ["/srv/aipool/datasets"]``: the portal's DATASET_STORAGE), ID
+    a dataset's number; ROOT/ID and the workspace must be the caller's own directories.
+    Writers are shut out first (mode 0700: the ACL's mask then grants nobody); a writer still
+    adding files inside leaves it in place after a few tries, and the call is refused."""
+    if len(argv) != 3 or not re.fullmatch(r"[1-9][0-9]{0,17}", argv[2]):
+        raise Refused("usage: aipool-helper remove-workspace ROOT ID")
+    caller = _uid_of(cfg["caller"])
+    if argv[1] not in cfg["stores"]:
+        raise Refused(f"{argv[1]} is not a dataset store this helper serves")
+    root_fd = os.open(argv[1], _DIR)
+    if os.fstat(root_fd).st_uid not in (0, caller):
+        os.close(root_fd)
+        raise Refused(f"{argv[1]} belongs neither to root nor to {cfg['caller']}")
+    try:
+        ds_fd = os.open(argv[2], _DIR, dir_fd=root_fd)
+    except FileNotFoundError:
+        return os.path.join(argv[1], argv[2], "workspace")
+    finally:
+        os.close(root_fd)
+    try:
+        if os.fstat(ds_fd).st_uid != caller:
+            raise Refused(f"{argv[1]}/{argv[2]} is not {cfg['caller']}'s")
+        try:
+            ws_fd = os.open("workspace", _DIR, dir_fd=ds_fd)
+        except FileNotFoundError:
+            return os.path.join(argv[1], argv[2], "workspace")
+        try:
+            if os.fstat(ws_fd).st_uid != caller:
+                raise Refused(f"{argv[1]}/{argv[2]}/workspace is not {cfg['caller']}'s")
+            os.fchmod(ws_fd, 0o700)
+        finally:
+            os.close(ws_fd)
+        for _ in range(5):
+            try:
+                shutil.rmtree("workspace", dir_fd=ds_fd)  # by descriptors: never follows a link
+            except FileNotFoundError:
+                pass
+            except OSError:
+                continue  # a writer's process still adds files: try again
+            return os.path.join(argv[1], argv[2], "workspace")
+        raise Refused(f"{argv[1]}/{argv[2]}/workspace: its writers still add files")
+    finally:
+        os.close(ds_fd)
+
+
 def audit(cfg: dict[str, Any] | None, argv: list[str], error: str | None) -> None:
     target = (cfg or {}).get("audit")
     if not target:
@@ -206,7 +256,8 @@ def main(argv: list[str] | None = None, config: Path | None = None) -> int:
         sudo_uid = os.environ.get("SUDO_UID")
         if sudo_uid is not None and int(sudo_uid) != _uid_of(cfg["caller"]):
             raise Refused(f"only {cfg['caller']} may call aipool-helper")
-        print(run(args, cfg))
+        verb = remove_workspace if args[:1] == ["remove-workspace"] else run
+        print(verb(args, cfg))
     except (Refused, OSError, ValueError) as exc:
         message = str(exc) if isinstance(exc, Refused) else f"{type(exc).__name__}: {exc}"
         audit(cfg, args, message)

@@ -111,6 +111,8 @@ def install_helper(cfg: LabConfig) -> Path:
         "group": host.SERVICE_USER,
         "caller": host.SERVICE_USER,
         "audit": str(cfg.log / "helper-audit.log"),
+        # the dataset store: its workspaces are removed whole, whoever wrote in them
+        "stores": [str(cfg.root / "portal" / "datasets")],
     }
     path.with_name("aipool-helper.json").write_text(json.dumps(conf, indent=2) + "\n")
     path.with_name("aipool-helper.json").chmod(0o644)

@@ -36,7 +36,10 @@ class GranteeKind(StrEnum):
 
 class Dataset(Base):
     __tablename__ = "datasets"
-    __table_args__ = (UniqueConstraint("project_id", "name"),)
+    __table_args__ = (
+        UniqueConstraint("project_id", "name"),
+        {"sqlite_autoincrement": True},
+    )  # ids never reused
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     project_id: Mapped[int] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"))
@@ -66,7 +69,10 @@ class DatasetVersion(Base):
     """Version ``version`` (1, 2, …) of a dataset: the read-only files under ``path``."""
 
     __tablename__ = "dataset_versions"
-    __table_args__ = (UniqueConstraint("dataset_id", "version"),)
+    __table_args__ = (
+        UniqueConstraint("dataset_id", "version"),
+        {"sqlite_autoincrement": True},
+    )  # ids never reused
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     dataset_id: Mapped[int] = mapped_column(

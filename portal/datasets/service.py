@@ -215,13 +215,24 @@ def delete_dataset(session: Session, access: Access, settings: Settings, dataset
     )  # fmt: skip
     session.delete(ds)
     try:
-        session.commit()
+        session.flush()  # refused by what still refers to it before any file goes
     except IntegrityError:
         session.rollback()
         raise Conflict(gettext("Model versions still refer to %(name)s.", name=ds.name)) from None
-    for path in paths:
-        settings.store.remove(path)
-    settings.store.remove(settings.store.workspace(dataset_id))
+    # files first, the row after: a workspace that cannot go whole keeps the dataset (409)
+    try:
+        unix.remove_files(settings.store.root, ds.id, paths, settings.store.remove)
+    except (Conflict, OSError) as exc:
+        session.rollback()
+        raise Conflict(
+            gettext(
+                "The files of %(name)s could not all be removed, so it was not deleted; "
+                "stop the jobs that use its workspace and try again (%(why)s).",
+                name=ds.name,
+                why=exc.message if isinstance(exc, Conflict) else exc.strerror or str(exc),
+            )
+        ) from None
+    session.commit()
 
 
 # ---------------------------------------------------------------------------- versions

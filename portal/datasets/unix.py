@@ -23,7 +23,7 @@ import os
 import pwd
 import shutil
 import subprocess
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +31,7 @@ from flask import Flask, current_app, has_app_context
 from sqlalchemy import ColumnElement, and_, event, or_, select
 from sqlalchemy.orm import Session
 
+from portal import userdirs
 from portal.datasets.access import can
 from portal.datasets.models import Dataset, DatasetShare, DatasetVersion, GranteeKind, Visibility
 from portal.datasets.storage import Store
@@ -123,16 +124,83 @@ def apply(path: Path, allowed: frozenset[str] | None) -> None:
 
 def grant_workspace(path: Path, username: str) -> bool:
     """Let ``username``'s jobs write the dataset's workspace (which stays the portal's), and
-    the portal read and remove what they write there (default ACL entries)."""
+    the portal read and remove what they write there (default ACL entries). The caller has
+    checked that they may write the dataset; the writers already named stay."""
     if path.is_symlink():
         return False
-    if not _unix([username]):
-        return True  # no Unix account: no job of theirs to let in
+    return sync_workspace(path, workspace_writers(path) | {username})
+
+
+def workspace_writers(path: Path) -> frozenset[str]:
+    """The users the workspace's ACL names (access or default entries)."""
+    tool = shutil.which("getfacl")
+    if tool is None or path.is_symlink() or not path.is_dir():
+        return frozenset()
+    argv = [tool, "--omit-header", "--absolute-names", "--physical", "--", str(path)]
+    done = subprocess.run(argv, check=False, capture_output=True, text=True)
+    names = set()
+    for line in done.stdout.splitlines():
+        kind, _, rest = line.removeprefix("default:").partition(":")
+        name = rest.split(":", 1)[0]
+        if kind == "user" and name:
+            names.add(name)
+    names.discard(pwd.getpwuid(os.geteuid()).pw_name)
+    return frozenset(names)
+
+
+def sync_workspace(path: Path, writers: Iterable[str]) -> bool:
+    """Set the workspace's ACL to exactly ``writers`` (and the portal, by default entries);
+    the entries of anyone else go, also from what inside it the portal owns, so one whose
+    access ended can no longer write it, even from a shell whose directory is inside."""
+    if path.is_symlink() or not path.is_dir():
+        return False
+    names = _unix(writers)
     me = pwd.getpwuid(os.geteuid()).pw_name
-    entries = [f"u:{username}:rwx", f"d:u:{username}:rwx", "m::rwx", "d:m::rwx"]
+    gone = sorted(workspace_writers(path) - set(names))
+    entries = ["u::rwx", "g::---", "o::---", "m::rwx", *(f"u:{n}:rwx" for n in names)]
+    entries += ["d:u::rwx", "d:g::---", "d:o::---", "d:m::rwx"]
+    entries += [f"d:u:{n}:rwx" for n in names]
     if os.geteuid() != 0:
-        entries.insert(2, f"d:u:{me}:rwx")
-    return _setfacl(path, ["-m", ",".join(entries)])
+        entries.append(f"d:u:{me}:rwx")
+    if not _setfacl(path, ["--set", ",".join(entries)]):
+        path.chmod(0o700)  # fail closed: nobody but the portal
+        return False
+    if gone:  # what jobs made inside inherited their entries; the portal's own entries only
+        spec = ",".join(f"{k}u:{n}" for n in gone for k in ("", "d:"))
+        tool = shutil.which("setfacl") or "setfacl"
+        argv = [tool, "-R", "--physical", "-x", spec, "--", str(path)]
+        subprocess.run(argv, check=False, capture_output=True, text=True)
+    return True
+
+
+def may_write(session: Session, ds: Dataset, names: Iterable[str]) -> frozenset[str]:
+    """Those of ``names`` who may still write ``ds`` in the portal."""
+    from portal.authz import load_access
+    from portal.identity.models import User
+
+    kept = set()
+    for name in names:
+        user = session.scalar(select(User).where(User.username == name))
+        if user is not None and user.active and can(load_access(session, user), ds)[1]:
+            kept.add(name)
+    return frozenset(kept)
+
+
+def remove_files(
+    root: Path, dataset_id: int, versions: Iterable[Path], remove: Callable[[Path], None]
+) -> None:
+    """A deleted dataset's files, whole: its workspace first (its writers shut out, then
+    removed through the root helper where their jobs' entries are theirs; ``Conflict`` when
+    it stays), then its versions (the portal's own) and its directory."""
+    workspace = root / str(dataset_id) / "workspace"
+    if workspace.is_dir() and not workspace.is_symlink():
+        sync_workspace(workspace, ())
+    userdirs.remove_workspace(root, dataset_id)
+    for path in versions:
+        remove(path)
+    top = root / str(dataset_id)
+    if top.is_dir() and not top.is_symlink():
+        shutil.rmtree(top, ignore_errors=True)
 
 
 def _setfacl(path: Path, args: list[str]) -> bool:
@@ -157,6 +225,17 @@ def refresh(session: Session, datasets: Iterable[Dataset]) -> None:
     root = store_root()
     for ds in datasets:
         apply(root / str(ds.id), readers(session, ds))
+        _sync_writers(session, root, ds)
+
+
+def _sync_writers(session: Session, root: Path, ds: Dataset) -> None:
+    """The workspace's writers cut to those who may still write the dataset."""
+    workspace = root / str(ds.id) / "workspace"
+    named = workspace_writers(workspace)
+    if named:
+        kept = may_write(session, ds, named)
+        if kept != named:
+            sync_workspace(workspace, kept)
 
 
 # ------------------------------------------------------------------ the session hook
@@ -224,8 +303,15 @@ def _before_commit(session: Session) -> None:
         return
     root = store_root()
     plan = session.info.setdefault(PENDING + ".plan", {})
+    writers = session.info.setdefault(PENDING + ".writers", {})
     for ds in session.scalars(select(Dataset).where(_concerned(projects))):
         plan[root / str(ds.id)] = readers(session, ds)
+        workspace = root / str(ds.id) / "workspace"
+        named = workspace_writers(workspace)
+        if named:
+            kept = may_write(session, ds, named)
+            if kept != named:
+                writers[workspace] = kept
 
 
 def _concerned(projects: set[int]) -> ColumnElement[bool]:
@@ -252,11 +338,17 @@ def _after_commit(session: Session) -> None:
             apply(path, allowed)
         except OSError as exc:
             log.error("could not set %s for its readers: %s", path, exc)
+    for path, kept in session.info.pop(PENDING + ".writers", {}).items():
+        try:
+            sync_workspace(path, kept)
+        except OSError as exc:
+            log.error("could not set %s for its writers: %s", path, exc)
 
 
 def _after_rollback(session: Session) -> None:
     session.info.pop(PENDING, None)
     session.info.pop(PENDING + ".plan", None)
+    session.info.pop(PENDING + ".writers", None)
 
 
 def install(app: Flask) -> None:

@@ -14,6 +14,7 @@ from portal.models import UTCDateTime, utcnow
 
 class User(UserMixin, Base):
     __tablename__ = "users"
+    __table_args__ = ({"sqlite_autoincrement": True},)  # ids never reused: they name files
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     # also the Unix and Slurm user name: jobs run as this user

@@ -31,7 +31,10 @@ class Device(StrEnum):
 
 class InferenceService(Base):
     __tablename__ = "inference_services"
-    __table_args__ = (UniqueConstraint("project_id", "name"),)
+    __table_args__ = (
+        UniqueConstraint("project_id", "name"),
+        {"sqlite_autoincrement": True},
+    )  # ids never reused
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     version_id: Mapped[int] = mapped_column(
@@ -92,7 +95,10 @@ class InferenceService(Base):
 
 class Replica(Base):
     __tablename__ = "inference_replicas"
-    __table_args__ = (UniqueConstraint("service_id", "index"),)
+    __table_args__ = (
+        UniqueConstraint("service_id", "index"),
+        {"sqlite_autoincrement": True},
+    )  # ids never reused
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     service_id: Mapped[int] = mapped_column(

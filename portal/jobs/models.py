@@ -26,6 +26,7 @@ class JobRecord(Base):
         # the caller's history and a project's history, newest first, without a sort
         Index("ix_job_records_user_id_id", "user_id", "id"),
         Index("ix_job_records_project_id_id", "project_id", "id"),
+        {"sqlite_autoincrement": True},  # ids never reused: they name files and jobs
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)

@@ -35,7 +35,10 @@ class ItemStatus(StrEnum):
 
 class LabelSet(Base):
     __tablename__ = "label_sets"
-    __table_args__ = (UniqueConstraint("project_id", "name"),)
+    __table_args__ = (
+        UniqueConstraint("project_id", "name"),
+        {"sqlite_autoincrement": True},
+    )  # ids never reused
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     project_id: Mapped[int] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"))
@@ -49,6 +52,7 @@ class LabelSet(Base):
 
 class LabelTask(Base):
     __tablename__ = "label_tasks"
+    __table_args__ = ({"sqlite_autoincrement": True},)  # ids never reused: they name files
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     project_id: Mapped[int] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"))

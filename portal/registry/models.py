@@ -60,7 +60,10 @@ class ShareMode(StrEnum):
 
 class RegisteredModel(Base):
     __tablename__ = "registered_models"
-    __table_args__ = (UniqueConstraint("project_id", "name"),)
+    __table_args__ = (
+        UniqueConstraint("project_id", "name"),
+        {"sqlite_autoincrement": True},
+    )  # ids never reused
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     project_id: Mapped[int] = mapped_column(
@@ -91,7 +94,10 @@ class RegisteredModel(Base):
 
 class ModelVersion(Base):
     __tablename__ = "model_versions"
-    __table_args__ = (UniqueConstraint("model_id", "number"),)
+    __table_args__ = (
+        UniqueConstraint("model_id", "number"),
+        {"sqlite_autoincrement": True},
+    )  # ids never reused
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     model_id: Mapped[int] = mapped_column(
@@ -167,6 +173,7 @@ class EvalState(StrEnum):
 
 class Evaluation(Base):
     __tablename__ = "model_evaluations"
+    __table_args__ = ({"sqlite_autoincrement": True},)  # ids never reused: they name files
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     version_id: Mapped[int] = mapped_column(

@@ -38,6 +38,7 @@ class Project(QuotaColumns, Base):
     """A team or course inside a domain; a Slurm account whose parent is the domain's."""
 
     __tablename__ = "projects"
+    __table_args__ = ({"sqlite_autoincrement": True},)  # ids never reused: they name files
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     domain_id: Mapped[int] = mapped_column(ForeignKey("domains.id"), index=True)
@@ -79,7 +80,10 @@ class Group(Base):
     """A set of users of one domain, granted a role on some of the domain's projects."""
 
     __tablename__ = "user_groups"
-    __table_args__ = (UniqueConstraint("domain_id", "name"),)
+    __table_args__ = (
+        UniqueConstraint("domain_id", "name"),
+        {"sqlite_autoincrement": True},
+    )  # ids never reused
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     domain_id: Mapped[int] = mapped_column(ForeignKey("domains.id", ondelete="CASCADE"))
