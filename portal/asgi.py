@@ -65,9 +65,15 @@ def serve(app: Flask, *, host: str, port: int, threads: int) -> None:
     import uvicorn
 
     logging.getLogger("uvicorn.error").addFilter(_answered_handshakes)
+    uvicorn.Server(server_config(app, host=host, port=port, threads=threads)).run()
+
+
+def server_config(app: Flask, *, host: str, port: int, threads: int) -> Any:
+    """uvicorn's configuration of the portal (a ``uvicorn.Config``)."""
+    import uvicorn
 
     trusted = trusted_proxies(app.config["TRUSTED_PROXIES"])
-    config = uvicorn.Config(
+    return uvicorn.Config(
         application(app, threads),
         host=host,
         port=port,
@@ -81,7 +87,6 @@ def serve(app: Flask, *, host: str, port: int, threads: int) -> None:
         server_header=False,
         timeout_graceful_shutdown=10,
     )
-    uvicorn.Server(config).run()
 
 
 def trusted_proxies(value: Any) -> list[str]:
