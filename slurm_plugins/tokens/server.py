@@ -26,7 +26,14 @@ from typing import Any
 from slurm_plugins.client import SlurmClient, SlurmError
 from slurm_plugins.client.rest import mint_token
 from slurm_plugins.tokens.policy import Decision, Policy, Reason, Request, UidOf, decide
-from slurm_plugins.tokens.wire import TIMEOUT_S, WireError, encode, parse_request, read_line
+from slurm_plugins.tokens.wire import (
+    MAX_LINE,
+    TIMEOUT_S,
+    WireError,
+    encode,
+    parse_request,
+    read_line,
+)
 from slurm_plugins.tokens.wire import refusal as refusal_reply
 
 log = logging.getLogger("aipool.tokens")
@@ -83,7 +90,9 @@ class Audit:
         with self._lock:
             fd = os.open(self.path, flags, 0o640)
             try:
-                os.fchmod(fd, 0o640)
+                st = os.fstat(fd)
+                if st.st_uid == os.geteuid() and stat.S_IMODE(st.st_mode) != 0o640:
+                    os.fchmod(fd, 0o640)
                 os.write(fd, line)
             finally:
                 os.close(fd)
@@ -157,11 +166,18 @@ class TokenService:
             return False
         try:
             reply, minted = self._answer(conn, pid, uid)
-        except OSError as exc:  # the peer went away
-            self.audit.write("refused", peer_uid=uid, peer_pid=pid, reason="io", detail=str(exc))
+        except OSError as exc:  # the peer went away, or the audit log cannot be written: no
+            log.error("request of pid %s (uid %s) dropped: %s", pid, uid, exc)  # token leaves
+            with contextlib.suppress(OSError):
+                self.audit.write("dropped", peer_uid=uid, peer_pid=pid, detail=str(exc)[:300])
             return False
         with contextlib.suppress(OSError):  # the peer went away: nothing to tell it
             conn.sendall(encode(reply))
+            # what the peer sent and was not read (a refused peer's, an overlong line) would
+            # reset the connection before it reads the reply: end ours, take a little of it
+            conn.shutdown(socket.SHUT_WR)
+            conn.settimeout(0.5)
+            conn.recv(MAX_LINE + 1)
         return minted
 
     def _answer(self, conn: socket.socket, pid: int, uid: int) -> tuple[dict[str, Any], bool]:

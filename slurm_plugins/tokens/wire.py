@@ -7,6 +7,7 @@ One request per connection: a JSON object on one line, at most :data:`MAX_LINE` 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 from dataclasses import dataclass
@@ -92,7 +93,8 @@ class TokenClient:
             with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
                 conn.settimeout(self.timeout)
                 conn.connect(self.socket_path)
-                conn.sendall(request)
+                with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                    conn.sendall(request)  # refused before it was read: the reply says why
                 line = _read_reply(conn)
         except OSError as exc:
             raise TokenError("unreachable", f"{self.socket_path}: {exc}") from exc
