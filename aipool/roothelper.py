@@ -6,9 +6,10 @@ directory to a user is the one act that needs root, so the portal asks this help
 ``sudo -n``, with one of three fixed argument lists::
 
     aipool-helper user-dir   ROOT USER         # ROOT/USER: USER's, mode 2750, the service group
-    aipool-helper run-dir    ROOT USER NAME    # ROOT/USER/NAME: USER's, mode 2770, same group
+    aipool-helper run-dir    ROOT USER NAME    # ROOT/USER/NAME: USER's, mode 2750, same group
     aipool-helper remove-run ROOT USER NAME    # ROOT/USER/NAME and all in it, gone
     aipool-helper remove-workspace ROOT ID     # ROOT/ID/workspace (a dataset's), gone
+    aipool-helper as-user    USER TASK PATH    # the as-the-user agent, as USER (below)
 
 ROOT must be one of the roots its configuration lists; USER an ordinary account (uid at least
 ``min_uid``); NAME 32 hex digits. Every path is walked from ROOT by directory descriptors
@@ -16,11 +17,22 @@ without following a symbolic link, and a user's directory must be that user's, s
 plants a link or renames a directory gets a refusal, never root acting elsewhere. Each call,
 done or refused, is appended to the audit log as one JSON line.
 
+``as-user`` is how a service acts in a place a user can write: the helper checks USER (an
+ordinary account), TASK (``pack``, ``pack-deref``, ``unpack`` or ``remove``:
+:mod:`asuser.agent`) and PATH
+(absolute, normalised, under one of the configured ``agent_roots``, where ``{user}`` stands for
+USER's name), drops to USER (their groups, then gid, then uid; a fresh environment; ``/`` as
+working directory; umask 027) and executes the configured ``agent`` command (the job runtime's
+Python, ``-I -m asuser.agent``) with TASK and PATH. Standard input and output pass through:
+data crosses as a tar stream that the receiver checks, never as a path the service opens.
+
 The configuration is the file ``aipool-helper.json`` beside this script (root's, not
 writable by others): ``{"roots": [...], "group": "aipool", "caller": "aipool", "min_uid":
-1000, "audit": "/var/log/aipool/helper-audit.log"}``. The script uses the standard library
-only and runs under ``python3 -I`` (no environment, no user site): install it owned by root,
-mode 0755, and let the service user run it through sudo (``docs/security.md``).
+1000, "audit": "/var/log/aipool/helper-audit.log", "agent":
+["/opt/aipool/runtime/bin/python", "-I", "-m", "asuser.agent"], "agent_roots":
+["/srv/aipool/users", "/home/{user}"]}``. The script uses the standard library only and
+runs under ``python3 -I`` (no environment, no user site): install it owned by root, mode
+0755, and let the service user run it through sudo (``docs/security.md``).
 """
 
 from __future__ import annotations
@@ -38,13 +50,15 @@ from pathlib import Path
 from typing import Any
 
 USER_MODE = 0o2750  # the user's; the service group reads; nobody else
-RUN_MODE = 0o2770  # the user's; the service group also writes (it stages a job's model)
+RUN_MODE = 0o2750  # the same: the user's own process (as-user unpack) stages a job's model
 _USER = re.compile(r"^[a-z_][a-z0-9_.-]{0,31}$")
 _NAME = re.compile(r"^[0-9a-f]{32}$")
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 USAGE = (
     "usage: aipool-helper user-dir ROOT USER | run-dir ROOT USER NAME | remove-run ROOT USER NAME"
+    " | as-user USER pack|pack-deref|unpack|remove PATH"
 )
+AGENT_TASKS = ("pack", "pack-deref", "unpack", "remove")
 
 
 class Refused(Exception):
@@ -72,7 +86,25 @@ def load_config(path: Path) -> dict[str, Any]:
         "min_uid": int(cfg.get("min_uid", 1000)),
         "audit": cfg.get("audit"),
         "stores": [os.path.normpath(r) for r in cfg.get("stores", []) if str(r).startswith("/")],
+        "agent": _words(cfg.get("agent", []), path, "agent"),
+        "agent_roots": _roots(cfg.get("agent_roots", []), path),
     }
+
+
+def _words(value: Any, path: Path, what: str) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(w, str) and w for w in value):
+        raise Refused(f"{path}: {what} must be a list of words")
+    if value and not value[0].startswith("/"):
+        raise Refused(f"{path}: {what} must start with an absolute path")
+    return value
+
+
+def _roots(value: Any, path: Path) -> list[str]:
+    if not isinstance(value, list) or not all(
+        isinstance(r, str) and r.startswith("/") for r in value
+    ):
+        raise Refused(f"{path}: agent_roots must be a list of absolute paths")
+    return [os.path.normpath(r) for r in value]
 
 
 def _account(cfg: dict[str, Any], name: str) -> pwd.struct_passwd:
@@ -132,6 +164,47 @@ def _user_fd(root_fd: int, entry: pwd.struct_passwd, *, create: bool, gid: int) 
         os.close(fd)
         raise Refused(f"{name}'s directory is open to other users")
     return fd
+
+
+def agent_argv(argv: list[str], cfg: dict[str, Any]) -> tuple[pwd.struct_passwd, list[str]]:
+    """For ``as-user USER TASK PATH``: the account to become and the agent's command, once
+    every word is checked (see the module's text)."""
+    if len(argv) != 4 or argv[2] not in AGENT_TASKS:
+        raise Refused(USAGE)
+    if not cfg["agent"]:
+        raise Refused("no agent is configured (agent in aipool-helper.json)")
+    entry = _account(cfg, argv[1])
+    path = argv[3]
+    if not path.startswith("/") or os.path.normpath(path) != path or "\x00" in path:
+        raise Refused(f"not an absolute, normalised path: {path!r}")
+    roots = [r.replace("{user}", entry.pw_name) for r in cfg["agent_roots"]]
+    if not any(path.startswith(r.rstrip("/") + "/") for r in roots):
+        raise Refused(f"{path} is not under a root the agent serves")
+    return entry, [*cfg["agent"], argv[2], path]
+
+
+def become(entry: pwd.struct_passwd) -> dict[str, str]:
+    """Drop to ``entry`` for good (groups, gid, uid); the environment its process gets."""
+    os.setgroups(os.getgrouplist(entry.pw_name, entry.pw_gid))
+    os.setgid(entry.pw_gid)
+    os.setuid(entry.pw_uid)
+    if os.getuid() != entry.pw_uid or os.geteuid() != entry.pw_uid:
+        raise Refused(f"could not become {entry.pw_name}")
+    try:
+        os.setuid(0)
+    except PermissionError:
+        pass
+    else:
+        raise Refused("root could be regained after dropping to the user")
+    os.umask(0o027)
+    os.chdir("/")
+    return {
+        "PATH": "/usr/bin:/bin",
+        "HOME": entry.pw_dir,
+        "USER": entry.pw_name,
+        "LOGNAME": entry.pw_name,
+        "LANG": "C.UTF-8",
+    }
 
 
 def run(argv: list[str], cfg: dict[str, Any]) -> str:
@@ -256,6 +329,11 @@ def main(argv: list[str] | None = None, config: Path | None = None) -> int:
         sudo_uid = os.environ.get("SUDO_UID")
         if sudo_uid is not None and int(sudo_uid) != _uid_of(cfg["caller"]):
             raise Refused(f"only {cfg['caller']} may call aipool-helper")
+        if args[:1] == ["as-user"]:
+            entry, command = agent_argv(args, cfg)
+            audit(cfg, args, None)  # before the exec, which leaves nothing to write it
+            env = become(entry)
+            os.execve(command[0], command, env)  # noqa: S606 - the configured agent, fixed argv
         verb = remove_workspace if args[:1] == ["remove-workspace"] else run
         print(verb(args, cfg))
     except (Refused, OSError, ValueError) as exc:

@@ -98,6 +98,12 @@ def helper_roots(cfg: LabConfig) -> list[Path]:
     return [cfg.root / "portal" / "users", cfg.root / "portal" / "model-work"]
 
 
+def agent_roots(cfg: LabConfig) -> list[Path]:
+    """Where the as-the-user agent may act: users' and runs' directories, and the dataset
+    store, whose workspaces users write (the portal's DATASET_STORAGE default)."""
+    return [*helper_roots(cfg), cfg.root / "portal" / "datasets"]
+
+
 def install_helper(cfg: LabConfig) -> Path:
     """The root helper as a site installs it: root's copy, its configuration beside it, and
     a sudoers rule that lets the service user run exactly that file, without a password."""
@@ -113,6 +119,9 @@ def install_helper(cfg: LabConfig) -> Path:
         "audit": str(cfg.log / "helper-audit.log"),
         # the dataset store: its workspaces are removed whole, whoever wrote in them
         "stores": [str(cfg.root / "portal" / "datasets")],
+        # the as-the-user agent, in the job runtime; where it may act for a user
+        "agent": [str(cfg.runtime / "bin" / "python"), "-I", "-m", "asuser.agent"],
+        "agent_roots": [str(r) for r in agent_roots(cfg)],
     }
     path.with_name("aipool-helper.json").write_text(json.dumps(conf, indent=2) + "\n")
     path.with_name("aipool-helper.json").chmod(0o644)

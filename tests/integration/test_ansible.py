@@ -12,6 +12,7 @@ stopped by its PID file and the prefix is removed at the end.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import pwd
@@ -411,7 +412,10 @@ def test_the_root_helper_is_roots_and_only_aipool_may_run_it(site: Site) -> None
         assert st.st_uid == 0, path
         assert not st.st_mode & 0o022, path
     rule = (PREFIX / "etc/sudoers.d/aipool").read_text()
-    assert rule == f"aipool ALL=(root) NOPASSWD: {helper}\n"
+    assert rule == f"Defaults!{helper} !use_pty\naipool ALL=(root) NOPASSWD: {helper}\n"
+    config = json.loads(helper.with_name("aipool-helper.json").read_text())
+    assert config["agent"][1:] == ["-I", "-m", "asuser.agent"]
+    assert str(PREFIX / "var/lib/aipool/portal/datasets") in config["agent_roots"]
     env = (PREFIX / "etc/aipool/portal.env").read_text()
     assert f"AIPOOL_ROOT_HELPER=sudo -n {helper}\n" in env
     # the helper as installed makes a user's directory where the portal keeps them
