@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import pwd
 import shutil
 import socket
 import stat
@@ -17,10 +18,13 @@ from typing import Any
 
 import jwt
 import pytest
+from click.testing import CliRunner
 
-from slurm_plugins.client import SlurmClient
+from portal.slurm import ClusterSlurm
+from slurm_plugins.client import AuthenticationError, ControllerUnavailable, SlurmClient
 from slurm_plugins.client.runner import Completed
 from slurm_plugins.tokens import TokenClient, TokenError
+from slurm_plugins.tokens.cli import main
 from slurm_plugins.tokens.policy import Policy, Reason, Request, decide
 from slurm_plugins.tokens.server import Audit, TokenService, custody_problems, listen, serve
 from slurm_plugins.tokens.wire import MAX_LINE
@@ -392,3 +396,31 @@ def test_no_token_leaves_when_its_mint_cannot_be_audited(tmp_path: Path) -> None
         assert service.handle(theirs) is False
         theirs.close()
         assert ours.recv(4096) == b""
+
+
+# ---------------------------------------------------------------------- the portal's side
+def test_the_portal_asks_the_service_and_maps_its_refusals(
+    served: tuple[Path, TokenService], tmp_path: Path
+) -> None:
+    path, _ = served
+    port = ClusterSlurm(SlurmClient(Recorded("")), "http://rest.invalid", str(path))
+    with port._rest("alice") as rest:  # a token from the service, for alice
+        assert rest.user == "alice"
+    with pytest.raises(AuthenticationError, match="refused-account"):
+        port._rest("root")
+    gone = ClusterSlurm(SlurmClient(Recorded("")), "http://rest.invalid", str(tmp_path / "x"))
+    with pytest.raises(ControllerUnavailable, match="unreachable"):
+        gone._rest("alice")
+
+
+def test_the_daemon_will_not_run_as_root_or_as_its_caller(tmp_path: Path) -> None:
+    key = tmp_path / "jwt.key"
+    key.write_bytes(KEY)
+    args = ["--key", str(key), "--socket", str(tmp_path / "s"), "--audit", str(tmp_path / "a")]
+    me = pwd.getpwuid(os.getuid()).pw_name
+    done = CliRunner().invoke(main, [*args, "--caller", me, "--check"])
+    assert done.exit_code == 2
+    assert "its own user" in done.output
+    done = CliRunner().invoke(main, [*args, "--caller", "no-such-user-x", "--check"])
+    assert done.exit_code == 2
+    assert "no such user" in done.output
