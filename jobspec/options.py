@@ -15,6 +15,7 @@ from jobspec.compute import constraint
 from jobspec.model import Dependency, Resources, Spec, TopologyKind
 from slurm_plugins.client.job import Component, Gres, JobRequest, OpenMode, Switches
 from slurm_plugins.client.job import Dependency as After
+from slurm_plugins.client.labels import VALUE as LABEL_VALUE
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,13 +122,12 @@ def job_request(
     """The job as a whole: the spec's directories, restart, dependencies, mail and labels.
 
     The job starts with Slurm's variables only: the script sets up everything else."""
-    out_dir = spec.outputs or spec.workdir
     notify = spec.notify
     return JobRequest(
         components=components,
         name=spec.name,
         workdir=spec.workdir,
-        output=f"{out_dir + '/' if out_dir else ''}{spec.name}-%j.out",
+        output=output_path(spec.outputs or spec.workdir, spec.name),
         open_mode=OpenMode.APPEND,
         environment={},
         requeue=spec.restart.requeue,
@@ -137,6 +137,13 @@ def job_request(
         mail_type=tuple(e.value.upper() for e in notify.events) if notify else (),
         labels=labels(spec),
     )
+
+
+def output_path(directory: str | None, name: str) -> str:
+    """Where a spec's job writes its output: ``<name>-%j.out`` in ``outputs:`` or
+    ``workdir:``, else in the job's working directory (Slurm takes a relative path from it).
+    The portal finds a finished job's output by the same rule from the spec it recorded."""
+    return f"{directory + '/' if directory else ''}{name}-%j.out"
 
 
 def dependencies(
@@ -156,7 +163,9 @@ def dependencies(
 
 def labels(spec: Spec) -> dict[str, str]:
     """The spec name and the labels the policy daemon and the portal read from the job."""
-    out = {"name": spec.name}
+    # a name in another script than Latin stays in the job's name only: the labels' grammar
+    # keeps its separators out of values with ASCII alone, and nothing reads this label back
+    out = {"name": spec.name} if LABEL_VALUE.fullmatch(spec.name) else {}
     if spec.affinity.anti_affinity_group:
         out["anti_affinity"] = spec.affinity.anti_affinity_group
     if spec.topology.kind is not TopologyKind.SINGLE:

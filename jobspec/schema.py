@@ -30,6 +30,7 @@ from jobspec.model import (
     Spec,
     TopologyKind,
 )
+from jobspec.names import MAX_NAME, NAME_HINT, is_name
 from jobspec.shape import check_shape
 from translations import N_
 
@@ -177,6 +178,21 @@ class TopologySchema(Strict):
             raise ValidationError(f"at most {MAX_REPLICAS} replicas in all", "roles")
 
 
+class SpecName(f.Line):
+    """A spec's name, the job's name in Slurm: the rule of :mod:`jobspec.names`, any script."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(max_length=MAX_NAME, **kwargs)
+
+    def _deserialize(
+        self, value: Any, attr: str | None, data: Mapping[str, Any] | None, **kwargs: Any
+    ) -> str:
+        text = super()._deserialize(value, attr, data, **kwargs)
+        if not is_name(text):
+            raise ValidationError(f"{text!r} is not allowed: {NAME_HINT}")
+        return text
+
+
 class MountSchema(Strict):
     name = f.Line(required=True, pattern=f.NAME, hint=f.NAME_HINT)
     path = f.PathField(required=True, relative_ok=True)
@@ -232,7 +248,7 @@ def _target(item: Any) -> int | str:
     text = f.check_line(item)
     if text.isascii() and text.isdigit():
         return int(text)
-    if not re.fullmatch(f.NAME, text):
+    if not is_name(text):
         raise ValidationError(f"{text!r} is neither a job id nor a spec name")
     return text
 
@@ -266,7 +282,7 @@ class JupyterSchema(Strict):
 
 
 class SpecSchema(Strict):
-    name = f.Line(required=True, pattern=f.NAME, hint=f.NAME_HINT)
+    name = SpecName(required=True)
     project = f.Line(pattern=f.ACCOUNT, hint=f.ACCOUNT_HINT)
     partition = f.Line(pattern=PARTITION, hint=PARTITION_HINT)
     command = f.Command()

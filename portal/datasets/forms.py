@@ -24,11 +24,12 @@ from portal.datasets.models import GranteeKind, Source, Visibility
 from portal.datasets.service import Settings
 from portal.i18n import gettext
 from portal.i18n import lazy_gettext as _l
+from portal.names import NameRule
 
 
 class DatasetForm(FlaskForm):
     project_id = SelectField(_l("Project"), coerce=int)
-    name = StringField(_l("Name"), validators=[DataRequired(), Length(max=64)])
+    name = StringField(_l("Name"), validators=[DataRequired(), Length(max=64), NameRule()])
     description = StringField(_l("Description"), validators=[Length(max=255)])
     visibility = SelectField(_l("Visibility"))
 

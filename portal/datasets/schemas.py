@@ -4,6 +4,7 @@ from typing import Any, ClassVar
 
 from marshmallow import Schema, ValidationError, fields, validate, validates_schema
 
+from jobspec.names import Name
 from portal.datasets.models import GranteeKind, Source, Visibility
 from portal.i18n import gettext
 from portal.schemas import ChangeSchema, ident, name, text
@@ -11,10 +12,6 @@ from translations import N_
 
 _VISIBILITY = validate.OneOf([v.value for v in Visibility])
 _SHA256 = validate.Regexp(r"^[0-9a-fA-F]{64}$", error=N_("64 hexadecimal digits."))
-_SLUG = validate.Regexp(
-    r"^[A-Za-z0-9][A-Za-z0-9_.-]*$",
-    error=N_("Letters, digits, '_', '.' and '-', a letter or digit first."),
-)
 _BUCKET = validate.Regexp(
     r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$",
     error=N_("An S3 bucket name: lower-case letters, digits, '.' and '-'."),
@@ -25,7 +22,7 @@ _PREFIX = validate.Regexp(r"^[^\x00-\x1f\x7f\\]*$", error=N_("Control characters
 class DatasetSchema(Schema):
     id = fields.Integer(dump_only=True)
     project_id = ident(required=True)
-    name = name(64, validate=_SLUG)
+    name = name(64, validate=Name())
     description = text(255)
     visibility = fields.String(validate=_VISIBILITY, load_default=Visibility.PRIVATE.value)
     owner = fields.Function(lambda d: d.owner.username, dump_only=True)

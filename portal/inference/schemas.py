@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from marshmallow import Schema, fields, validate
 
+from jobspec.names import Name
 from portal.inference.models import Device
 from portal.schemas import ident, name
 
@@ -26,7 +27,7 @@ class ServiceQuerySchema(Schema):
 class ServiceCreateSchema(Schema):
     version_id = ident(required=True)
     project_id = ident()
-    name = name(64, required=False)
+    name = name(64, required=False, validate=Name())
     device = _DEVICE
     gpus = fields.Integer(strict=True, validate=validate.Range(min=1, max=8))
     shards = fields.Integer(strict=True, validate=validate.Range(min=1, max=31))

@@ -12,6 +12,7 @@ from wtforms.validators import DataRequired, Length, NumberRange, Optional
 from gres.naming import DEFAULT_SHARDS_PER_GPU
 from jobspec.schema import SHARE_WITH_TYPE
 from portal.i18n import lazy_gettext
+from portal.names import NameRule
 from translations import N_
 
 SCRIPT = "#!/bin/bash\nset -euo pipefail\nnvidia-smi || true\nsleep 60\n"
@@ -20,7 +21,9 @@ SCRIPT = "#!/bin/bash\nset -euo pipefail\nnvidia-smi || true\nsleep 60\n"
 class JobForm(FlaskForm):
     kind = SelectField(lazy_gettext("Job type"), default="batch")
     project_id = SelectField(lazy_gettext("Project"), coerce=int)
-    name = StringField(lazy_gettext("Name"), validators=[DataRequired(), Length(max=64)])
+    name = StringField(
+        lazy_gettext("Name"), validators=[DataRequired(), Length(max=64), NameRule()]
+    )
     partition = StringField(lazy_gettext("Partition"), validators=[Optional(), Length(max=32)])
     qos = StringField(lazy_gettext("QOS (priority)"), validators=[Optional(), Length(max=32)])
     gpus = IntegerField(

@@ -4,6 +4,7 @@ from typing import Any
 
 from marshmallow import Schema, fields, validate
 
+from jobspec.names import Name
 from portal.jobs.service import JobView
 from portal.schemas import ident, text
 from slurm_plugins.client.models import JobState
@@ -17,7 +18,7 @@ _IDENT = validate.Regexp(
 
 class JobSubmitSchema(Schema):
     project_id = ident(required=True)
-    name = fields.String(required=True, validate=[validate.Length(min=1, max=64), _IDENT])
+    name = fields.String(required=True, validate=[validate.Length(min=1, max=64), Name()])
     script = fields.String(required=True, validate=validate.Length(min=3))
     time_limit = fields.Integer(
         required=True,

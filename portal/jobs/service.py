@@ -15,6 +15,7 @@ from flask import current_app
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from jobspec.names import NAME_RULE, is_name
 from portal import userdirs
 from portal.audit.service import record
 from portal.authz import Access, Perm
@@ -82,6 +83,8 @@ def _refusal(user: str, request: JobRequest, exc: SubmitRejected) -> str:
 
 
 def _check_request(project: Project, data: Mapping[str, Any]) -> None:
+    if not is_name(data.get("name")):  # the pages' form and a re-run reach here without the schema
+        raise ValidationFailed({"name": [gettext(NAME_RULE)]})
     asked = [k for k in GRES_KINDS if data.get(k)]
     if len(asked) > 1:
         raise ValidationFailed(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from marshmallow import Schema, fields, validate
 
+from jobspec.names import Name
 from portal.registry.models import GranteeKind, ShareMode, VersionStatus, Visibility
 from portal.schemas import ident, name, text
 from translations import N_
@@ -32,7 +33,7 @@ class ModelQuerySchema(Schema):
 
 class ModelCreateSchema(Schema):
     project_id = ident(required=True)
-    name = name(64)
+    name = name(64, validate=Name())
     description = text(1000)
     task = text(64)
     framework = text(64)

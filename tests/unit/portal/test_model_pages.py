@@ -43,7 +43,7 @@ def error_on(html: str, field_id: str) -> str:
 @pytest.mark.parametrize(
     ("lang", "created", "bad_name"),
     [
-        ("en", "Model vit created", "Letters, digits"),
+        ("en", "Model vit created", "then letters, digits"),
         ("zh", "已创建模型 vit", "字母、数字"),
     ],
 )
