@@ -214,6 +214,9 @@ def _from_accounting(rec: AcctJob) -> Job:
         tres_alloc=rec.tres_alloc,
         exit_code=rec.exit_code,
         comment=rec.comment,
+        time_limit_min=rec.time_limit_min,
+        work_dir=rec.work_dir,
+        stdout_path=rec.stdout_path,
     )
 
 

@@ -18,12 +18,13 @@ from flask import current_app
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from jobspec.options import output_path
 from jobspec.status import JupyterConnection, connection_path, parse_connection, parse_progress
 from portal.authz import Access
 from portal.errors import Conflict, Forbidden
 from portal.i18n import gettext
 from portal.identity.models import User
-from portal.jobs.models import JUPYTER, JobRecord
+from portal.jobs.models import JUPYTER, SPEC, JobRecord
 from portal.jobs.service import JobView, get_job
 from portal.slurm import SlurmPort
 from portal.upstream import port_range, upstream
@@ -71,17 +72,24 @@ def is_jupyter(view: JobView) -> bool:
 
 def launched(session: Session, job: Job) -> bool:
     """Whether the portal itself submitted ``job`` as a Jupyter job for the job's user: its
-    history row says so, written at the job's submission (job ids start again when a cluster
-    is rebuilt, so a row of an earlier job with the same id does not count)."""
-    rows = session.scalars(
-        select(JobRecord.submitted_at)
-        .join(User, User.id == JobRecord.user_id)
-        .where(JobRecord.job_id == job.job_id, JobRecord.app == JUPYTER, User.username == job.user)
-    )
+    history row says so, written at the job's submission."""
+    record = record_of(session, job)
+    return record is not None and record.app == JUPYTER
+
+
+def record_of(session: Session, job: Job) -> JobRecord | None:
+    """The portal's history row of ``job``, if the portal submitted it for the job's user (job
+    ids start again when a cluster is rebuilt, so a row of an earlier job with the same id,
+    submitted at another time, does not count)."""
     if job.submit_time is None:
-        return False
+        return None
+    rows = session.scalars(
+        select(JobRecord)
+        .join(User, User.id == JobRecord.user_id)
+        .where(JobRecord.job_id == job.job_id, User.username == job.user)
+    )
     submitted = _utc(job.submit_time)
-    return any(abs(_utc(at) - submitted) <= SUBMIT_SLACK for at in rows)
+    return next((r for r in rows if abs(_utc(r.submitted_at) - submitted) <= SUBMIT_SLACK), None)
 
 
 def _utc(when: datetime) -> datetime:
@@ -125,6 +133,26 @@ def connection(session: Session, port: SlurmPort, view: JobView) -> JupyterConne
     return replace(conn, host=host, url=f"{address}{base}?token={conn.token}")
 
 
+def recorded_output(session: Session, job: Job) -> str:
+    """Where a job the portal submitted writes its output, from its history row: for an ended
+    job whose accounting keeps no output path (Slurm 22.05's ``sacct``). The path the portal
+    gave Slurm, in the job's working directory as the accounting database remembers it: the
+    form's ``JOB_OUTPUT``, or a spec's ``<name>-%j.out`` in its ``outputs:`` or ``workdir:``
+    (:func:`jobspec.options.output_path`). "" when the portal did not submit the job."""
+    record = record_of(session, job)
+    if record is None:
+        return ""
+    asked = record.request if isinstance(record.request, dict) else {}
+    if record.kind == SPEC:
+        name, where = asked.get("name"), asked.get("outputs") or asked.get("workdir")
+        if not isinstance(name, str) or not isinstance(where, str | None):
+            return ""
+        pattern = output_path(where, name)
+    else:
+        pattern = str(current_app.config["JOB_OUTPUT"])
+    return replace(job, stdout_path=pattern).stdout_file
+
+
 @dataclass(frozen=True, slots=True)
 class Output:
     """The end of a job's output file and the last progress it printed (``jobspec``)."""
@@ -133,11 +161,14 @@ class Output:
     progress: float | None
 
 
-def output(view: JobView, access: Access, *, lines: int = 40) -> Output | None:
-    """Its owner (and platform admins) read a job's output; None for others, or when the file
-    is not there (yet), is a link, or is not the job's user's."""
-    job, out = view.job, view.job.stdout_file
-    if not out.startswith("/") or not (job.user == access.username or access.platform_admin):
+def output(session: Session, view: JobView, access: Access, *, lines: int = 40) -> Output | None:
+    """Its owner (and platform admins) read a job's output, running or ended; None for others,
+    or when the file is not there (yet), is a link, or is not the job's user's."""
+    job = view.job
+    if not (job.user == access.username or access.platform_admin):
+        return None
+    out = job.stdout_file or recorded_output(session, job)
+    if not out.startswith("/"):
         return None
     text = read_tail(out, job.user)
     if text is None:

@@ -172,7 +172,7 @@ def detail(job_id: int) -> str:
         window=window,
         windows=WINDOWS,
         jupyter=jupyter,
-        output=monitor.output(view, access),
+        output=monitor.output(session(), view, access),
         can_cancel=job.state.is_active and service.may_cancel(session(), access, view),
         can_rerun=record is not None and record.user_id == access.user_id,
         record=record,

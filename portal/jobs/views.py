@@ -119,7 +119,7 @@ class JobOutput(AuthedView):
         output and the last progress it printed: what the job's page refreshes in place."""
         access = current_access()
         view = service.get_job(session(), access, slurm(), job_id)
-        out = monitor.output(view, access)
+        out = monitor.output(session(), view, access)
         return {
             "job_id": job_id,
             "state": view.job.state.value,

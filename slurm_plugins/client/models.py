@@ -377,6 +377,10 @@ class AcctJob:
     het_job_id: int | None = None
     het_job_offset: int | None = None
     comment: str = ""
+    time_limit_min: int | None = None
+    work_dir: str = ""
+    #: the output file as sacct reports it (23.02+; 22.05 keeps no output path)
+    stdout_path: str = ""
     steps: tuple[AcctStep, ...] = ()
 
 

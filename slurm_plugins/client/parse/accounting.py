@@ -21,6 +21,7 @@ from slurm_plugins.client.parse.shapes import (
     checked,
     exit_code,
     job_state,
+    limit_minutes,
     load,
     num,
     num0,
@@ -48,6 +49,7 @@ class _Time(msgspec.Struct, gc=False):
     submission: Any = None
     start: Any = None
     end: Any = None
+    limit: Any = None
 
 
 class _State(msgspec.Struct, gc=False):
@@ -80,6 +82,10 @@ class _Job(msgspec.Struct, gc=False):
     array: _Array | None = None
     het: _Het | None = None
     comment: Any = None
+    working_directory: Any = None
+    # 23.02+: the pattern as asked (``%x-%j.out``); 24.05+ also the file it became
+    stdout: Any = None
+    stdout_expanded: Any = None
     steps: list[Any] | None = None
 
 
@@ -141,6 +147,9 @@ def _acct_job(j: _Job) -> AcctJob:
             het_job_id=num(het.job_id) or None,
             het_job_offset=_het_offset(het),
             comment=_comment(j.comment),
+            time_limit_min=limit_minutes(t.limit),
+            work_dir=text(j.working_directory),
+            stdout_path=text(j.stdout_expanded) or text(j.stdout),
             steps=tuple(acct_step(s) for s in j.steps or ()),
         )
     except (AttributeError, KeyError, TypeError, ValueError) as exc:
