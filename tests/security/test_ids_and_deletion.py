@@ -131,6 +131,10 @@ def test_a_deleted_dataset_goes_whole_and_its_id_never_comes_back(
         )  # fmt: skip
         assert probe.stdout is not None
         assert probe.stdout.readline().strip() == "READY"
+        control = ""
+        while "bob's" not in control and (line := probe.stdout.readline()):
+            control += line
+        assert "bob's" in control  # control: the prober reads his own files while they exist
         try:
             r = bob.delete(f"/datasets/{ds}")
             assert r.status_code in (204, 409), (r.status_code, r.text)
