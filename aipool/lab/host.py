@@ -121,6 +121,11 @@ def make_service_dir(path: Path, mode: int = 0o700, name: str = SERVICE_USER) ->
     return path
 
 
+#: slurmdbd's database holds job, account and user names in any script
+DB_CHARSET = "utf8mb4"
+DB_COLLATION = "utf8mb4_unicode_ci"
+
+
 def install_mariadb_datadir(cfg: LabConfig) -> None:
     """A private MariaDB datadir under the lab root (the host's /var/lib/mysql is untouched)."""
     datadir = cfg.mysql / "data"
@@ -151,6 +156,9 @@ def mariadbd_argv(cfg: LabConfig) -> list[str]:
         f"--pid-file={cfg.mysql / 'mariadb.pid'}",
         f"--log-error={cfg.mysql / 'mariadb.err'}",
         "--skip-log-bin",
+        # slurmdbd creates its tables in the database's character set: names in any script
+        f"--character-set-server={DB_CHARSET}",
+        f"--collation-server={DB_COLLATION}",
         "--innodb-buffer-pool-size=256M",
         "--innodb-lock-wait-timeout=900",
     ]
@@ -166,11 +174,15 @@ def mariadb_answers(cfg: LabConfig) -> bool:
 
 
 def create_slurm_database(cfg: LabConfig, password: str) -> None:
-    """slurmdbd's database and user (the password is generated hex, never user text)."""
+    """slurmdbd's database and user (the password is generated hex, never user text), in
+    UTF-8 (utf8mb4): slurmdbd makes its tables in the database's character set, and one of
+    an earlier lab is converted here, before slurmdbd starts (docs/lab.md)."""
     if not password.isalnum():
         raise ValueError("the lab's database password must be alphanumeric")
+    charset = f"CHARACTER SET {DB_CHARSET} COLLATE {DB_COLLATION}"
     statements = (
-        f"CREATE DATABASE IF NOT EXISTS {cfg.db_name};"
+        f"CREATE DATABASE IF NOT EXISTS {cfg.db_name} {charset};"
+        f"ALTER DATABASE {cfg.db_name} {charset};"
         f"CREATE USER IF NOT EXISTS '{cfg.db_user}'@'{cfg.address}' IDENTIFIED BY '{password}';"
         f"CREATE USER IF NOT EXISTS '{cfg.db_user}'@'localhost' IDENTIFIED BY '{password}';"
         f"GRANT ALL ON {cfg.db_name}.* TO '{cfg.db_user}'@'{cfg.address}';"
@@ -183,6 +195,31 @@ def create_slurm_database(cfg: LabConfig, password: str) -> None:
         check=True,
         capture_output=True,
     )
+    _convert_tables(cfg, charset)
+
+
+def _convert_tables(cfg: LabConfig, charset: str) -> None:
+    """Tables of an earlier lab in another character set converted to ``charset``."""
+    # the lab's own database name and character set, never user text
+    query = "SELECT table_name FROM information_schema.tables"
+    query += f" WHERE table_schema = '{cfg.db_name}'"
+    query += f" AND table_collation NOT LIKE '{DB_CHARSET}%'"
+    found = subprocess.run(
+        ["mariadb", f"--socket={cfg.mysql_socket}", "-u", "root", "-N", "-B", "-e", query],
+        text=True,
+        check=True,
+        capture_output=True,
+    )
+    # slurmdbd's own table names: letters, digits and '_'
+    tables = [t for t in found.stdout.split() if t.isascii() and t.replace("_", "").isalnum()]
+    if tables:
+        subprocess.run(
+            ["mariadb", f"--socket={cfg.mysql_socket}", "-u", "root", cfg.db_name],
+            input="".join(f"ALTER TABLE `{t}` CONVERT TO {charset};" for t in tables),
+            text=True,
+            check=True,
+            capture_output=True,
+        )
 
 
 def install_sudoers(target: Path, program: Path) -> None:
