@@ -62,11 +62,17 @@ def start_replica(env: Env, job_id: int, procs: list[subprocess.Popen[bytes]]) -
     lines = script.splitlines()
     program = next(x for x in lines if x.startswith("AIPOOL_PROGRAM=("))
     argv = shlex.split(program.removeprefix("AIPOOL_PROGRAM=(").removesuffix(")"))
-    key = next(x for x in lines if x.startswith("export SERVE_KEY=")).split("=", 1)[1]
+    # its key, and the ports it may listen on (the portal's PROXY_PORT_RANGE)
+    exported = {
+        name: shlex.split(next(x for x in lines if x.startswith(f"export {name}=")))[1].split(
+            "=", 1
+        )[1]
+        for name in ("SERVE_KEY", "SERVE_PORTS")
+    }
     conn = Path(argv[argv.index("--conn") + 1])
     proc = subprocess.Popen(
         [sys.executable, *argv[1:], "--host", "127.0.0.1"],
-        env={**os.environ, "SERVE_KEY": shlex.split(key)[0], "SLURM_JOB_ID": str(job_id)},
+        env={**os.environ, **exported, "SLURM_JOB_ID": str(job_id)},
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -368,19 +374,21 @@ def test_the_replica_address_comes_from_slurm_not_from_the_job(
     url = f"/api/v1/inference/{svc['id']}"
     for bad in (
         {"host": "10.9.9.9", "port": 80, "job_id": job_id},  # a privileged port
-        {"host": "10.9.9.9", "port": 8000, "job_id": job_id - 1},  # an earlier run
+        {"host": "127.0.0.1", "port": 6820, "job_id": job_id},  # slurmrestd: not in the range
+        {"host": "127.0.0.1", "port": 8000, "job_id": job_id},
+        {"host": "10.9.9.9", "port": 50000, "job_id": job_id - 1},  # an earlier run
         {"port": "x", "job_id": job_id},
         ["not", "an", "object"],
     ):
         conn.write_text(json.dumps(bad))
         reconcile(env)
         assert env.api("alice").get(url).json["ready_replicas"] == 0
-    conn.write_text(json.dumps({"host": "metadata.internal", "port": 8000, "job_id": job_id}))
+    conn.write_text(json.dumps({"host": "metadata.internal", "port": 50000, "job_id": job_id}))
     reconcile(env)
     assert env.api("alice").get(url).json["ready_replicas"] == 1
     with env.app.app_context():
         replica = db.session.get(InferenceService, svc["id"]).replica_rows[0]
-        assert replica.url == "http://127.0.0.1:8000"  # gpu2's NodeAddr, not the file's host
+        assert replica.url == "http://127.0.0.1:50000"  # gpu2's NodeAddr, not the file's host
 
 
 def test_a_crash_looping_replica_waits_longer_each_time_up_to_a_cap() -> None:
