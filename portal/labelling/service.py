@@ -15,7 +15,7 @@ from __future__ import annotations
 import tempfile
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import IO, Any
 
@@ -29,7 +29,7 @@ from portal.datasets import service as datasets
 from portal.datasets.models import DatasetVersion, Source
 from portal.datasets.preview import INLINE_IMAGES, media_type
 from portal.datasets.storage import Budget, copy_tree, files_under, write_archive
-from portal.errors import Conflict, NotFound, ValidationFailed
+from portal.errors import Conflict, Forbidden, NotFound, ValidationFailed
 from portal.i18n import gettext
 from portal.identity.models import User
 from portal.labelling import words
@@ -40,7 +40,7 @@ from portal.models import utcnow
 from portal.tenancy.models import Project
 
 MAX_ITEMS = 100_000
-CLAIM = timedelta(minutes=30)  # how long an item handed out by next_item stays its annotator's
+CLAIM = timedelta(minutes=30)  # how long an item handed out by claim_next stays its annotator's
 
 
 def _project(session: Session, access: Access, project_id: int, perm: Perm) -> Project:
@@ -252,27 +252,45 @@ def annotations_of(session: Session, item_id: int) -> list[Annotation]:
     )
 
 
-def next_item(session: Session, access: Access, task_id: int) -> LabelItem | None:
-    """The first item still to do (new, or rejected by a reviewer) that no other annotator
-    holds. An annotator asking holds a new item for :data:`CLAIM` (in its annotator and
-    time columns), so several annotators working through one task get different items;
-    a rejected item goes back to whoever annotated it, or to anyone after :data:`CLAIM`."""
-    task = get_task(session, access, task_id)
-    may_annotate = Perm.JOBS_SUBMIT in access.on_project(project_of(session, task.project_id))
-    todo = LabelItem.status.in_((ItemStatus.NEW.value, ItemStatus.REJECTED.value))
-    for _ in range(5):  # a claim lost to a concurrent request: take the next one
-        now = utcnow()
-        free = or_(
+def _todo_for(access: Access, now: datetime) -> list[Any]:
+    """Items still to do (new, or rejected by a reviewer) that no other annotator holds."""
+    return [
+        LabelItem.status.in_((ItemStatus.NEW.value, ItemStatus.REJECTED.value)),
+        or_(
             LabelItem.annotated_by_id.is_(None),
             LabelItem.annotated_by_id == access.user_id,
             LabelItem.updated_at < now - CLAIM,
-        )
-        item: LabelItem | None = session.scalar(items_query(task.id).where(todo, free).limit(1))
-        if item is None or not may_annotate or item.status != ItemStatus.NEW:
+        ),
+    ]
+
+
+def next_item(session: Session, access: Access, task_id: int) -> LabelItem | None:
+    """The item :func:`claim_next` would hand the caller now; a look that holds nothing."""
+    task = get_task(session, access, task_id)
+    item: LabelItem | None = session.scalar(
+        items_query(task.id).where(*_todo_for(access, utcnow())).limit(1)
+    )
+    return item
+
+
+def claim_next(session: Session, access: Access, task_id: int) -> LabelItem | None:
+    """The first item still to do (new, or rejected by a reviewer) that no other annotator
+    holds, held for the caller. A new item is held for :data:`CLAIM` (in its annotator and
+    time columns), so several annotators working through one task get different items; a
+    rejected item goes back to whoever annotated it, or to anyone after :data:`CLAIM`. Only
+    an annotator of the task's project (``jobs.submit``) may claim."""
+    task = get_task(session, access, task_id)
+    if Perm.JOBS_SUBMIT not in access.on_project(project_of(session, task.project_id)):
+        raise Forbidden(gettext("Only the project's annotators may take items to annotate."))
+    for _ in range(5):  # a claim lost to a concurrent request: take the next one
+        now = utcnow()
+        todo = _todo_for(access, now)
+        item: LabelItem | None = session.scalar(items_query(task.id).where(*todo).limit(1))
+        if item is None or item.status != ItemStatus.NEW:
             return item
         claimed = session.execute(
             update(LabelItem)
-            .where(LabelItem.id == item.id, free)
+            .where(LabelItem.id == item.id, *todo)
             .values(annotated_by_id=access.user_id, updated_at=now)
         )
         session.commit()

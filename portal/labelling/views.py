@@ -111,11 +111,22 @@ class Items(AuthedView):
 class NextItem(AuthedView):
     @blp.response(200, ItemSchema)
     def get(self, task_id: int) -> LabelItem:
-        """The first item still to annotate (new or rejected)."""
-        item = service.next_item(session(), current_access(), task_id)
-        if item is None:
-            raise NotFound(gettext("Nothing is left to annotate in this task."))
-        return item
+        """The item a claim would give the caller now (new or rejected, held by no other
+        annotator); a look that holds nothing for anyone. ``POST`` takes it."""
+        return _or_nothing_left(service.next_item(session(), current_access(), task_id))
+
+    @blp.response(200, ItemSchema)
+    def post(self, task_id: int) -> LabelItem:
+        """Take the next item to annotate: a new one is held for the caller for 30 minutes,
+        so annotators working through one task get different items; a rejected one goes back
+        to whoever annotated it. The project's annotators only (``jobs.submit``)."""
+        return _or_nothing_left(service.claim_next(session(), current_access(), task_id))
+
+
+def _or_nothing_left(item: LabelItem | None) -> LabelItem:
+    if item is None:
+        raise NotFound(gettext("Nothing is left to annotate in this task."))
+    return item
 
 
 def _detail(task_id: int, item: LabelItem) -> dict[str, Any]:

@@ -238,7 +238,8 @@
   }
 
   function saveAndNext() {
-    save().then(function () { return api("GET", root.dataset.next); })
+    // an annotator takes the next item (POST holds it for them); a reader only looks
+    save().then(function () { return api(readonly ? "GET" : "POST", root.dataset.next); })
       .then(function (item) {
         window.location.href = root.dataset.page.replace(/\/0$/, "/" + item.id);
       })

@@ -238,3 +238,29 @@ def test_draw_the_four_kinds_review_and_export_coco(page: Page, site: Site, tmp_
     box = next(a for a in anns if a["attributes"]["kind"] == "bbox")
     assert box["bbox"] == pytest.approx([10, 8, 20, 20], abs=0.3)
     assert (tmp_path / "out" / "pets-1-coco" / "images" / "a.png").is_file()
+
+
+def test_save_and_next_takes_the_next_item(page: Page, site: Site) -> None:
+    """**n** saves, then takes the next item with a POST (it is held for the annotator: no one
+    else is handed it), and opens it."""
+    erin = site.api("erin")
+    first = erin.get(f"/api/v1/labelling/tasks/{site.task}").json
+    body = {k: first[k] for k in ("project_id", "dataset_version_id", "label_set_id")}
+    task = erin.post("/api/v1/labelling/tasks", json={**body, "name": "pets-2"}).json["id"]
+    items = {i["path"]: i["id"] for i in erin.get(f"/api/v1/labelling/tasks/{task}/items").json}
+    log_in(page, site.url, "sam")
+    page.goto(f"{site.url}/labelling/tasks/{task}/items/{items['a.png']}")
+    expect(page.locator("#labeller[data-ready='1']")).to_have_count(1)
+    page.keyboard.press("1")
+    page.keyboard.press("c")
+    with page.expect_request(lambda r: r.url.endswith("/next")) as asked:
+        page.keyboard.press("n")
+    assert asked.value.method == "POST"
+    page.wait_for_url(f"**/labelling/tasks/{task}/items/{items['b.png']}")
+    expect(page.locator("#labeller[data-ready='1']")).to_have_count(1)
+    # b.png is sam's now: alice is handed nothing, and a look holds nothing either
+    next_url = f"/api/v1/labelling/tasks/{task}/next"
+    assert site.api("alice").get(next_url).status_code == 404
+    assert site.api("sam").get(next_url).json["path"] == "b.png"
+    a = site.api("sam").get(f"/api/v1/labelling/tasks/{task}/items/{items['a.png']}").json
+    assert (a["status"], [x["kind"] for x in a["annotations"]]) == ("annotated", ["class"])

@@ -115,7 +115,7 @@ def test_annotate_review_and_progress(env: Env, task: Task) -> None:
     # saving again replaces, never appends
     assert len(annotate(env, "alice", task, "img/a.png", [BOX, CLASS]).json["annotations"]) == 2
     assert annotate(env, "sam", task, "img/b.png", [POINT]).status_code == 200
-    nxt = env.api("alice").get(f"{API}/tasks/{task.id}/next").json
+    nxt = env.api("alice").post(f"{API}/tasks/{task.id}/next").json
     assert nxt["path"] == "img/c.png"
     progress = env.api("gina").get(f"{API}/tasks/{task.id}/progress").json
     assert progress["total"] == 3
@@ -144,15 +144,20 @@ def test_annotate_review_and_progress(env: Env, task: Task) -> None:
 
 
 def test_several_annotators_get_different_items(env: Env, task: Task) -> None:
-    def nxt(who: str) -> str:
-        r = env.api(who).get(f"{API}/tasks/{task.id}/next")
+    def nxt(who: str, method: str = "post") -> str:
+        r = getattr(env.api(who), method)(f"{API}/tasks/{task.id}/next")
         return str(r.json["path"]) if r.status_code == 200 else str(r.status_code)
 
-    assert nxt("alice") == "img/a.png"
+    assert nxt("alice", "get") == "img/a.png"  # a look holds nothing
+    assert nxt("sam", "get") == "img/a.png"
+    assert nxt("alice") == "img/a.png"  # a claim does
+    assert nxt("sam", "get") == "img/b.png"
     assert nxt("sam") == "img/b.png"  # a.png is alice's for now
     assert nxt("alice") == "img/a.png"  # still hers
-    assert nxt("gina") == "img/c.png"  # a viewer may look, and claims nothing
+    assert nxt("gina", "get") == "img/c.png"  # a viewer may look
+    assert nxt("gina") == "403"  # and claims nothing
     assert nxt("erin") == "img/c.png"
+    assert nxt("admin", "get") == "404"
     assert nxt("admin") == "404"  # all three are held
     progress = env.api("alice").get(f"{API}/tasks/{task.id}/progress").json
     assert (progress["new"], progress["by_annotator"]) == (3, {})  # claims are not work
