@@ -66,6 +66,7 @@ class Do(StrEnum):
     FAILED = "record failure"
     SUBMIT = "submit"
     READY = "ready"
+    LOST = "not ready"  # its address is no longer known
     REMOVE = "remove"  # a deleted service: its directory, then its row
 
 
@@ -143,9 +144,16 @@ def _replica(view: ServiceView, index: int, row: ReplicaRow | None, now: datetim
             return []  # backing off after a failure
         again = f"restart after {row.failures} failure(s) in a row"
         return [Step(Do.SUBMIT, view.id, index, reason=again if row.failures else "start")]
-    if row.url is None and job is not None and job.state is JobState.RUNNING and seen.url:
-        return [Step(Do.READY, view.id, index, job_id=row.job_id, url=seen.url, reason=seen.url)]
-    return []
+    if job is None or job.state is not JobState.RUNNING or seen.url == row.url:
+        return []
+    # a running replica's address is read again on every look: a replica that moved (its
+    # server restarted on another port, its node's address changed) is followed, one whose
+    # connection file no longer names its job is no longer called
+    if seen.url is None:
+        why = f"its connection file no longer gives {row.url}"
+        return [Step(Do.LOST, view.id, index, job_id=row.job_id, reason=why)]
+    why = seen.url if row.url is None else f"it moved from {row.url} to {seen.url}"
+    return [Step(Do.READY, view.id, index, job_id=row.job_id, url=seen.url, reason=why)]
 
 
 def _failure(job: Job, seen: Seen) -> str:

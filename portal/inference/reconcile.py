@@ -11,7 +11,10 @@ ask for, in the daemon shape snapshot → plan → apply (run by :mod:`portal.co
 A replica whose job ended (a replica never ends by itself: it failed, hit its time limit or
 lost its node) is restarted after a backoff (10 s, doubling up to 10 min), its exit code and
 log tail kept as its error. A replica job's name carries the service's device
-(``svc-7-r0-gpu2``), so a change of device replaces the replicas of the old one.
+(``svc-7-r0-gpu2``), so a change of device replaces the replicas of the old one. A running
+replica's address is read again each time its service is looked at (every full pass): one that
+moved is followed, one whose connection file no longer names its job gets no calls. Calls
+(``health`` is a GET) only read these rows.
 """
 
 from __future__ import annotations
@@ -69,7 +72,7 @@ def observe(svc: InferenceService, book: JobBook) -> ServiceView:
         if job is None:
             continue
         running = job.state is JobState.RUNNING
-        url = _address(svc, r.index, job, book) if r.url is None and running else None
+        url = _address(svc, r.index, job, book) if running else None
         ended = job.state.is_finished and bool(svc.workdir)
         tail = runs.log_tail(Path(svc.workdir), job.user, 400).strip() if ended else ""
         seen[r.index] = Seen(job, url, tail)
@@ -233,6 +236,14 @@ def _ready(
         row.failures, row.retry_at, row.last_error = 0, None, ""
 
 
+def _lost(
+    session: Session, port: SlurmPort, svc: InferenceService, step: Step, now: datetime
+) -> None:
+    row = _row(svc, step.index)
+    if row is not None and row.job_id == step.job_id:
+        row.url = None  # no call goes to it; a later look that finds its address makes it ready
+
+
 def _remove(
     session: Session, port: SlurmPort, svc: InferenceService, step: Step, now: datetime
 ) -> None:
@@ -250,6 +261,7 @@ _DO = {
     Do.FAILED: _failed,
     Do.SUBMIT: _submit,
     Do.READY: _ready,
+    Do.LOST: _lost,
     Do.REMOVE: _remove,
 }
 

@@ -343,7 +343,10 @@ def try_call(session: Session, access: Access, service_id: int, body: Any) -> tu
 
 
 def forward(session: Session, svc: InferenceService, path: str, body: Any) -> tuple[int, Any]:
-    """A call to a ready replica of ``svc``, counted; the caller has been let in."""
+    """A call to a ready replica of ``svc``; the caller has been let in. A prediction is
+    counted (and a replica that does not answer one loses its address until the reconciler
+    reads it again); ``health`` only reports: a GET changes nothing, and a replica's address
+    is the reconciler's to keep (it reads every running replica's again on each full pass)."""
     if svc.state == ServiceState.EXPIRED or expired_now(svc):
         raise Gone(gettext("The service has expired."))
     if svc.state != ServiceState.RUNNING:
@@ -352,12 +355,12 @@ def forward(session: Session, svc: InferenceService, path: str, body: Any) -> tu
     if not ready:
         raise Unavailable(gettext(STARTING))
     replica = ready[svc.calls % len(ready)]
-    url, ok = replica.url, True
+    url, ok, gone, health = replica.url, True, False, path == "health"
     try:
         resp = _http().request(
-            "GET" if path == "health" else "POST",
+            "GET" if health else "POST",
             f"{url}/{path}",
-            json=body if path != "health" else None,
+            json=None if health else body,
             headers={"X-Replica-Key": replica_key(svc.id)},
         )
         status, payload = resp.status_code, resp.json()
@@ -366,7 +369,10 @@ def forward(session: Session, svc: InferenceService, path: str, body: Any) -> tu
         message = gettext(
             "Replica %(index)d did not answer: %(reason)s", index=replica.index, reason=exc
         )
-        status, payload, ok = 502, envelope(502, "bad_gateway", message), False
+        status, payload, ok, gone = 502, envelope(502, "bad_gateway", message), False, True
+    if health:
+        return status, payload
+    if gone:
         # the reconciler reads its address again (unless it has moved on meanwhile)
         session.execute(
             update(Replica).where(Replica.id == replica.id, Replica.url == url).values(url=None)

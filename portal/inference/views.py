@@ -153,4 +153,7 @@ class Health(MethodView):
     @blp.doc(security=[{"serviceToken": []}])
     @blp.response(200, {"type": "object"})
     def get(self, service_id: int) -> Any:
+        """What a ready replica says of its health, with the service's X-Service-Token. It only
+        reports: the call is not counted, and a replica that does not answer (502) keeps its
+        address until the control daemon reads it again."""
         return _proxied(service_id, "health")

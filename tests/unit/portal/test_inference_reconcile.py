@@ -61,7 +61,8 @@ def view(*rows: ReplicaRow, seen: dict[int, Seen] | None = None, **kw: Any) -> S
 
 URL = "http://10.0.0.1:8000"
 READY = row(0, 10, URL)
-RUNNING = {0: Seen(job(10))}
+RUNNING = {0: Seen(job(10), URL)}  # each look reads a running replica's address again
+MOVED = "http://10.0.0.2:8001"
 
 Expected = list[tuple[Do, int | None, int | None]]  # what, replica, job to cancel
 CASES: list[tuple[str, ServiceView, Expected]] = [
@@ -73,6 +74,8 @@ CASES: list[tuple[str, ServiceView, Expected]] = [
     ("settled", view(READY, seen=RUNNING), []),
     ("unknown to Slurm: wait", view(row(0, 10)), []),
     ("address found", view(row(0, 10), seen={0: Seen(job(10), URL)}), [(Do.READY, 0, 10)]),
+    ("moved", view(READY, seen={0: Seen(job(10), MOVED)}), [(Do.READY, 0, 10)]),
+    ("address lost", view(READY, seen={0: Seen(job(10))}), [(Do.LOST, 0, 10)]),
     (
         "pending: no address yet",
         view(row(0, 10), seen={0: Seen(job(10, JobState.PENDING), URL)}),
