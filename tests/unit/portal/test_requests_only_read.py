@@ -1,14 +1,20 @@
 """Requests only read: a GET on every route of the portal (API and pages), by every user of
-the test world, makes no Slurm write and changes no file under the portal's home (its
-stores, job and model-work directories, users' directories).
+the test world (the site admin, domain admins, project managers, students, a viewer, a group
+member, a custom role, someone in no project), makes no Slurm write, changes no file under
+the portal's home (its stores, job and model-work directories, users' directories) and
+commits no change to the database: every table's rows, ordered by primary key, hash the same
+before and after each request, but for the few writes listed in ``NOT_STATE`` with the reason
+each is not the state of anything.
 
 The world behind the routes has something for each of them, and work the control daemon has
 not done yet: a fine-tuning job and an evaluation job that have ended, a replica whose job
-failed, a stopped service with its replica still recorded, an expired one. A GET that
-reconciled or refreshed would submit, cancel or move files here."""
+failed, a running replica whose address no longer answers, a stopped service with its replica
+still recorded, an expired one, a labelling task with items no annotator holds yet. A GET that
+reconciled, refreshed or claimed would submit, cancel, move files or commit rows here."""
 
 from __future__ import annotations
 
+import hashlib
 import re
 import shutil
 from collections.abc import Iterator
@@ -18,10 +24,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import sqlalchemy as sa
 from flask.testing import FlaskClient
+from sqlalchemy import select
 
 from portal.demo import seed_billing
 from portal.extensions import db, limiter
+from portal.inference.models import Replica
 from portal.registry.models import Evaluation
 from slurm_plugins.client.models import JobState
 from tests.unit.portal.conftest import Env, make_app
@@ -40,12 +49,20 @@ pytestmark = pytest.mark.usefixtures("users_own_files")
 # /metrics is off (404) without METRICS_TOKEN or METRICS_ALLOW (test_metrics_endpoint.py)
 NEVER_OK = {"jupyter_proxy.forward", "jobs.Jupyter", "inference.Health", "metrics"}
 QUERY = {"labelling.Export": "?format=coco", "usage.Export": "?format=csv"}
+# writes a GET may make because they are no state of anything the portal keeps, by table and
+# column (None: the whole table), with the reason
+NOT_STATE: dict[tuple[str, str | None], str] = {
+    ("api_tokens", "last_used_at"): "when a token was last used (at most once a minute), shown "
+    "on the tokens page so an unused one can be revoked: a record of the request, as the "
+    "access log is",
+}
 
 
 @dataclass
 class Site:
     env: Env
     home: Path
+    db_file: Path
     values: dict[str, str] = field(default_factory=dict)  # path parameter -> a real value
     by_endpoint: dict[str, dict[str, str]] = field(default_factory=dict)  # where one differs
     headers: dict[str, dict[str, str]] = field(default_factory=dict)  # by endpoint
@@ -69,7 +86,7 @@ def site(
     limiter.reset()
     env = Env(app, world, slurm)
     configure(env, home / "datasets-import", monkeypatch, DATASET_STORAGE=str(home / "datasets"))
-    yield Site(env, home, *_seed(env))
+    yield Site(env, home, db_file, *_seed(env))
     with app.app_context():
         db.engine.dispose()
 
@@ -112,7 +129,7 @@ def _seed(env: Env) -> tuple[dict[str, str], dict[str, dict[str, str]], dict[str
     v2 = alice.get(f"/api/v1/models/{model}/versions/2").json["id"]
     created = [
         alice.post("/api/v1/inference", json={"version_id": v2, "name": n}).json
-        for n in ("serving", "stopping", "expiring")
+        for n in ("serving", "stopping", "expiring", "unanswering")
     ]
     services = [s["id"] for s in created]
     ends = (T0 + timedelta(hours=1)).isoformat()
@@ -129,6 +146,13 @@ def _seed(env: Env) -> tuple[dict[str, str], dict[str, dict[str, str]], dict[str
     run_like_the_job(env, r.json["job_id"])
     set_job(env, r.json["job_id"], JobState.COMPLETED)
     set_job(env, replicas[services[0]], JobState.FAILED)
+    # a running replica whose recorded address no longer answers (nothing listens on port 9):
+    # asking the service's health reports it, and only the reconciler changes the address
+    set_job(env, replicas[services[3]], JobState.RUNNING)
+    with env.app.app_context():
+        row = db.session.scalars(select(Replica).filter_by(job_id=replicas[services[3]])).one()
+        row.url = "http://127.0.0.1:9"
+        db.session.commit()
     alice.post(f"/api/v1/inference/{services[1]}/stop")
     env.app.config["CLOCK"].at = T0 + timedelta(hours=2)
     # a job of alice's (the queue, its page, its history)
@@ -165,7 +189,7 @@ def _seed(env: Env) -> tuple[dict[str, str], dict[str, dict[str, str]], dict[str
             if p.is_file()
         ),
     }
-    headers = {"inference.Health": {"X-Service-Token": created[0]["token"]}}
+    headers = {"inference.Health": {"X-Service-Token": created[3]["token"]}}
     hook = {"name": "ops", "type": "webhook", "url": "https://hooks.example.org/x"}
     assert admin.post("/api/v1/alerts/channels", json=hook).status_code == 201
     pools = {
@@ -186,6 +210,7 @@ def _seed(env: Env) -> tuple[dict[str, str], dict[str, dict[str, str]], dict[str
         "usage_pages.project": {"name": "nlp"},
         "usage_pages.user": {"name": "nlp", "user": "alice"},
         "jupyter_proxy.forward": {"path": "lab"},
+        "inference.Health": {"service_id": str(services[3])},
     }
     return values, by_endpoint, headers
 
@@ -210,6 +235,43 @@ def _tree(root: Path) -> dict[str, tuple[int, int]]:
     return out
 
 
+class Rows:
+    """Every table of the database, each as a count of rows and a hash of them in
+    primary-key order, read through a connection of its own (what requests committed)."""
+
+    def __init__(self, db_file: Path) -> None:
+        self.engine = sa.create_engine(f"sqlite:///{db_file}")
+        self.meta = sa.MetaData()
+        self.meta.reflect(self.engine)
+        assert len(self.meta.tables) > 40  # the whole schema, not a few tables
+
+    def _columns(self, table: sa.Table) -> list[sa.Column[Any]]:
+        return [c for c in table.columns if (table.name, c.name) not in NOT_STATE]
+
+    def snapshot(self) -> dict[str, tuple[int, str]]:
+        out = {}
+        with self.engine.connect() as conn:
+            for name, table in sorted(self.meta.tables.items()):
+                if (name, None) in NOT_STATE:
+                    continue
+                order = list(table.primary_key.columns) or list(table.columns)
+                rows = conn.execute(sa.select(*self._columns(table)).order_by(*order)).all()
+                digest = hashlib.sha256(repr([tuple(r) for r in rows]).encode()).hexdigest()
+                out[name] = (len(rows), digest)
+        return out
+
+    def changed(self, before: dict[str, tuple[int, str]]) -> list[str]:
+        now = self.snapshot()
+        return [
+            f"{t}: {before[t][0]} -> {now[t][0]} rows" if before[t][0] != now[t][0] else t
+            for t in sorted(now)
+            if now[t] != before.get(t)
+        ]
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+
 def _writes(slurm: FakeSlurm) -> list[Any]:
     return [*slurm.submitted, *slurm.cancelled, *slurm.applied]
 
@@ -223,6 +285,8 @@ def test_a_get_on_every_route_writes_nothing(site: Site) -> None:
     pages = {who: login(env, who) for who in env.world.users}
     api = {who: env.api(who) for who in env.world.users}
     writes, tree = len(_writes(env.slurm)), _tree(site.home)
+    rows = Rows(site.db_file)
+    before = rows.snapshot()
     unanswered = []
     for rule, endpoint in rules:
         url = _url(site, rule, endpoint)
@@ -235,8 +299,10 @@ def test_a_get_on_every_route_writes_nothing(site: Site) -> None:
             now = _tree(site.home)
             changed = sorted(set(now.items()) ^ set(tree.items()))
             assert not changed, f"GET {url} as {who} changed files: {changed[:5]}"
+            assert not (tables := rows.changed(before)), f"GET {url} as {who} wrote {tables}"
         if not ok and endpoint not in NEVER_OK:
             unanswered.append(url)
+    rows.close()
     assert unanswered == [], f"no user could read {unanswered} (the seed lacks their object)"
     # and the work the GETs left alone is the control daemon's: one pass does it
     done = reconcile(env)
@@ -244,3 +310,4 @@ def test_a_get_on_every_route_writes_nothing(site: Site) -> None:
     assert any("record its results" in line for line in done), done
     assert any("record failure" in line for line in done), done
     assert any("expire" in line for line in done), done
+    assert any("not ready replica 0" in line for line in done), done  # the unanswering one
