@@ -105,6 +105,7 @@ DEFAULTS: dict[str, Any] = {
     "PORTAL_HOME": None,
     "MODEL_PYTHON": None,  # the Python that model jobs run; None: JOB_RUNTIME's, else the portal's
     "MODEL_UPLOAD_MAX_BYTES": 512 * 1024**2,
+    "MODEL_JOB_OUTPUT_MAX_BYTES": 64 * 1024**3,  # what a training job's output may hold
     "INFERENCE_TIMEOUT": 30.0,  # seconds for one proxied call
     # the ports jobs' servers (Jupyter, inference replicas) listen on, "LOW-HIGH": the portal
     # proxies to no other port (portal/upstream.py); keep every service's port out of it
