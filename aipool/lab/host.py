@@ -226,7 +226,8 @@ def install_sudoers(target: Path, program: Path) -> None:
     """A sudoers rule letting the service user run ``program`` as root (which checks its own
     arguments), written only once ``visudo`` accepts it."""
     tmp = target.with_name(f".{target.name}.new")  # sudo skips it while we check it
-    tmp.write_text(f"{SERVICE_USER} ALL=(root) NOPASSWD: {program}\n")
+    # no pseudo-terminal: the as-the-user agent's streams pass through sudo as plain pipes
+    tmp.write_text(f"Defaults!{program} !use_pty\n{SERVICE_USER} ALL=(root) NOPASSWD: {program}\n")
     tmp.chmod(0o440)
     checked = subprocess.run(["visudo", "-cf", str(tmp)], check=False, capture_output=True)
     if checked.returncode != 0:

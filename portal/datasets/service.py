@@ -328,7 +328,7 @@ def add_version(
     elif source == Source.S3:
         fill = sources.s3_prefix(settings.s3_stores, args)
     else:
-        fill = sources.workspace(settings.store.workspace(ds.id), ds.name)
+        fill = sources.workspace(settings.store.workspace(ds.id), ds.name, access.username)
     return new_version(
         session, access, settings, ds, fill=fill, source=source, note=args.get("note", "")
     )

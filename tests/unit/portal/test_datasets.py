@@ -19,9 +19,13 @@ import boto3
 import pytest
 from PIL import Image
 
+from portal.datasets import sources
 from portal.datasets.models import Dataset, DatasetVersion
+from portal.datasets.storage import Budget, Limits
+from portal.errors import ValidationFailed
 from portal.extensions import db
 from tests.integration.conftest import wait_until
+from tests.unit import helpersite
 from tests.unit.portal.conftest import Env
 
 API = "/api/v1/datasets"
@@ -324,7 +328,7 @@ def test_import_from_a_cluster_path(env: Env, store: Path, tmp_path: Path) -> No
         (str(bob_home), "not under an import root"),
         (str(src / ".." / ".." / "store"), "not under an import root"),
         ("corpus", "absolute"),
-        (str(tmp_path / "cluster" / "missing"), "not a directory"),
+        (str(tmp_path / "cluster" / "missing"), "does not exist"),
         (str(src), "links are not allowed"),
     ]:
         r = env.api("alice").post(f"{API}/{ds}/versions", json={"source": "path", "path": path})
@@ -566,34 +570,43 @@ def test_a_failure_after_the_files_moved_removes_them(
     assert staged(store) == []
 
 
-def test_a_cluster_path_imports_only_what_the_caller_could_read(
+def test_a_cluster_path_is_read_as_the_caller_by_the_helpers_agent(
     env: Env, store: Path, tmp_path: Path
 ) -> None:
-    shared = tmp_path / "cluster" / "shared"
-    shared.mkdir(parents=True)
-    (shared / "open.txt").write_text("for everyone")
-    secret = shared / "secret.txt"
-    secret.write_text("another tenant's")
-    secret.chmod(0o600)
-    ds = make_dataset(env, "alice", "nlp")
-    r = env.api("alice").post(f"{API}/{ds}/versions", json={"source": "path", "path": str(shared)})
-    assert r.status_code == 422
-    assert "secret.txt: alice may not read it" in str(r.json["errors"])
-    secret.chmod(0o644)
-    closed = tmp_path / "cluster" / "closed"
-    (closed / "inner").mkdir(parents=True)
-    (closed / "inner" / "x.txt").write_text("x")
-    closed.chmod(0o700)
-    r = env.api("alice").post(
-        f"{API}/{ds}/versions", json={"source": "path", "path": str(closed / "inner")}
-    )
-    assert r.status_code == 422
-    assert "alice may not read it" in str(r.json["errors"])
-    closed.chmod(0o755)
-    assert version_rows(env) == 0
-    assert staged(store) == []
-    r = env.api("alice").post(f"{API}/{ds}/versions", json={"source": "path", "path": str(shared)})
-    assert r.status_code == 201
+    """Through the root helper (as a site runs it): the agent reads as the user, so the
+    kernel refuses what they may not read, wherever it lies on the way."""
+    user = helpersite.someone()
+    with helpersite.installed(tmp_path, [], "nogroup") as site:
+        shared = site.reachable / "shared"
+        shared.mkdir(mode=0o755)
+        (shared / "open.txt").write_text("for everyone")
+        secret = shared / "secret.txt"
+        secret.write_text("another tenant's")
+        secret.chmod(0o600)
+        closed = site.reachable / "closed"
+        (closed / "inner").mkdir(parents=True)
+        (closed / "inner" / "x.txt").write_text("x")
+        closed.chmod(0o700)
+        limits = Limits(max_bytes=10**6, max_file_bytes=10**6, max_files=10)
+        env.app.config["ROOT_HELPER"] = site.argv
+        try:
+            with env.app.test_request_context():
+                for path, said in [
+                    (shared, "secret.txt"), (closed / "inner", str(closed / "inner")),
+                ]:  # fmt: skip
+                    staging = tmp_path / f"staging-{path.name}"
+                    staging.mkdir()
+                    with pytest.raises(ValidationFailed) as caught:
+                        sources.copy_as(user, path, staging, Budget(limits), "path")
+                    assert f"{said}: {user} may not read it" in str(caught.value.errors)
+                secret.chmod(0o644)
+                staging = tmp_path / "staging"
+                staging.mkdir()
+                sources.copy_as(user, shared, staging, Budget(limits), "path")
+        finally:
+            env.app.config["ROOT_HELPER"] = None
+        assert sorted(p.name for p in staging.iterdir()) == ["open.txt", "secret.txt"]
+        assert [a["argv"][:3] for a in site.audited()] == [["as-user", user, "pack"]] * 3
 
 
 def test_a_spec_may_mount_only_what_its_user_may_read(env: Env, store: Path) -> None:
