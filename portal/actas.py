@@ -191,13 +191,18 @@ def as_field_error(exc: AgentRefused, username: str, field: str) -> ValidationFa
         said = gettext("%(path)s is not a directory.", path=where)
     elif exc.kind == "outside":
         said = gettext("%(path)s links outside the model directory.", path=where)
-    else:
-        return Conflict(
-            gettext(
-                "Acting as %(user)s failed (%(kind)s): %(detail)s",
-                user=username,
-                kind=exc.kind,
-                detail=f"{exc.path} {exc.detail}".strip(),
-            )
+    elif exc.kind == "bad-member":
+        said = gettext(
+            "%(path)s: only regular files and directories with plain names are taken (%(detail)s).",
+            path=where,
+            detail=exc.detail,
         )
+    elif exc.kind == "exists":
+        return Conflict(gettext("%(path)s is there already.", path=where))
+    else:  # the file system's or the root helper's refusal: said as they said it
+        detail = " ".join(w for w in (exc.path, exc.detail) if w)
+        said = gettext(
+            "The portal could not act as %(user)s: %(detail)s", user=username, detail=detail
+        )
+        return Conflict(said)
     return ValidationFailed({field: [said]})
