@@ -15,7 +15,7 @@ pytestmark = pytest.mark.slurm
 def test_services_start_with_demo_logins_and_stop(lab: Lab) -> None:
     try:
         info = services.up(lab, port=lab.cfg.ports.portal + 10000)
-        expected = {"portal", "accounting-import", "reconciler"}
+        expected = {"token-service", "portal", "accounting-import", "reconciler"}
         if lab.cfg.root == DEFAULT_ROOT:
             agents = {f"agent-{n.name}" for n in lab.inventory().nodes}
             expected |= {"policy-daemon", "health-checker", *agents}
@@ -37,7 +37,7 @@ def test_services_start_with_demo_logins_and_stop(lab: Lab) -> None:
     finally:
         stopped = services.down(lab)
     assert "portal" in stopped
-    assert set(stopped) >= {"portal", "accounting-import", "reconciler"}
+    assert set(stopped) >= {"token-service", "portal", "accounting-import", "reconciler"}
     assert not set(services.SERVICES) & set(lab.status()["daemons"])
     assert not any(n.startswith("agent-") for n in lab.status()["daemons"])
     with pytest.raises(httpx.HTTPError):
