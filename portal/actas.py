@@ -8,8 +8,8 @@ user's rights, so a link or rename swapped in meanwhile wins nothing the user di
 Data crosses as a tar stream: :func:`packed` reads the user's tree as one (the caller checks
 every member, as for an uploaded archive) and :func:`unpack` sends one into a new directory.
 
-A portal running as root without a helper (the unit tests) starts the agent itself, with
-root's rights, as :mod:`portal.userdirs` makes directories itself there. A portal that is
+A portal running as root (the unit and lab tests') starts the agent itself, with root's
+rights, as :mod:`portal.userdirs` makes directories itself there. A portal that is
 neither root nor has a helper cannot act as anyone and refuses (``Conflict``).
 """
 
@@ -44,19 +44,23 @@ class AgentRefused(Exception):
 
 def _argv(username: str, task: str, path: str) -> tuple[list[str], dict[str, Any]]:
     """The command that runs ``task`` on ``path`` as ``username``, and Popen's extra words."""
+    if running_as_root():
+        # root (the unit and lab tests' portals): the agent itself, with root's rights, as
+        # portal.userdirs makes directories itself there (the helper serves only its caller)
+        return [sys.executable, "-I", "-m", "asuser.agent", task, path], {"cwd": "/"}
     if helper := userdirs.helper():
         return [*helper, "as-user", username, task, path], {}
-    if os.geteuid() != 0:
-        raise Conflict(
-            gettext(
-                "The portal cannot act as %(user)s here: it is not root and has no root helper "
-                "(ROOT_HELPER).",
-                user=username,
-            )
+    raise Conflict(
+        gettext(
+            "The portal cannot act as %(user)s here: it is not root and has no root helper "
+            "(ROOT_HELPER).",
+            user=username,
         )
-    # root without a helper (the unit tests): the agent itself, with root's rights, as
-    # portal.userdirs makes directories itself there
-    return [sys.executable, "-I", "-m", "asuser.agent", task, path], {"cwd": "/"}
+    )
+
+
+def running_as_root() -> bool:
+    return os.geteuid() == 0
 
 
 def _start(username: str, task: str, path: str, *, stdin: int, stdout: int) -> Popen:

@@ -19,6 +19,7 @@ import boto3
 import pytest
 from PIL import Image
 
+from portal import actas
 from portal.datasets import sources
 from portal.datasets.models import Dataset, DatasetVersion
 from portal.datasets.storage import Budget, Limits
@@ -571,10 +572,11 @@ def test_a_failure_after_the_files_moved_removes_them(
 
 
 def test_a_cluster_path_is_read_as_the_caller_by_the_helpers_agent(
-    env: Env, store: Path, tmp_path: Path
+    env: Env, store: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Through the root helper (as a site runs it): the agent reads as the user, so the
-    kernel refuses what they may not read, wherever it lies on the way."""
+    """Through the root helper, as a portal that is not root uses it: the agent reads as the
+    user, so the kernel refuses what they may not read, wherever it lies on the way."""
+    monkeypatch.setattr(actas, "running_as_root", lambda: False)
     user = helpersite.someone()
     with helpersite.installed(tmp_path, [], "nogroup") as site:
         shared = site.reachable / "shared"
