@@ -49,6 +49,17 @@ def test_create_a_dataset_and_upload_from_the_pages(env: Env, store: Path) -> No
     assert "not a readable archive" in r.get_data(as_text=True)
     assert staged(store) == []
     assert client.get(f"{detail}?version=2").status_code == 404
+    # a version from a workspace that is not there, or holds a link: said at the source
+    copy = {"source": "workspace", "csrf_token": csrf_of(page)}
+    r = client.post(f"{detail}/import", data=copy)
+    assert r.status_code == 422
+    assert "has no workspace yet" in r.get_data(as_text=True)
+    workspace = store / detail.rsplit("/", 1)[-1] / "workspace"
+    workspace.mkdir()
+    (workspace / "etc").symlink_to("/etc")
+    r = client.post(f"{detail}/import", data=copy)
+    assert r.status_code == 422
+    assert "etc: links are not allowed" in r.get_data(as_text=True)
     # the same name twice is a message on the form
     r = client.post("/datasets", data={**form, "csrf_token": csrf_of(page)})
     assert r.status_code == 409
