@@ -91,6 +91,7 @@ def detail_page(dataset_id: int, status: int = 200, **given: Any) -> tuple[str, 
     page = render_template(
         "datasets/detail.html",
         ds=ds,
+        mount_name=service.mount_name(ds.name, ds.id),
         versions=versions,
         shown=shown,
         files=files,

@@ -366,16 +366,19 @@ def export_s3(
 
 
 # ---------------------------------------------------------------------------- mounts
-def mount_name(name: str) -> str:
-    clean = re.sub(r"[^A-Za-z0-9_.-]", "-", name)
-    return (clean if clean[:1].isalpha() else f"d-{clean}")[:63]
+def mount_name(name: str, dataset_id: int) -> str:
+    """A dataset's default mount name in a job spec (ASCII: it names environment variables):
+    its own name where that is one, else ``d-<id>`` (a name in Chinese, say)."""
+    if re.fullmatch(r"[A-Za-z0-9_.-]+", name):
+        return (name if name[:1].isalpha() else f"d-{name}")[:63]
+    return f"d-{dataset_id}"
 
 
 def mount(
     session: Session, access: Access, settings: Settings, dataset_id: int, args: Mapping[str, Any]
 ) -> dict[str, str]:
     """A job spec's mount entry: a version read-only, or the dataset's workspace read-write."""
-    name = args.get("name") or mount_name(get_dataset(session, access, dataset_id).name)
+    name = args.get("name") or mount_name(get_dataset(session, access, dataset_id).name, dataset_id)
     if args["mode"] == "ro":
         version = get_version(session, access, dataset_id, args.get("version"))
         return {"name": name, "path": version.path, "mode": "ro", "kind": "data"}

@@ -20,7 +20,7 @@ import pytest
 from PIL import Image
 
 from portal import actas
-from portal.datasets import sources
+from portal.datasets import service, sources
 from portal.datasets.models import Dataset, DatasetVersion
 from portal.datasets.storage import Budget, Limits
 from portal.errors import ValidationFailed
@@ -642,3 +642,11 @@ def test_a_spec_may_mount_only_what_its_user_may_read(env: Env, store: Path) -> 
     assert submit("alice", "nlp", version).status_code == 201
     assert submit("bob", "vision", home / "users" / "bob" / "data").status_code == 201
     assert submit("bob", "vision", Path("/srv/public/imagenet")).status_code == 201
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [("notes", "notes"), ("1st-run", "d-1st-run"), ("实验数据", "d-7"), ("resnet-四分之一", "d-7")],
+)
+def test_a_mount_is_named_in_ascii_whatever_the_datasets_name(name: str, expected: str) -> None:
+    assert service.mount_name(name, 7) == expected
