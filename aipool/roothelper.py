@@ -11,8 +11,9 @@ directory to a user is the one act that needs root, so the portal asks this help
     aipool-helper remove-workspace ROOT ID     # ROOT/ID/workspace (a dataset's), gone
     aipool-helper as-user    USER TASK PATH    # the as-the-user agent, as USER (below)
 
-ROOT must be one of the roots its configuration lists; USER an ordinary account (uid at least
-``min_uid``); NAME 32 hex digits. Every path is walked from ROOT by directory descriptors
+ROOT must be one of the roots its configuration lists; USER an ordinary account (uid from
+``min_uid`` to ``max_uid``, as the token service: Debian's ``slurm`` is 64030, ``nobody``
+65534); NAME 32 hex digits. Every path is walked from ROOT by directory descriptors
 without following a symbolic link, and a user's directory must be that user's, so a user who
 plants a link or renames a directory gets a refusal, never root acting elsewhere. Each call,
 done or refused, is appended to the audit log as one JSON line.
@@ -84,6 +85,7 @@ def load_config(path: Path) -> dict[str, Any]:
         "group": str(cfg.get("group", "aipool")),
         "caller": str(cfg.get("caller", "aipool")),
         "min_uid": int(cfg.get("min_uid", 1000)),
+        "max_uid": int(cfg.get("max_uid", 59999)),
         "audit": cfg.get("audit"),
         "stores": [os.path.normpath(r) for r in cfg.get("stores", []) if str(r).startswith("/")],
         "agent": _words(cfg.get("agent", []), path, "agent"),
@@ -114,8 +116,11 @@ def _account(cfg: dict[str, Any], name: str) -> pwd.struct_passwd:
         entry = pwd.getpwnam(name)
     except KeyError:
         raise Refused(f"no such user: {name}") from None
-    if entry.pw_uid < cfg["min_uid"] or entry.pw_uid == 0:
-        raise Refused(f"{name} is a system account (uid {entry.pw_uid} < {cfg['min_uid']})")
+    if not cfg["min_uid"] <= entry.pw_uid <= cfg["max_uid"] or entry.pw_uid == 0:
+        raise Refused(
+            f"{name} is a system account (uid {entry.pw_uid} outside"
+            f" {cfg['min_uid']}..{cfg['max_uid']})"
+        )
     return entry
 
 

@@ -110,6 +110,11 @@ def safe_relpath(name: str, field: str = "files") -> str:
     if not name or "\x00" in name or any(ord(c) < 32 or ord(c) == 127 for c in name):
         message = gettext("%(name)r: an empty name or control characters.", name=name)
         raise ValidationFailed({field: [message]})
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:  # bytes that are no UTF-8, as a file system may hold them
+        message = gettext("%(name)r: a name that is not valid UTF-8.", name=name)
+        raise ValidationFailed({field: [message]}) from None
     if "\\" in name:
         message = gettext("%(name)r: backslashes are not allowed in paths.", name=name)
         raise ValidationFailed({field: [message]})

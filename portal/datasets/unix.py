@@ -137,7 +137,7 @@ def workspace_writers(path: Path) -> frozenset[str]:
     if tool is None or path.is_symlink() or not path.is_dir():
         return frozenset()
     argv = [tool, "--omit-header", "--absolute-names", "--physical", "--", str(path)]
-    done = subprocess.run(argv, check=False, capture_output=True, text=True)
+    done = subprocess.run(argv, check=False, capture_output=True, text=True, errors="replace")
     names = set()
     for line in done.stdout.splitlines():
         kind, _, rest = line.removeprefix("default:").partition(":")
@@ -169,7 +169,8 @@ def sync_workspace(path: Path, writers: Iterable[str]) -> bool:
         spec = ",".join(f"{k}u:{n}" for n in gone for k in ("", "d:"))
         tool = shutil.which("setfacl") or "setfacl"
         argv = [tool, "-R", "--physical", "-x", spec, "--", str(path)]
-        subprocess.run(argv, check=False, capture_output=True, text=True)
+        # errors="replace": a writer's job may name its files in any bytes
+        subprocess.run(argv, check=False, capture_output=True, text=True, errors="replace")
     return True
 
 
@@ -209,7 +210,7 @@ def _setfacl(path: Path, args: list[str]) -> bool:
         log.error("setfacl is missing (Debian package acl): %s is the portal's alone", path)
         return False
     argv = [tool, *args, "--", str(path)]
-    done = subprocess.run(argv, check=False, capture_output=True, text=True)
+    done = subprocess.run(argv, check=False, capture_output=True, text=True, errors="replace")
     if done.returncode != 0:
         log.error("setfacl on %s failed (%s): it is the portal's alone", path, done.stderr.strip())
         return False

@@ -221,6 +221,7 @@ def test_as_user_runs_the_agent_as_that_user_and_passes_streams_through(
     [
         (["as-user", "root", "pack", "{ws}"], "system account"),
         (["as-user", "daemon", "pack", "{ws}"], "system account"),
+        (["as-user", "nobody", "pack", "{ws}"], "system account"),  # uid 65534 > max_uid
         (["as-user", "{user}", "chmod", "{ws}"], "usage"),
         (["as-user", "{user}", "pack", "/etc"], "not under a root the agent serves"),
         (["as-user", "{user}", "pack", "{ws}/../../etc"], "not an absolute, normalised path"),
