@@ -271,7 +271,13 @@ def stage_as(owner: str, source: Path, *, deref: bool, empty: str, missing: str)
                     raise _bad(too_big_unpacked(limit))
                 source_file = tar.extractfile(member)
                 target = files.joinpath(*rel.parts)
-                target.parent.mkdir(parents=True, exist_ok=True)
+                try:
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                except (FileExistsError, NotADirectoryError):  # "a" a file, then "a/b/c"
+                    said = gettext(
+                        "%(path)s: a file and a directory of the same name.", path=member.name
+                    )
+                    raise _bad(said) from None
                 with source_file or io.BytesIO() as src, target.open("xb") as dst:
                     shutil.copyfileobj(src, dst)
         if not any(files.iterdir()):
