@@ -106,13 +106,29 @@ def envelope(
     sentence for a person; ``errors`` the fields' messages where the input was wrong."""
     body: dict[str, Any] = {
         "code": status,
-        "status": HTTPStatus(status).phrase,
+        "status": phrase(status),
         "error": error,
         "message": message,
     }
     if errors:
         body["errors"] = dict(errors)
     return body
+
+
+#: the reason phrases as RFC 7231 names them: Python 3.13 renamed four after RFC 9110
+#: ("Content Too Large", "URI Too Long", "Range Not Satisfiable", "Unprocessable Content"); API
+#: clients read the codes, which must not change with the Python a site runs
+PHRASES = {
+    413: "Request Entity Too Large",
+    414: "Request-URI Too Long",
+    416: "Requested Range Not Satisfiable",
+    422: "Unprocessable Entity",
+}
+
+
+def phrase(status: int) -> str:
+    """The reason phrase of ``status``, the same on every supported Python."""
+    return PHRASES.get(status) or HTTPStatus(status).phrase
 
 
 def error_response(
@@ -181,7 +197,7 @@ def _http_error(exc: HTTPException) -> Response:
     else:
         said = payload.get("message") or exc.description or HTTPStatus(status).description
         message = translate_message(str(said))
-    code = HTTPStatus(status).phrase.lower().replace(" ", "_")
+    code = phrase(status).lower().replace(" ", "_")
     headers = [*exc.get_headers(), *dict(extra or {}).items()]
     kept = [(name, value) for name, value in headers if name in KEPT_HEADERS]
     return error_response(status, code, message, errors, kept)

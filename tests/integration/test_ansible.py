@@ -152,6 +152,9 @@ def inventory(runtime_spec: list[str]) -> dict[str, object]:
         "aipool_node_agent_source": f"file:{PREFIX / 'util'}",
         "aipool_portal_port": PORTAL,
         "aipool_runtime_pip_spec": runtime_spec,
+        # no lock: the test's runtime is this checkout and JupyterLab only (runtime_spec), not
+        # the whole locked [lab] set with torch (tests/unit/ansible checks the lock's choice)
+        "aipool_runtime_lock": "",
         # every daemon's /metrics, and Prometheus scraping them often enough for a test
         "aipool_policy_metrics": f"127.0.0.1:{POLICY_METRICS}",
         "aipool_node_agent_metrics_bind": "127.0.0.1",
