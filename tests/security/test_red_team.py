@@ -6,9 +6,10 @@ the dataset; he swaps a file of the workspace for a pipe, a socket and a link to
 while it is copied. A compromised ``aipool`` account asks the root helper to run the
 as-the-user agent as system accounts (Debian's ``slurm``, ``nobody``, the token service's
 user, root) on a path that a link of its own, swapped in and out, leads to a file only Slurm's
-user may read, and with paths and tasks the helper does not take. Each race runs at least 20
-times; a leak is a 500 from the portal, a file of another's shown, or a call the helper ran.
-Leaks must be 0.
+user may read, and with paths and tasks the helper does not take; and through such a link it
+leads the agent, as an ordinary user, out of the places the agent serves. Each race runs at
+least 20 times; a leak is a 500 from the portal, a file of another's shown, or a call the
+helper ran. Leaks must be 0.
 """
 
 from __future__ import annotations
@@ -301,6 +302,44 @@ def test_a_compromised_aipool_cannot_make_the_helper_act_as_a_system_account(
         ledger.attempts.append(what)
         if done.returncode == 0 or not done.stderr.startswith(b"aipool-helper: "):
             ledger.leaks.append(f"{what}: ran ({done.returncode}) {done.stderr[:120]!r}")
+    assert ledger.leaks[seen:] == [], ledger.leaks[seen:]
+
+
+def test_a_compromised_aipool_cannot_lead_the_agent_out_of_its_roots_by_a_link(
+    site: Site, ledger: Ledger
+) -> None:
+    """The helper checks the agent's path as words; a link of ``aipool``'s own below one of the
+    agent's roots (the runs' directory and the dataset store are ``aipool``'s) must not lead
+    the agent, acting as an ordinary user, to that user's files elsewhere (their home: no
+    place the portal acts in). A link that leads out is to be refused, whenever it is
+    swapped in."""
+    helper, seen = site.lab.cfg.root_helper, len(ledger.leaks)
+    runs = site.lab.cfg.root / "portal" / "model-work"
+    bob = pwd.getpwnam("bob")
+    secret = f"bob-home-only-{secrets.token_hex(8)}"
+    private = Path(bob.pw_dir) / f".red-team-{secrets.token_hex(4)}"
+    private.mkdir(mode=0o700)
+    (private / "own").mkdir(mode=0o700)
+    (private / "own" / "note").write_text(secret)
+    for path in (private, private / "own", private / "own" / "note"):
+        os.chown(path, bob.pw_uid, bob.pw_gid)
+    link = runs / f"red-{secrets.token_hex(4)}"
+    decoy = runs / f"red-decoy-{secrets.token_hex(4)}"
+    subprocess.run(["runuser", "-u", "aipool", "--", "mkdir", "-p", f"{decoy}/own"], check=True)
+    linker = _racer("aipool", LINKER, str(link), str(private), str(decoy))
+    try:
+        time.sleep(0.2)
+        for attempt in range(TRIES):
+            task = "pack-deref" if attempt % 2 else "pack"
+            done = _as_aipool(helper, "as-user", "bob", task, f"{link}/own")
+            what = f"as-user bob {task} through a link out of the agent's roots ({attempt})"
+            ledger.attempt(what, done.stdout.decode("latin-1"), secret)
+    finally:
+        _stop(linker)
+        subprocess.run(["runuser", "-u", "aipool", "--", "rm", "-rf", str(decoy)], check=False)
+        for left in runs.glob(f"{link.name}*"):
+            subprocess.run(["runuser", "-u", "aipool", "--", "rm", "-f", str(left)], check=False)
+        shutil.rmtree(private)
     assert ledger.leaks[seen:] == [], ledger.leaks[seen:]
 
 
