@@ -17,12 +17,16 @@ Tasks (one argument each, an absolute path)::
     unpack DIR    # a tar stream on stdin into DIR, made new and complete or not at all
     remove PATH   # PATH and all in it, gone (never following a link)
 
-``pack`` writes links and special files as what they are; it never follows them, and the
-receiver refuses them. ``unpack`` accepts regular files and directories with relative,
-clean names only, writes into a hidden sibling by directory descriptors and renames it to
-DIR when every member is in; it refuses a DIR that exists. A refusal is one JSON line on
-stderr, ``{"error": KIND, "path": …, "detail": …}``, and exit status 2; KIND is one of
-:data:`ERRORS`, so the service can say it in the reader's language.
+Every path it is given is reached from ``/`` one component at a time without following a
+link (:func:`open_dir`): the roots it serves belong to the service's account, so a compromised
+service could otherwise plant a link there and lead the user's process into places of the
+user's that the service has no business in. ``pack`` writes links and special files as what
+they are; it never follows them, and the receiver refuses them. ``unpack`` accepts regular
+files and directories with relative, clean names only, writes into a hidden sibling by
+directory descriptors and renames it to DIR when every member is in; it refuses a DIR that
+exists. A refusal is one JSON line on stderr, ``{"error": KIND, "path": …, "detail": …}``,
+and exit status 2; KIND is one of :data:`ERRORS`, so the service can say it in the reader's
+language.
 """
 
 from __future__ import annotations
@@ -52,6 +56,7 @@ TASKS = ("pack", "pack-deref", "unpack", "remove")
 EXIT_REFUSED = 2
 CHUNK = 1 << 20
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_WAY = os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC  # search rights only
 FILE_MODE = 0o640  # the user's; the service group (the run directory's, by setgid) reads
 EXEC_MODE = 0o750
 DIR_MODE = 0o750
@@ -76,19 +81,44 @@ def _absolute(path: str) -> str:
     return path
 
 
+# --- the way to a path ------------------------------------------------------------------
+
+
+def open_dir(path: str, *, read: bool = True) -> int:
+    """A descriptor of the directory ``path``, reached from ``/`` one component at a time
+    without following a link at any of them: whoever may write a directory on the way (the
+    service's account owns the roots the helper serves) cannot lead the agent elsewhere. The
+    way down needs only search rights (``O_PATH``), as a path does; ``read``: the directory
+    itself opened to be listed."""
+    names = [p for p in path.split("/") if p]
+    fd = os.open("/", _WAY)
+    try:
+        for i, name in enumerate(names):
+            last = i == len(names) - 1
+            nxt = os.open(name, _DIR if last and read else _WAY, dir_fd=fd)
+            os.close(fd)
+            fd = nxt
+        if not names and read:
+            os.close(fd)
+            fd = os.open("/", _DIR)
+    except FileNotFoundError:
+        os.close(fd)
+        raise Refusal("missing", path) from None
+    except PermissionError:
+        os.close(fd)
+        raise Refusal("unreadable", path) from None
+    except OSError as exc:  # ELOOP: a link on the way; ENOTDIR: a file on the way
+        os.close(fd)
+        raise Refusal("not-directory", path, exc.strerror or "") from None
+    return fd
+
+
 # --- pack ------------------------------------------------------------------------------
 
 
 def pack(directory: str, out: IO[bytes]) -> int:
     """Write ``directory``'s tree to ``out`` as a tar stream; returns the members written."""
-    try:
-        top = os.open(directory, _DIR)
-    except FileNotFoundError:
-        raise Refusal("missing", directory) from None
-    except PermissionError:
-        raise Refusal("unreadable", directory) from None
-    except OSError as exc:  # ELOOP, ENOTDIR
-        raise Refusal("not-directory", directory, exc.strerror or "") from None
+    top = open_dir(directory)
     count = 0
     with tarfile.open(fileobj=out, mode="w|", format=tarfile.PAX_FORMAT) as tar:
         for rel, fd, info in _walk(top, ""):
@@ -179,12 +209,15 @@ def pack_deref(directory: str, out: IO[bytes]) -> int:
     """Like :func:`pack`, but links are followed while they lead to something inside
     ``directory`` (a Hugging Face cache's snapshot links to its blobs); one that leads out is
     refused. Each directory is entered once, however many links lead to it."""
-    top = os.path.realpath(directory)
-    if not os.path.isdir(top):
-        raise Refusal("missing" if not os.path.lexists(directory) else "not-directory", directory)
+    fd = open_dir(directory)  # no link on the way to it; inside, the links of its own tree
+    try:
+        os.fchdir(fd)
+    finally:
+        os.close(fd)
+    top = os.getcwd()
     count, seen = 0, set()
     with tarfile.open(fileobj=out, mode="w|", format=tarfile.PAX_FORMAT) as tar:
-        for root, dirs, files in os.walk(directory, followlinks=True, onerror=_unreadable):
+        for root, dirs, files in os.walk(".", followlinks=True, onerror=_unreadable):
             real_root = os.path.realpath(root)
             info = os.stat(real_root)
             if (info.st_dev, info.st_ino) in seen:
@@ -193,7 +226,7 @@ def pack_deref(directory: str, out: IO[bytes]) -> int:
             seen.add((info.st_dev, info.st_ino))
             for name in sorted(dirs + files):
                 path = os.path.join(root, name)
-                rel = os.path.relpath(path, directory)
+                rel = os.path.relpath(path, ".")
                 real = os.path.realpath(path)
                 if real != top and not real.startswith(top + os.sep):
                     raise Refusal("outside", rel, "a link out of the directory")
@@ -246,10 +279,7 @@ def unpack(directory: str, src: IO[bytes]) -> int:
     """Unpack the tar stream ``src`` into the new directory ``directory``; returns the number
     of files written. The tree appears there whole, or not at all."""
     parent, name = os.path.split(directory)
-    try:
-        parent_fd = os.open(parent or "/", _DIR)
-    except OSError as exc:
-        raise Refusal("missing", parent, exc.strerror or "") from None
+    parent_fd = open_dir(parent, read=False)
     try:
         if _exists(parent_fd, name):
             raise Refusal("exists", directory)
@@ -347,11 +377,11 @@ def remove(path: str) -> bool:
     """Remove ``path`` and all in it, by descriptors; False when it was not there."""
     parent, name = os.path.split(path)
     try:
-        parent_fd = os.open(parent or "/", _DIR)
-    except FileNotFoundError:
-        return False
-    except OSError as exc:
-        raise Refusal("not-directory", parent, exc.strerror or "") from None
+        parent_fd = open_dir(parent, read=False)
+    except Refusal as exc:
+        if exc.kind == "missing":
+            return False
+        raise
     try:
         if not _exists(parent_fd, name):
             return False

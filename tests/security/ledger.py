@@ -18,6 +18,12 @@ class Ledger:
             if secret and secret in shown:
                 self.leaks.append(f"{what}: showed {secret[:24]!r}")
 
+    def check(self, what: str, leaked: bool, shown: str = "") -> None:
+        """An attempt whose outcome the caller judged: ``leaked`` with what it showed."""
+        self.attempts.append(what)
+        if leaked:
+            self.leaks.append(f"{what}: {shown[:200]!r}")
+
     def report(self, name: str) -> None:
         print(f"\n{name}: {len(self.attempts)} attempts, {len(self.leaks)} leaks")
         for leak in self.leaks:

@@ -23,7 +23,6 @@ import socket
 import stat
 import subprocess
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -35,7 +34,8 @@ from aipool.lab import metrics as lab_metrics
 from aipool.lab.config import LabPorts
 from slurm_plugins.client.models import JobState
 from tests.journeys.conftest import Site, wait_for
-from tests.security.test_hostile_tenant import Ledger, _web
+from tests.security.ledger import Ledger
+from tests.security.test_hostile_tenant import _web
 
 pytestmark = pytest.mark.slurm
 
@@ -43,15 +43,6 @@ TRIES = 24  # requests per job while the connection file is being rewritten (>= 
 #: what answers from the proxy may be: the portal's own refusals (not a Jupyter job of the
 #: portal's; its server not running, not answering)
 REFUSALS = {409, 502, 503}
-
-
-@pytest.fixture(scope="module")
-def ledger() -> Iterator[Ledger]:
-    book = Ledger()
-    yield book
-    print(f"\nproxies and leaks: {len(book.attempts)} attempts, {len(book.leaks)} leaks")
-    for leak in book.leaks:
-        print(f"  LEAK {leak}")
 
 
 # ---------------------------------------------------------------------- the host's services

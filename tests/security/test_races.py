@@ -16,25 +16,20 @@ import os
 import pwd
 import secrets
 import stat
-import subprocess
 import textwrap
 import time
 from pathlib import Path
 
-import httpx
 import pytest
 
 from tests.journeys.conftest import Site, wait_for
 from tests.security.ledger import Ledger
+from tests.security.racing import project, racer, stop
 
 pytestmark = pytest.mark.slurm
 
 TRIES = 20
 BIG_BYTES = 48 * 2**20  # first in the listing: the copy spends its time on it
-
-
-def _project(api: httpx.Client, name: str) -> int:
-    return next(p["id"] for p in api.get("/projects").json() if p["name"] == name)
 
 
 def _targets(site: Site) -> dict[str, Path]:
@@ -47,27 +42,6 @@ def _targets(site: Site) -> dict[str, Path]:
         "alice's job directory": cfg.root / "portal" / "users" / "alice",
         "root's home": Path("/root"),
     }
-
-
-def _racer(script: str, *args: str) -> subprocess.Popen[str]:
-    """A Python loop in bob's own shell (``args`` are its ``sys.argv[1:]``), until stopped."""
-    env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
-    argv = ["runuser", "-u", "bob", "--", "env", *(f"{k}={v}" for k, v in env.items())]
-    return subprocess.Popen(
-        [*argv, "python3", "-c", textwrap.dedent(script), *args],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-
-
-def _stop(proc: subprocess.Popen[str]) -> None:
-    proc.terminate()
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
 
 
 # ---------------------------------------------------------------- the workspace copy
@@ -95,7 +69,7 @@ def test_links_swapped_into_a_workspace_while_it_is_copied_show_bob_nothing(
 ) -> None:
     bob = site.api("bob")
     name = f"race-{secrets.token_hex(4)}"
-    r = bob.post("/datasets", json={"name": name, "project_id": _project(bob, "vision")})
+    r = bob.post("/datasets", json={"name": name, "project_id": project(bob, "vision")})
     assert r.status_code == 201, r.text
     ds = r.json()["id"]
     try:
@@ -119,7 +93,7 @@ def test_links_swapped_into_a_workspace_while_it_is_copied_show_bob_nothing(
         assert r.status_code == 201, r.text
         assert r.json()["file_count"] == 4
         targets = _targets(site)
-        swapper = _racer(SWAPPER, str(workspace), *(str(t) for t in targets.values()))
+        swapper = racer("bob", SWAPPER, str(workspace), *(str(t) for t in targets.values()))
         outcomes: dict[int, int] = {}
         try:
             for attempt in range(TRIES):
@@ -141,7 +115,7 @@ def test_links_swapped_into_a_workspace_while_it_is_copied_show_bob_nothing(
                 if foreign:
                     ledger.leaks.append(f"{what}: the version holds {foreign[:5]}")
         finally:
-            _stop(swapper)
+            stop(swapper)
         assert sum(outcomes.values()) == TRIES
         print(f"workspace copies while links were swapped in: {outcomes}")
         assert ledger.leaks == [], ledger.leaks
@@ -186,7 +160,7 @@ def test_links_planted_in_a_run_directory_while_a_model_is_staged_change_nothing
     site: Site, ledger: Ledger
 ) -> None:
     bob = site.api("bob")
-    vision = _project(bob, "vision")
+    vision = project(bob, "vision")
     for left in bob.get("/models").json():  # from a run that was cut short
         if left["name"] == "digits-classifier" and left.get("project_id") == vision:
             bob.delete(f"/models/{left['id']}")
@@ -203,7 +177,7 @@ def test_links_planted_in_a_run_directory_while_a_model_is_staged_change_nothing
     r = bob.post(f"/models/{model_id}/versions/1/evaluations", json={})
     assert r.status_code == 201, r.text
     jobs.append(int(r.json()["job_id"]))
-    planter = _racer(PLANTER, str(runs), *(str(t) for t in targets.values()))
+    planter = racer("bob", PLANTER, str(runs), *(str(t) for t in targets.values()))
     try:
         time.sleep(0.5)  # the planter has listed bob's runs
         for attempt in range(TRIES):
@@ -220,7 +194,7 @@ def test_links_planted_in_a_run_directory_while_a_model_is_staged_change_nothing
                 assert r.status_code == 409, r.text
                 assert "model" in r.json()["message"], r.text
     finally:
-        _stop(planter)
+        stop(planter)
         for job_id in jobs:
             site.shell("bob", "scancel", str(job_id))
     after = _modes(watched)

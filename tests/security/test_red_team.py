@@ -28,6 +28,7 @@ import pytest
 
 from tests.journeys.conftest import Site
 from tests.security.ledger import Ledger
+from tests.security.racing import project, racer, stop
 
 pytestmark = pytest.mark.slurm
 
@@ -35,35 +36,11 @@ TRIES = 20
 BIG_BYTES = 16 * 2**20  # first in the listing: the copy spends its time on it
 
 
-def _project(api: httpx.Client, name: str) -> int:
-    return next(p["id"] for p in api.get("/projects").json() if p["name"] == name)
-
-
-def _racer(user: str, script: str, *args: str) -> subprocess.Popen[str]:
-    """A Python loop in ``user``'s own shell (``args`` are its ``sys.argv[1:]``), until stopped."""
-    argv = ["runuser", "-u", user, "--", "env", "PATH=/usr/bin:/bin", "LANG=C.UTF-8"]
-    return subprocess.Popen(
-        [*argv, "python3", "-c", textwrap.dedent(script), *args],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-
-
-def _stop(proc: subprocess.Popen[str]) -> None:
-    proc.terminate()
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-
-
 def _workspace(site: Site, bob: httpx.Client, fill: str) -> tuple[int, Path]:
     """A new dataset of bob's with a read-write mount, its workspace filled by ``fill`` (Python
     run as bob, ``ws`` the workspace's path)."""
     name = f"red-{secrets.token_hex(4)}"
-    r = bob.post("/datasets", json={"name": name, "project_id": _project(bob, "vision")})
+    r = bob.post("/datasets", json={"name": name, "project_id": project(bob, "vision")})
     assert r.status_code == 201, r.text
     ds = int(r.json()["id"])
     mount = bob.post(f"/datasets/{ds}/mounts", json={"mode": "rw", "name": "out"})
@@ -137,11 +114,11 @@ def test_a_file_named_in_bytes_that_are_no_utf8_gets_a_refusal_never_a_500(
         if r.status_code != 422:
             ledger.leaks.append(f"a directory named in odd bytes: HTTP {r.status_code}")
         shutil.rmtree(os.fsencode(workspace) + b"/sub-\xc3")
-        flipper = _racer("bob", FLIPPER, str(workspace))
+        flipper = racer("bob", FLIPPER, str(workspace))
         try:
             outcomes = _copies(bob, ds, "copy racing a name flipped to odd bytes", ledger, (422,))
         finally:
-            _stop(flipper)
+            stop(flipper)
         print(f"workspace copies while a name flipped to bytes that are no UTF-8: {outcomes}")
         # the dataset goes whole, whatever its writers named their files
         odd = os.fsencode(workspace) + b"/zz-\xff\xfe-name.txt"
@@ -202,12 +179,12 @@ def test_pipes_sockets_and_device_links_swapped_in_mid_copy_are_refused(
         """,
     )
     try:
-        racer = _racer("bob", SPECIALS, str(workspace))
+        swapper = racer("bob", SPECIALS, str(workspace))
         started = time.monotonic()
         try:
             outcomes = _copies(bob, ds, "copy racing pipes and device links", ledger, (422,))
         finally:
-            _stop(racer)
+            stop(swapper)
         print(f"workspace copies while special files were swapped in: {outcomes}")
         # a pipe never held the copy: each took about as long as reading the big file
         assert time.monotonic() - started < 300
@@ -265,7 +242,7 @@ def test_a_compromised_aipool_cannot_make_the_helper_act_as_a_system_account(
     link = runs / f"red-{secrets.token_hex(4)}"
     decoy = runs / f"red-decoy-{secrets.token_hex(4)}"
     subprocess.run(["runuser", "-u", "aipool", "--", "mkdir", "-p", f"{decoy}/own"], check=True)
-    linker = _racer("aipool", LINKER, str(link), str(probe), str(decoy))
+    linker = racer("aipool", LINKER, str(link), str(probe), str(decoy))
     try:
         time.sleep(0.2)
         for attempt in range(TRIES):
@@ -277,7 +254,7 @@ def test_a_compromised_aipool_cannot_make_the_helper_act_as_a_system_account(
                 if done.returncode == 0 or b"system account" not in done.stderr:
                     ledger.leaks.append(f"{what}: the helper ran it ({done.returncode})")
     finally:
-        _stop(linker)
+        stop(linker)
         subprocess.run(["runuser", "-u", "aipool", "--", "rm", "-rf", str(decoy)], check=False)
         for left in runs.glob(f"{link.name}*"):
             subprocess.run(["runuser", "-u", "aipool", "--", "rm", "-f", str(left)], check=False)
@@ -326,7 +303,7 @@ def test_a_compromised_aipool_cannot_lead_the_agent_out_of_its_roots_by_a_link(
     link = runs / f"red-{secrets.token_hex(4)}"
     decoy = runs / f"red-decoy-{secrets.token_hex(4)}"
     subprocess.run(["runuser", "-u", "aipool", "--", "mkdir", "-p", f"{decoy}/own"], check=True)
-    linker = _racer("aipool", LINKER, str(link), str(private), str(decoy))
+    linker = racer("aipool", LINKER, str(link), str(private), str(decoy))
     try:
         time.sleep(0.2)
         for attempt in range(TRIES):
@@ -335,7 +312,7 @@ def test_a_compromised_aipool_cannot_lead_the_agent_out_of_its_roots_by_a_link(
             what = f"as-user bob {task} through a link out of the agent's roots ({attempt})"
             ledger.attempt(what, done.stdout.decode("latin-1"), secret)
     finally:
-        _stop(linker)
+        stop(linker)
         subprocess.run(["runuser", "-u", "aipool", "--", "rm", "-rf", str(decoy)], check=False)
         for left in runs.glob(f"{link.name}*"):
             subprocess.run(["runuser", "-u", "aipool", "--", "rm", "-f", str(left)], check=False)

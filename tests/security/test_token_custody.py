@@ -16,8 +16,6 @@ import secrets
 import stat
 import subprocess
 import time
-from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +26,7 @@ from aipool.lab import host
 from slurm_plugins.client import AuthenticationError, SlurmClient
 from slurm_plugins.client.rest import RestClient, mint_token
 from tests.journeys.conftest import Site, wait_for
+from tests.security.ledger import Ledger
 
 pytestmark = pytest.mark.slurm
 
@@ -65,26 +64,6 @@ print(got.hex())
 print(f"read {len(got)} bytes")
 """
 OPERATOR = "tokop"  # an ordinary Unix account that Slurm knows as an operator, for this test
-
-
-@dataclass
-class Ledger:
-    attempts: list[str] = field(default_factory=list)
-    leaks: list[str] = field(default_factory=list)
-
-    def attempt(self, what: str, leaked: bool, shown: str = "") -> None:
-        self.attempts.append(what)
-        if leaked:
-            self.leaks.append(f"{what}: {shown[:200]!r}")
-
-
-@pytest.fixture(scope="module")
-def ledger() -> Iterator[Ledger]:
-    book = Ledger()
-    yield book
-    print(f"\ntoken custody: {len(book.attempts)} attempts, {len(book.leaks)} leaks")
-    for leak in book.leaks:
-        print(f"  LEAK {leak}")
 
 
 def _socket(site: Site) -> Path:
@@ -139,17 +118,17 @@ def test_the_key_is_slurm_s_and_the_token_service_s_only(running: Site, ledger: 
     for user in ("aipool", "alice", "bob"):
         done = running.shell(user, "od", "-An", "-v", "-tx1", str(key))
         shown = re.sub(r"\s", "", done.stdout)
-        ledger.attempt(f"shell: {user} reads the JWT key", secret in shown, shown)
+        ledger.check(f"shell: {user} reads the JWT key", secret in shown, shown)
         assert done.returncode != 0
     # nor through the token service's process: its memory, its open files, its environment
     pid = str(running.lab.ledger()["daemons"]["token-service"]["pid"])
     python = str(running.lab.cfg.runtime / "bin" / "python")
     done = running.shell("aipool", python, "-I", "-c", PEEK, pid)
-    ledger.attempt("shell: aipool reads the token service's memory", secret in done.stdout,
+    ledger.check("shell: aipool reads the token service's memory", secret in done.stdout,
                    done.stdout[-200:])  # fmt: skip
     assert "read 0 bytes" in done.stdout, done.stdout + done.stderr
     done = running.shell("aipool", "tee", "-a", str(_audit(running)))
-    ledger.attempt("shell: aipool appends to the token audit", done.returncode == 0)
+    ledger.check("shell: aipool appends to the token audit", done.returncode == 0)
     assert ledger.leaks == []
 
 
@@ -179,7 +158,7 @@ def test_aipool_gets_no_token_for_privileged_or_unknown_accounts(
         if made != 0:
             subprocess.run(["userdel", OPERATOR], check=False)
     for user, outcome, detail in answers:
-        ledger.attempt(f"aipool asks a token for {user!r}", outcome != "refused", detail)
+        ledger.check(f"aipool asks a token for {user!r}", outcome != "refused", detail)
     assert ledger.leaks == []
     refused = [(r["user"], r["event"], r["peer_uid"]) for r in _audited(running, since)]
     aipool = pwd.getpwnam("aipool").pw_uid
@@ -201,7 +180,7 @@ def test_alice_s_token_is_short_lived_and_works(running: Site, ledger: Ledger) -
     assert token not in _audit(running).read_text()
     # the lifespan the service caps
     ((_, outcome, detail),) = _ask(running, ["alice"], lifespan=3600)
-    ledger.attempt("aipool asks alice's token for an hour", outcome != "refused", detail)
+    ledger.check("aipool asks alice's token for an hour", outcome != "refused", detail)
     assert "lifespan" in detail
 
 
@@ -209,13 +188,13 @@ def test_only_aipool_may_reach_the_service(running: Site, ledger: Ledger) -> Non
     since = _audit(running).stat().st_size
     for user in ("bob", "alice"):  # the socket's directory keeps them out
         ((_, outcome, detail),) = _ask(running, ["alice"], prefix=(user,))
-        ledger.attempt(f"{user} asks the token service", outcome != "refused", detail)
+        ledger.check(f"{user} asks the token service", outcome != "refused", detail)
         assert "unreachable" in detail
     # nobody with the aipool group: through the directory, stopped by SO_PEERCRED
     group = str(grp.getgrnam("aipool").gr_gid)
     prefix = ("setpriv", "--reuid=nobody", "--regid=nogroup", f"--groups={group}", "--")
     ((_, outcome, detail),) = _ask(running, ["alice"], prefix=prefix)
-    ledger.attempt("nobody in group aipool asks the token service", outcome != "refused", detail)
+    ledger.check("nobody in group aipool asks the token service", outcome != "refused", detail)
     assert "peer-not-allowed" in detail
     (record,) = _audited(running, since)
     assert (record["reason"], record["peer_uid"]) == ("peer-not-allowed", pwd.getpwnam("nobody")[2])
@@ -256,7 +235,7 @@ def test_aipool_cannot_act_as_root_or_alice_in_slurm(running: Site, ledger: Ledg
                 owner = client.job(job_id).user
                 leaked = owner != "aipool"
                 out = f"job {job_id} of {owner}"
-            ledger.attempt(f"shell: aipool {what}", leaked, out)
+            ledger.check(f"shell: aipool {what}", leaked, out)
     finally:
         if ours:
             client.cancel(ours)
@@ -270,7 +249,7 @@ def test_aipool_cannot_act_as_root_or_alice_in_slurm(running: Site, ledger: Ledg
                 shown = f"{len(rest.jobs())} jobs"
             except AuthenticationError:  # slurmctld refuses a token for another name
                 shown = ""
-        ledger.attempt(f"slurmrestd as {user} with aipool's own token", bool(shown), shown)
+        ledger.check(f"slurmrestd as {user} with aipool's own token", bool(shown), shown)
     assert ledger.leaks == []
 
 
@@ -295,7 +274,7 @@ def test_a_crowd_of_requests_mints_only_for_ordinary_users(running: Site, ledger
         wrong = outcome == "minted" and (
             user not in ordinary or jwt.decode(detail, key, algorithms=["HS256"])["sun"] != user
         )
-        ledger.attempt(f"crowd: a token for {user}", wrong, detail)
+        ledger.check(f"crowd: a token for {user}", wrong, detail)
     assert sorted(u for u, o, _ in answers if o == "minted") == sorted(
         u for u in users if u in ordinary
     )
