@@ -109,6 +109,18 @@ def as_user(browser: Browser, site: Site) -> Iterator[Callable[[str], Page]]:  #
         context.close()
 
 
+def import_preset(api: httpx.Client, project: str, preset: str = "digits-classifier") -> int:
+    """A fresh import of ``preset`` into ``project`` (one a run cut short left is deleted
+    first): the new model's id."""
+    project_id = next(p["id"] for p in api.get("/projects").json() if p["name"] == project)
+    for left in api.get("/models").json():
+        if left["name"] == preset and left.get("project_id") == project_id:
+            api.delete(f"/models/{left['id']}")
+    r = api.post(f"/presets/{preset}/import", json={"project_id": project_id})
+    assert r.status_code == 201, r.text
+    return int(r.json()["id"])
+
+
 def wait_for(check: Callable[[], object], timeout: float, what: str, interval: float = 1) -> object:
     """Poll ``check`` until it returns something true; fail naming ``what``. A browser error
     while polling (the page refreshing itself under a read) counts as "not yet"."""

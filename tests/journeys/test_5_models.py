@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 from sklearn.datasets import load_digits
 
-from tests.journeys.conftest import Site, wait_for
+from tests.journeys.conftest import Site, import_preset, wait_for
 
 log = logging.getLogger(__name__)
 
@@ -26,13 +26,7 @@ def _poll(api: httpx.Client, url: str, key: str, done: Any, timeout: float) -> A
 
 def test_a_preset_imported_evaluated_served_scaled_and_stopped_as_alice(site: Site) -> None:
     alice = site.api("alice")
-    nlp = next(p for p in alice.get("/projects").json() if p["name"] == "nlp")
-    for left in alice.get("/models").json():  # from a run that was cut short
-        if left["name"] == "digits-classifier" and left.get("project_id") == nlp["id"]:
-            alice.delete(f"/models/{left['id']}")
-    r = alice.post("/presets/digits-classifier/import", json={"project_id": nlp["id"]})
-    assert r.status_code == 201, r.text
-    model_id = r.json()["id"]
+    model_id = import_preset(alice, "nlp")
     try:
         _journey(site, alice, model_id)
     finally:

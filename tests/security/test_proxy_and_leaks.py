@@ -33,7 +33,7 @@ import pytest
 from aipool.lab import metrics as lab_metrics
 from aipool.lab.config import LabPorts
 from slurm_plugins.client.models import JobState
-from tests.journeys.conftest import Site, wait_for
+from tests.journeys.conftest import Site, import_preset, wait_for
 from tests.security.ledger import Ledger
 from tests.security.test_hostile_tenant import _web
 
@@ -306,13 +306,7 @@ def test_a_spoofed_forwarded_for_passes_no_allow_list(site: Site, ledger: Ledger
     10.9.9.9 is refused; one open to 127.0.0.1 lets the same call past the list (the
     control: the list reads the connection's address)."""
     alice = site.api("alice")
-    nlp = next(p for p in alice.get("/projects").json() if p["name"] == "nlp")
-    for left in alice.get("/models").json():  # from a run that was cut short
-        if left["name"] == "digits-classifier" and left.get("project_id") == nlp["id"]:
-            alice.delete(f"/models/{left['id']}")
-    r = alice.post("/presets/digits-classifier/import", json={"project_id": nlp["id"]})
-    assert r.status_code == 201, r.text
-    model_id = r.json()["id"]
+    model_id = import_preset(alice, "nlp")
     services = []
     try:
         version = wait_for(

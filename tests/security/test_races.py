@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.journeys.conftest import Site, wait_for
+from tests.journeys.conftest import Site, import_preset, wait_for
 from tests.security.ledger import Ledger
 from tests.security.racing import project, racer, stop
 
@@ -160,13 +160,7 @@ def test_links_planted_in_a_run_directory_while_a_model_is_staged_change_nothing
     site: Site, ledger: Ledger
 ) -> None:
     bob = site.api("bob")
-    vision = project(bob, "vision")
-    for left in bob.get("/models").json():  # from a run that was cut short
-        if left["name"] == "digits-classifier" and left.get("project_id") == vision:
-            bob.delete(f"/models/{left['id']}")
-    r = bob.post("/presets/digits-classifier/import", json={"project_id": vision})
-    assert r.status_code == 201, r.text
-    model_id = r.json()["id"]
+    model_id = import_preset(bob, "vision")
     runs = site.lab.cfg.root / "portal" / "model-work" / "bob"
     targets = _targets(site)
     watched = [t for t in targets.values() if t.exists()]
