@@ -29,7 +29,7 @@ def _slurm_check(app: Flask, *, sync: bool) -> None:
     for line in report.lines():
         click.echo(line)
     for command in report.commands:
-        click.echo(f"  sacctmgr {command}")
+        click.echo(f"  {command}")
     if report.plan.empty:
         click.echo("Slurm's associations match the portal's memberships")
     elif not report.applied:

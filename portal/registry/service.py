@@ -361,6 +361,7 @@ def import_version(
     if real.is_relative_to(storage.mirror().resolve()):
         if not real.is_dir():
             raise ValidationFailed({"path": [gettext("There is no such directory.")]})
+        _layout(real)  # before a copy of what may be large
         staged = storage.stage_directory(real)  # the site's mirror: the portal's own
     else:
         # an import root users may write: read as the caller, by their own process

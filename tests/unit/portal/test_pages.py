@@ -110,9 +110,11 @@ def test_a_jupyter_forms_refusals_stand_at_its_fields_in_the_readers_language(en
         rest = html[html.index(f'id="{field}"') :]
         return rest[: rest.index("</div>")]
 
+    # a name the rule refuses is said at the name, before anything else is checked
     html = refused("zh-CN", "my notebook")
-    assert "&#39;my notebook&#39; 不允许：以字母开头" in at(html, "name")
+    assert "以字母或数字开头，其后为任意文字的字母、数字" in at(html, "name")  # a space is none
     # the form's own advice: it has no affinity.features to point to
+    html = refused("zh-CN", "笔记本")
     assert "卡的份额不能指定卡型号；请留空设备型号，或申请整卡 GPU" in at(html, "gres_type")
     assert "affinity" not in html
     assert "resources.gpu_type" not in html  # no spec paths shown

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Collection
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 from sqlalchemy import func, select
 
 from portal.extensions import Base, db
-from portal.jobs.models import JobRecord
+from portal.jobs.models import JUPYTER, JobRecord
 from tests.unit.portal.conftest import Env
 
 USERS = ("admin", "erin", "tina", "carol", "alice", "sam", "victor", "gina", "nobody")
@@ -253,8 +254,10 @@ def _names(env: Env) -> dict[str, Any]:
 
 
 def _portal_job(env: Env, user: str, project: str) -> int:
-    """A Jupyter job with a history row, as if submitted through the portal."""
-    job_id = env.slurm.add_job(user, project, comment="aipool:name=nb,jupyter=1")
+    """A Jupyter job with a history row, as if submitted through the portal (its app marked:
+    only such a job is proxied)."""
+    now = datetime.now(UTC)
+    job_id = env.slurm.add_job(user, project, comment="aipool:name=nb,jupyter=1", submit_time=now)
     with env.app.app_context():
         db.session.add(
             JobRecord(
@@ -264,6 +267,8 @@ def _portal_job(env: Env, user: str, project: str) -> int:
                 kind="form",
                 name="nb",
                 request={"name": "nb", "time_limit": 5, "script": "#!/bin/bash\ntrue\n"},
+                app=JUPYTER,
+                submitted_at=now,
             )
         )
         db.session.commit()
