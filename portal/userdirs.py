@@ -145,10 +145,10 @@ def run_dir(root: Path, username: str, group: str) -> Path:
 def remove_run(path: Path | str) -> None:
     """Remove one run's directory (``<root>/<user>/<name>``) with all its job wrote."""
     path = Path(path)
-    if helper():
+    if os.geteuid() != 0 and helper():
         _ask("remove-run", str(path.parent.parent), path.parent.name, path.name)
         return
-    shutil.rmtree(path, ignore_errors=True)  # root (the unit tests), or the portal's own
+    shutil.rmtree(path, ignore_errors=True)  # root (the tests' portals), or the portal's own
 
 
 def remove_workspace(store: Path, dataset_id: int) -> None:

@@ -272,7 +272,10 @@ def names(lab: Lab) -> list[str]:
 
 
 def down(lab: Lab) -> list[str]:
-    return lab.stop_named(tuple(names(lab)))
+    """Stop AIPool's services but the token service: like slurmrestd, whose tokens it mints,
+    it serves whatever submits as a user on the lab (the integration tests' own portals, run
+    while the site's services are down); ``aipool lab down`` stops it with the rest."""
+    return lab.stop_named(tuple(n for n in names(lab) if n != TOKEN_SERVICE))
 
 
 def _answers(url: str) -> bool:

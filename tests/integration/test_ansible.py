@@ -424,11 +424,11 @@ def test_the_root_helper_is_roots_and_only_aipool_may_run_it(site: Site) -> None
     # the helper as installed makes a user's directory where the portal keeps them
     users = PREFIX / "var/lib/aipool/portal/users"
     done = subprocess.run(
-        [str(helper), "user-dir", str(users), "nobody"], capture_output=True, text=True, check=False
+        [str(helper), "user-dir", str(users), "alice"], capture_output=True, text=True, check=False
     )
     assert done.returncode == 0, done.stderr
-    st = (users / "nobody").stat()
-    assert st.st_uid == pwd.getpwnam("nobody").pw_uid
+    st = (users / "alice").stat()
+    assert st.st_uid == pwd.getpwnam("alice").pw_uid
     assert stat.S_IMODE(st.st_mode) == 0o2750
 
 

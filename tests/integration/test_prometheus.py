@@ -185,7 +185,10 @@ def test_what_each_service_serves_passes_promtool(prometheus: Prometheus, runnin
     token = metrics.token_file(running.cfg).read_text().strip()
     for target in prometheus.targets():
         job = target["labels"]["job"]
-        auth = {"Authorization": f"Bearer {token}"} if job == metrics.PORTAL_JOB else {}
+        # every /metrics wants the token (docs/security.md): none is open without it
+        bare = httpx.get(target["scrapeUrl"], timeout=10)
+        assert bare.status_code in (401, 403), (job, target["scrapeUrl"], bare.status_code)
+        auth = {"Authorization": f"Bearer {token}"}
         resp = httpx.get(target["scrapeUrl"], headers=auth, timeout=10)
         assert resp.status_code == 200, (target["scrapeUrl"], resp.status_code)
         check_metrics(resp.text)

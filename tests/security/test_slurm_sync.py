@@ -12,11 +12,9 @@ from typing import Any
 import pytest
 
 from slurm_plugins.client.specs import UserSpec
-from tests.journeys import conftest as journeys
 from tests.journeys.conftest import Site, wait_for
 
 pytestmark = pytest.mark.slurm
-site = journeys.site  # the fixture: the lab and its running services, as the demo leaves them
 
 #: the reconciler syncs every 60 s; a pass may be running when the drift is made
 REPAIRED_WITHIN = 150
