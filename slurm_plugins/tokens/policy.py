@@ -70,11 +70,16 @@ ALLOW = Decision(True)
 UidOf = Callable[[str], int | None]
 
 
+def may_ask(policy: Policy, peer_uid: int) -> bool:
+    """Whether ``peer_uid`` may ask at all: the caller, and root, which reads the key itself
+    (answering it gives nothing away: a portal or a command run as root, as the lab's
+    integration tests run theirs)."""
+    return peer_uid in (policy.caller_uid, 0)
+
+
 def decide(policy: Policy, peer_uid: int, request: Request, uid_of: UidOf) -> Decision:
     """May ``peer_uid`` have a token for ``request.user`` lasting ``request.lifespan`` s?"""
-    # root reads the key itself: answering it gives nothing away (a portal or a command run
-    # as root, as the lab's integration tests run theirs)
-    if peer_uid not in (policy.caller_uid, 0):
+    if not may_ask(policy, peer_uid):
         return Decision(False, Reason.PEER, f"uid {peer_uid} is not the service's caller")
     if not 1 <= request.lifespan <= policy.max_lifespan:
         return Decision(

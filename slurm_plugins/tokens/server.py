@@ -25,7 +25,15 @@ from typing import Any
 
 from slurm_plugins.client import SlurmClient, SlurmError
 from slurm_plugins.client.rest import mint_token
-from slurm_plugins.tokens.policy import Decision, Policy, Reason, Request, UidOf, decide
+from slurm_plugins.tokens.policy import (
+    Decision,
+    Policy,
+    Reason,
+    Request,
+    UidOf,
+    decide,
+    may_ask,
+)
 from slurm_plugins.tokens.wire import (
     MAX_LINE,
     TIMEOUT_S,
@@ -184,7 +192,7 @@ class TokenService:
         seen: dict[str, Any] = {"peer_uid": uid, "peer_pid": pid}
         with self._lock:
             policy = self.policy
-        if uid != policy.caller_uid:  # before reading a byte of what it sent
+        if not may_ask(policy, uid):  # before reading a byte of what it sent
             return self._refuse(seen, decide(policy, uid, Request("", 0), self._uid_of)), False
         try:
             request = parse_request(read_line(conn))

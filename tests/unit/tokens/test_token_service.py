@@ -420,3 +420,13 @@ def test_the_daemon_will_not_run_as_root_or_as_its_caller(tmp_path: Path) -> Non
     done = CliRunner().invoke(main, [*args, "--caller", "no-such-user-x", "--check"])
     assert done.exit_code == 2
     assert "no such user" in done.output
+
+
+def test_root_is_served_over_the_socket_though_not_the_caller(audit: Audit) -> None:
+    """Root reads the key itself: the service answers it as it answers its caller (the lab's
+    tests run their portals as root)."""
+    reply = _ask(_service(audit, caller_uid=ME + 4242), b'{"user": "alice", "lifespan": 60}\n')
+    if ME == 0:
+        assert reply["ok"], reply
+    else:
+        assert reply["reason"] == str(Reason.PEER)
