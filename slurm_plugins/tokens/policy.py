@@ -6,7 +6,8 @@ lifespan outside ``1..max_lifespan``; a name that is not a well-formed account n
 the site refuses outright (root, SlurmUser, the service accounts); a name with no Unix
 account, or whose uid is a system account's (below ``min_uid``) or above ``max_uid``
 (``nobody``); and a name Slurm knows as an operator or administrator. Everything else, an
-ordinary user, gets a token.
+ordinary user, gets a token. Root, which reads the key and could mint any token itself, is
+refused nothing but malformed requests and names with no account.
 """
 
 from __future__ import annotations
@@ -88,11 +89,13 @@ def decide(policy: Policy, peer_uid: int, request: Request, uid_of: UidOf) -> De
     user = request.user
     if not NAME.fullmatch(user):
         return Decision(False, Reason.BAD_NAME, "not an account name")
-    if user in policy.refused:
-        return Decision(False, Reason.REFUSED_NAME, "this account never gets a token")
     uid = uid_of(user)
     if uid is None:
         return Decision(False, Reason.NO_ACCOUNT, "no such Unix account")
+    if peer_uid == 0 and peer_uid != policy.caller_uid:
+        return ALLOW  # root could mint any token with the key it reads: nothing is given away
+    if user in policy.refused:
+        return Decision(False, Reason.REFUSED_NAME, "this account never gets a token")
     if uid in policy.refused_uids:
         return Decision(False, Reason.REFUSED_NAME, "this uid never gets a token")
     if not policy.min_uid <= uid <= policy.max_uid:

@@ -106,6 +106,9 @@ def test_an_ordinary_user_gets_one_and_only_the_caller_or_root_asks() -> None:
     policy = _policy(caller_uid=4242)
     assert decide(policy, 4242, Request("alice", 60), ACCOUNTS.get).allowed
     assert decide(policy, 0, Request("alice", 60), ACCOUNTS.get).allowed  # reads the key anyway
+    assert decide(policy, 0, Request("root", 60), ACCOUNTS.get).allowed  # and could mint this
+    assert decide(policy, 0, Request("root", 6000), ACCOUNTS.get).reason is Reason.LIFESPAN
+    assert decide(policy, 4242, Request("root", 60), ACCOUNTS.get).reason is Reason.REFUSED_NAME
     assert decide(policy, 4243, Request("alice", 60), ACCOUNTS.get).reason is Reason.PEER
     assert decide(policy, 65534, Request("alice", 60), ACCOUNTS.get).reason is Reason.PEER
 
