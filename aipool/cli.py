@@ -59,6 +59,8 @@ def _lab() -> Lab:
 )
 def up(clusters: int | None, controllers: int | None) -> None:
     """Start (or complete) the lab cluster; idempotent."""
+    from aipool.lab import services as svc
+
     lab_ = _lab()
     try:
         report = lab_.up(
@@ -66,8 +68,11 @@ def up(clusters: int | None, controllers: int | None) -> None:
             clusters=clusters,
             controllers=controllers,
         )
+        tokens = svc.token_service(lab_)  # slurmrestd's users' tokens, beside slurmrestd
     except LabError as exc:
         raise click.ClickException(str(exc)) from exc
+    report.started += tokens.started
+    report.reused += tokens.reused
     for what, at in report.steps:
         click.echo(f"{at:6.2f} s  {what}")
     click.echo(f"started: {', '.join(report.started) or 'nothing (already up)'}")

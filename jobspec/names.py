@@ -19,6 +19,7 @@ or a template's file, the narrower ASCII rules of :mod:`jobspec.fields` apply in
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from typing import Any
 
@@ -67,11 +68,20 @@ def is_name(value: Any) -> bool:
     return unicodedata.is_normalized("NFC", value)
 
 
+#: what the API's document says of a name (OpenAPI's ``pattern``): a part of the rule that a
+#: regular expression of both ECMAScript and Python can state (Latin letters, digits and CJK
+#: ideographs), so that every name it matches is one. The rule itself, checked on the
+#: server, admits the letters of every script.
+DOCUMENTED = re.compile(r"^(?![0-9]+$)[A-Za-z0-9\u4e00-\u9fff][A-Za-z0-9\u4e00-\u9fff_.-]{0,63}$")
+
+
 class Name(validate.Validator):
     """The rule as a marshmallow validator (the portal's schemas); the message is
-    :data:`NAME_RULE`, translated where the portal answers."""
+    :data:`NAME_RULE`, translated where the portal answers. ``regex`` is what apispec writes
+    as the field's ``pattern`` (:data:`DOCUMENTED`)."""
 
     error = NAME_RULE
+    regex = DOCUMENTED
 
     def __call__(self, value: Any) -> Any:
         if not is_name(value):

@@ -18,7 +18,7 @@ def _checks(length: validate.Length, extra: Any) -> list[Any]:
     field with its own pattern states the allowed characters itself (OpenAPI shows one
     pattern per field), so the no-control-characters pattern is added only without one."""
     more = [] if extra is None else list(extra) if isinstance(extra, list | tuple) else [extra]
-    own_pattern = any(isinstance(v, validate.Regexp) for v in more)
+    own_pattern = any(isinstance(getattr(v, "regex", None), re.Pattern) for v in more)
     return [length, *([] if own_pattern else [_no_control]), *more]
 
 

@@ -214,6 +214,15 @@ def up(lab: Lab, *, port: int | None = None) -> ServiceInfo:
     return ServiceInfo(url, Path(cfg.etc / "demo-passwords"), tuple(report.started))
 
 
+def token_service(lab: Lab) -> Report:
+    """Start the token service unless it runs: ``aipool lab up`` does, since whatever submits
+    as a user through slurmrestd asks it (the site's portal and the tests' own portals), as
+    slurmrestd itself is up with the lab."""
+    report = Report()
+    _token_service(lab, lab.ledger(), report, service_python(lab.cfg))
+    return report
+
+
 def _token_service(lab: Lab, ledger: dict[str, Any], report: Report, python: str) -> None:
     """The token service (:mod:`slurm_plugins.tokens`) as its own user, the JWT key's one
     reader but Slurm: it mints the portal's users' slurmrestd tokens, for ``aipool`` only."""

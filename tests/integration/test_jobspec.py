@@ -24,8 +24,10 @@ from typing import Any
 import pytest
 
 from aipool.lab.cluster import Lab
+from aipool.lab.config import LabConfig
 from jobspec.cli import Settings, job_report
 from jobspec.library import History
+from jobspec.options import ClusterConfig
 from jobspec.schema import load_spec
 from jobspec.status import connection_path, read_connection
 from jobspec.submit import submit_specs
@@ -49,6 +51,11 @@ LOOPBACK = {
 SLIVER = "1/32"  # the smallest share of a card: puts a job on a GPU node and leaves room
 
 
+# Rendezvous ports are chosen by job id: a second lab on this host (CI runs two, their job ids
+# alike) takes its own block, by its port offset, so two DDP jobs never meet on one port.
+JOB_PORTS = ClusterConfig(port_low=ClusterConfig().port_low + LabConfig.from_env().ports.offset)
+
+
 class Jobs:
     """Submits specs from one test, remembers the ids and cancels them at the end."""
 
@@ -62,7 +69,7 @@ class Jobs:
         loaded = [
             load_spec({"workdir": str(self.workdir), "env": {"PATH": PATH}, **s}) for s in specs
         ]
-        done = submit_specs(loaded, self.client, history=self.history, cluster="lab")
+        done = submit_specs(loaded, self.client, cfg=JOB_PORTS, history=self.history, cluster="lab")
         self.ids += [d.job_id for d in done]
         return [d.job_id for d in done]
 

@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from marshmallow import ValidationError
 
-from jobspec.names import MAX_NAME, NAME_RULE, Name, is_name
+from jobspec.names import DOCUMENTED, MAX_NAME, NAME_RULE, Name, is_name
 from jobspec.options import labels
 from jobspec.schema import load_spec
 
@@ -100,6 +100,19 @@ def test_a_name_is_safe_everywhere_it_goes(value: str) -> None:
     assert len(value) <= MAX_NAME
     assert len(value.encode()) <= 255
     assert not value.isdigit()
+
+
+@given(st.from_regex(DOCUMENTED, fullmatch=True))
+def test_every_name_the_api_document_admits_is_a_name(value: str) -> None:
+    """OpenAPI's pattern is a part of the rule: a client generating names from the document
+    (schemathesis does) is never refused."""
+    assert is_name(value)
+
+
+@pytest.mark.parametrize("value", ["tenancy/groups.html", "1234", "_x", "a b", "训练 1"])
+def test_the_api_document_refuses_what_the_rule_refuses(value: str) -> None:
+    assert not DOCUMENTED.match(value)
+    assert not is_name(value)
 
 
 def test_spec_takes_a_chinese_name_and_renders_it() -> None:
