@@ -20,7 +20,7 @@ from typing import Any
 
 from sim.labslice import LabTask, steps
 from slurm_plugins.client import JobNotFound, SlurmClient
-from slurm_plugins.client.labels import decode
+from slurm_plugins.client.labels import tagged_deferred
 from slurm_plugins.client.models import Job
 from slurm_plugins.policy import collect
 from slurm_plugins.policy.config import parse_config
@@ -116,7 +116,7 @@ class _Runner:
             job_id = self.client.submit(SCRIPT, opts)
             self.ids[t.name] = job_id
             seen = self.job(job_id)
-            if seen is None or decode(seen.admin_comment).get("placement") != "deferred":
+            if seen is None or not tagged_deferred(seen.admin_comment):
                 raise LabRunError(f"job {job_id} ({t.name}) was not deferred by the admission hook")
         report = self.daemon.cycle()
         if report is None:

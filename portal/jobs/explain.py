@@ -11,7 +11,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from portal.jobs.reasons import FAMILIES, REASONS, UNKNOWN
+from portal.jobs.reasons import BEGIN_TIME_BY, FAMILIES, REASONS, UNKNOWN
 from slurm_plugins.client.models import JobState
 from translations import N_, gettext
 
@@ -97,13 +97,20 @@ def entry(code: str) -> tuple[str, str] | None:
     return None
 
 
-def explain_reason(text: str | None, locale: str | None) -> Explained | None:
-    """Slurm's reason in ``locale``; ``None`` when there is none."""
+def explain_reason(
+    text: str | None, locale: str | None, *, begin_by: str | None = None
+) -> Explained | None:
+    """Slurm's reason in ``locale``; ``None`` when there is none. ``begin_by`` says who set
+    the begin time behind a ``BeginTime`` (a key of :data:`BEGIN_TIME_BY`) when the job's
+    user did not: the placement daemon's deferral or a requeue, not "the start time it asked
+    for"."""
     parts = split_reason(text)
     if parts is None:
         return None
     code, detail = parts
     said = entry(code)
+    if code == "BeginTime" and begin_by is not None and begin_by in BEGIN_TIME_BY:
+        said = BEGIN_TIME_BY[begin_by]
     known = said is not None
     meaning, advice = said or UNKNOWN
     return Explained(code, gettext(locale, meaning), gettext(locale, advice), detail, known)

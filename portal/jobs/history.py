@@ -14,13 +14,14 @@ from sqlalchemy.sql.elements import UnaryExpression
 from sqlalchemy.sql.operators import custom_op
 
 from portal.authz import Access, Perm
-from portal.errors import Forbidden, NotFound
+from portal.errors import Conflict, Forbidden, NotFound
 from portal.i18n import gettext
 from portal.jobs import service
 from portal.jobs.models import SPEC, JobRecord
 from portal.pagination import PageParams, count_of, page_of_query
 from portal.slurm import SlurmPort
 from portal.tenancy.models import Project
+from slurm_plugins.client.errors import SlurmError
 from slurm_plugins.client.models import Job
 
 
@@ -103,6 +104,18 @@ def rerun(session: Session, access: Access, port: SlurmPort, job_id: int) -> int
     rec = record_of(session, access, job_id)
     if rec.user_id != access.user_id:
         raise Forbidden(gettext("Only the user who submitted a job runs it again."))
+    try:
+        [row] = rows_with_jobs([rec], [j for j in [port.job(job_id)] if j is not None])
+    except SlurmError:
+        row = Row(rec, None)  # Slurm does not answer: the submission below says so
+    if row.job is not None and row.job.state.is_active:
+        raise Conflict(
+            gettext(
+                "Job %(id)d is still queued or running: run it again once it has ended, "
+                "or cancel it first.",
+                id=job_id,
+            )
+        )
     if rec.kind == SPEC:
         return service.submit_spec(
             session, access, port, rec.project_id, rec.request, rerun_of=job_id

@@ -173,8 +173,11 @@ def detail(job_id: int) -> str:
         windows=WINDOWS,
         jupyter=jupyter,
         output=monitor.output(session(), view, access),
-        can_cancel=job.state.is_active and service.may_cancel(session(), access, view),
-        can_rerun=record is not None and record.user_id == access.user_id,
+        can_cancel=job.state.is_cancellable and service.may_cancel(session(), access, view),
+        # another run of a job that ended: one still queued or running is not run again
+        can_rerun=record is not None
+        and record.user_id == access.user_id
+        and not job.state.is_active,
         record=record,
     )
 
@@ -201,7 +204,7 @@ def cancel(job_id: int) -> str | Response:
     access = current_access()
     if request.method == "GET":
         view = service.get_job(session(), access, slurm(), job_id)
-        if not view.job.state.is_active:
+        if not view.job.state.is_cancellable:
             flash(gettext("Job %(id)d has already ended.", id=job_id), "info")
             return redirect(url_for(".detail", job_id=job_id))
         if not service.may_cancel(session(), access, view):

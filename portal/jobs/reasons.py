@@ -303,3 +303,15 @@ UNKNOWN = (
     N_("Slurm gives a reason that has no explanation here yet."),
     N_("Ask the platform admins if it keeps the job waiting."),
 )
+
+
+#: ``BeginTime`` where the job's user set no start time: who set it instead -> words
+BEGIN_TIME_BY: Mapping[str, tuple[str, str]] = {
+    # the admission hook gave it a begin time for the placement daemon (DESIGN: placement)
+    "placement": (
+        N_("The platform is choosing the cards that suit it best; it starts within moments."),
+        WAIT,
+    ),
+    # Slurm holds a requeued job back a little before it may start again
+    "requeue": (N_("It was queued again and waits a moment before it starts again."), WAIT),
+}

@@ -407,7 +407,7 @@ def cancel(session: Session, access: Access, port: SlurmPort, job_id: int) -> Jo
     and are cancelled by the portal's Slurm client, recorded in the audit log."""
     view = get_job(session, access, port, job_id)
     job = view.job
-    if not job.state.is_active:
+    if not job.state.is_cancellable:
         raise Conflict(
             gettext(
                 "Job %(id)d has ended (%(state)s).",

@@ -15,6 +15,7 @@ from flask import Flask, current_app
 
 from portal.i18n import current, gettext, lazy_gettext, ngettext, number
 from portal.jobs import explain
+from slurm_plugins.client import labels
 from slurm_plugins.client.capacity import Held, held
 from slurm_plugins.client.models import Job, JobState, Tres
 
@@ -36,7 +37,17 @@ def reason(job: Job) -> explain.Explained | None:
     """Slurm's reason in words, where it says one (a running job's ``None`` is none)."""
     if job.state is JobState.RUNNING and job.reason in ("", "None"):
         return None
-    return explain.explain_reason(job.reason, current())
+    return explain.explain_reason(job.reason, current(), begin_by=begin_set_by(job))
+
+
+def begin_set_by(job: Job) -> str | None:
+    """Who gave a queued job its begin time when its user did not: the admission hook, for
+    the placement daemon (its ``placement=deferred`` label), or Slurm, requeueing it."""
+    if job.state is not JobState.PENDING:
+        return None
+    if job.restart_count:
+        return "requeue"
+    return "placement" if labels.tagged_deferred(job.admin_comment) else None
 
 
 def policy_reasons(job: Job) -> list[str]:

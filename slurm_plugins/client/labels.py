@@ -20,6 +20,16 @@ KEY = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}")
 VALUE = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 
 
+#: The admission hook's label, in a job's admin comment (which only Slurm's administrators
+#: and the hook write), on a job it gave a begin time for the placement daemon to pin it.
+DEFERRED = ("placement", "deferred")
+
+
+def tagged_deferred(admin_comment: str | None) -> bool:
+    """Whether the admission hook deferred the job for the placement daemon."""
+    return decode(admin_comment).get(DEFERRED[0]) == DEFERRED[1]
+
+
 class LabelError(ValueError):
     """A label that cannot be written; the message names the label."""
 

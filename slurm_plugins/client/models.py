@@ -52,6 +52,12 @@ class JobState(StrEnum):
     def is_finished(self) -> bool:
         return not self.is_active and self is not JobState.UNKNOWN
 
+    @property
+    def is_cancellable(self) -> bool:
+        """Queued or running: neither ended nor ending (``COMPLETING``: cancelled or done,
+        Slurm still cleaning up its nodes)."""
+        return self.is_active and self is not JobState.COMPLETING
+
 
 _ACTIVE = frozenset(
     {

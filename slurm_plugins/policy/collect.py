@@ -36,10 +36,6 @@ def _ts(t: datetime | None) -> float | None:
     return t.timestamp() if t is not None else None
 
 
-#: The admission hook's tag on a job it gave a begin time for the placement daemon.
-DEFERRED = ("placement", "deferred")
-
-
 def deferred(j: Job, now: float) -> bool:
     """Still waiting for the placement daemon: tagged by the hook, pending, never started,
     and its begin time not reached (a requeued job waits for Slurm's own reasons)."""
@@ -47,7 +43,7 @@ def deferred(j: Job, now: float) -> bool:
         return False
     if j.eligible_time.timestamp() <= now:
         return False
-    return job_labels.decode(j.admin_comment).get(DEFERRED[0]) == DEFERRED[1]
+    return job_labels.tagged_deferred(j.admin_comment)
 
 
 def job_info(j: Job, *, now: float) -> JobInfo:

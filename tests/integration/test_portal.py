@@ -251,11 +251,15 @@ def test_a_job_from_history_runs_again_as_its_owner(portal: Portal, client: Slur
     assert first in [h["job_id"] for h in history]
     # someone else may not re-run alice's job
     assert portal.api(SUBMITTER).post(f"/api/v1/jobs/{first}/rerun").status_code in {403, 404}
+    # nor run it again while Slurm still has it queued or running
+    original = wait_job(client, first, lambda j: True, 10)
+    assert portal.api("alice").post(f"/api/v1/jobs/{first}/rerun").status_code == 409
+    client.cancel([first])
+    wait_job(client, first, lambda j: not j.state.is_active, 60)
     r = portal.api("alice").post(f"/api/v1/jobs/{first}/rerun")
     assert r.status_code == 201, r.json
     again = int(r.json["job_id"])
     job = wait_job(client, again, lambda j: True, 10)
-    original = wait_job(client, first, lambda j: True, 10)
     assert again != first
     assert (job.user, job.account, job.partition) == ("alice", "nlp", "gpu")
     assert job.gres_request == original.gres_request

@@ -290,3 +290,44 @@ def test_a_code_nothing_explains_says_so_and_keeps_the_code() -> None:
 def test_the_policy_daemons_decisions_in_words(decision: str, en: str, zh: str) -> None:
     assert policy_words(decision, "en") == en
     assert zh in policy_words(decision, "zh_CN")
+
+
+@pytest.mark.parametrize(
+    ("admin_comment", "restarts", "by", "zh_words"),
+    [
+        ("", 0, None, "指定的开始时间"),
+        ("aipool:placement=deferred", 0, "placement", "正在为它挑选"),
+        # a user's own --comment cannot claim the deferral: only the admin comment counts
+        ("", 1, "requeue", "重新排队"),
+        ("aipool:placement=deferred", 2, "requeue", "重新排队"),
+    ],
+)
+def test_a_begin_time_nobody_asked_for_is_not_called_the_users(
+    admin_comment: str, restarts: int, by: str | None, zh_words: str
+) -> None:
+    """A job the hook deferred for the placement daemon, or one Slurm requeued, waits for a
+    begin time its user never set: the page says who set it."""
+    from portal.jobs.words import begin_set_by
+    from slurm_plugins.client.models import Job
+
+    job = Job(
+        job_id=7,
+        name="train",
+        user="alice",
+        account="vision",
+        partition="gpu",
+        qos="normal",
+        state=JobState.PENDING,
+        reason="BeginTime",
+        comment="aipool:placement=deferred",
+        admin_comment=admin_comment,
+        restart_count=restarts,
+    )
+    assert begin_set_by(job) == by
+    zh = explain_reason(job.reason, "zh_CN", begin_by=begin_set_by(job))
+    en = explain_reason(job.reason, "en", begin_by=begin_set_by(job))
+    assert zh is not None
+    assert en is not None
+    assert zh_words in zh.meaning, zh.meaning
+    assert zh.code == "BeginTime"
+    assert ("asked for" in en.meaning) is (by is None)

@@ -55,6 +55,7 @@ def test_rerun_resubmits_the_stored_form_as_the_owner(env: Env) -> None:
 def test_rerun_of_a_spec_renders_the_spec_again(env: Env) -> None:
     nlp = env.world.projects["nlp"]
     first = env.api("alice").post("/api/v1/jobs/spec", json={"project_id": nlp, "spec": SPEC})
+    env.slurm.set_state(first.json["job_id"], JobState.FAILED)
     r = env.api("alice").post(f"/api/v1/jobs/{first.json['job_id']}/rerun")
     assert r.status_code == 201, r.json
     assert env.slurm.submitted[1] == env.slurm.submitted[0]
@@ -80,6 +81,7 @@ def test_only_the_owner_reruns_and_others_tenants_see_nothing(env: Env) -> None:
 
 def test_rerun_checks_the_submit_permission_again(env: Env) -> None:
     job = env.api("alice").post("/api/v1/jobs", json=form(env)).json["job_id"]
+    env.slurm.set_state(job, JobState.COMPLETED)
     env.api("admin").put(f"/api/v1/projects/{env.world.projects['nlp']}/quota", json={"gpus": 0})
     r = env.api("alice").post(f"/api/v1/jobs/{job}/rerun")
     assert r.status_code == 409
@@ -194,12 +196,31 @@ def test_the_url_shown_is_built_from_slurms_address_never_the_files(
     assert shown == f"http://10.0.0.5:50123/jupyter/{job}/?token=s3cret"
 
 
+@pytest.mark.parametrize("state", [JobState.PENDING, JobState.RUNNING, JobState.COMPLETING])
+def test_a_job_still_queued_or_running_is_not_run_again(env: Env, state: JobState) -> None:
+    """Another run is for a job that has ended: the page offers none before, and the API
+    refuses one, in the caller's language; a job being cancelled offers no cancel either."""
+    job = env.api("alice").post("/api/v1/jobs", json=form(env)).json["job_id"]
+    env.slurm.set_state(job, state)
+    r = env.api("alice").post(f"/api/v1/jobs/{job}/rerun", headers={"Accept-Language": "zh-CN"})
+    assert r.status_code == 409, r.json
+    assert "仍在排队或运行" in r.json["message"]
+    assert len(env.slurm.submitted) == 1
+    page = login(env, "alice").get(f"/jobs/{job}").get_data(as_text=True)
+    assert "Run again" not in page
+    assert ("Cancel job" in page) is (state is not JobState.COMPLETING)
+    if state is JobState.COMPLETING:  # cancelled, Slurm cleaning up: no second cancel
+        assert env.api("alice").delete(f"/api/v1/jobs/{job}").status_code == 409
+
+
 def test_history_and_rerun_pages(env: Env) -> None:
     job = env.api("alice").post("/api/v1/jobs", json=form(env)).json["job_id"]
     client = login(env, "alice")
     listed = client.get("/jobs/history").get_data(as_text=True)
     assert f">{job}</a>" in listed
     assert "<td>train</td><td>nlp</td>" in listed
+    assert "Run again" not in client.get(f"/jobs/{job}").get_data(as_text=True)  # queued
+    env.slurm.set_state(job, JobState.COMPLETED)
     page = client.get(f"/jobs/{job}").get_data(as_text=True)
     assert "Run again" in page
     token = page.split('name="csrf_token" value="')[1].split('"')[0]

@@ -16,6 +16,7 @@ from accounting import migrate as accounting_migrate
 from portal import create_app
 from portal.database import upgrade
 from portal.extensions import db
+from slurm_plugins.client.models import JobState
 from tests.unit.portal.conftest import BASE, Env
 from tests.unit.portal.fakes import FakeSlurm
 from tests.unit.portal.world import seed_world
@@ -87,6 +88,7 @@ def test_main_flows_on_postgres(pg_app: Flask, tmp_path: Path) -> None:
     seen = env.api("erin").get("/api/v1/jobs/history")
     assert [r["job_id"] for r in seen.json] == [job_id]
     assert '"total": 1' in seen.headers["X-Pagination"]
+    env.slurm.set_state(job_id, JobState.COMPLETED)
     rerun = env.api("alice").post(f"/api/v1/jobs/{job_id}/rerun")
     assert rerun.status_code == 201, rerun.json
     rows = env.api("gina").get("/api/v1/jobs/history").json

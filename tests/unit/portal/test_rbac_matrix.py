@@ -17,6 +17,7 @@ from sqlalchemy import func, select
 
 from portal.extensions import Base, db
 from portal.jobs.models import JUPYTER, JobRecord
+from slurm_plugins.client.models import JobState
 from tests.unit.portal.conftest import Env
 
 USERS = ("admin", "erin", "tina", "carol", "alice", "sam", "victor", "gina", "nobody")
@@ -203,7 +204,7 @@ CASES = [
     C("GET", "/jobs/{alice_job}/jupyter", {"alice"}, forbidden={"admin", "erin", "gina"}),
     C(
         "POST",
-        "/jobs/{alice_job}/rerun",
+        "/jobs/{alice_ended_job}/rerun",
         {"alice"},
         201,
         forbidden={"admin", "erin", "gina"},
@@ -249,15 +250,18 @@ def _names(env: Env) -> dict[str, Any]:
         "group": w.groups["nlp-readers"],
         **{f"{u}_id": uid for u, uid in w.users.items()},
         "alice_job": _portal_job(env, "alice", "nlp"),
+        "alice_ended_job": _portal_job(env, "alice", "nlp", JobState.COMPLETED),
         "carol_job": env.slurm.add_job("carol", "cs101"),
     }
 
 
-def _portal_job(env: Env, user: str, project: str) -> int:
+def _portal_job(env: Env, user: str, project: str, state: JobState = JobState.RUNNING) -> int:
     """A Jupyter job with a history row, as if submitted through the portal (its app marked:
     only such a job is proxied)."""
     now = datetime.now(UTC)
-    job_id = env.slurm.add_job(user, project, comment="aipool:name=nb,jupyter=1", submit_time=now)
+    job_id = env.slurm.add_job(
+        user, project, state, comment="aipool:name=nb,jupyter=1", submit_time=now
+    )
     with env.app.app_context():
         db.session.add(
             JobRecord(
