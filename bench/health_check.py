@@ -76,9 +76,9 @@ def main() -> None:
         base, full = [], []
         for _ in range(args.runs):
             t0 = time.perf_counter()
-            for f in sorted(d.glob("*.health.json")):
-                f.stat()
-                json.loads(f.read_text())
+            for report in sorted(d.glob("*.health.json")):
+                report.stat()
+                json.loads(report.read_text())
             t1 = time.perf_counter()
             reports = read_reports(d)
             p = plan(views, reports, HealthState(), now=time.time(), config=config)

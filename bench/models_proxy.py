@@ -23,7 +23,7 @@ import tempfile
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import httpx
 from flask_migrate import upgrade
@@ -32,14 +32,16 @@ from sklearn.datasets import load_digits
 from portal import create_app
 from portal.authz import load_access
 from portal.control.daemon import Daemon
-from portal.extensions import db
 from portal.identity.models import User
 from portal.identity.service import hash_password
 from portal.inference import service as inference
+from portal.inference.models import InferenceService
 from portal.presets import runtime
 from portal.registry import service as registry
 from portal.roles.service import role_by_name
+from portal.slurm import SlurmPort
 from portal.tenancy.models import Domain, Membership, Project
+from portal.web import session
 from slurm_plugins.client.models import Job, JobState, Node, NodeState
 
 
@@ -110,7 +112,7 @@ def _deploy(tmp: Path) -> tuple[Any, int, str, Path, str, int]:
         tar.add(tmp / "trained" / "model", arcname=".")
     with app.test_request_context():
         upgrade()
-        s = db.session
+        s = session()
         user = User(username="bench", password_hash=hash_password("bench password"))
         project = Project(name="bench", domain=Domain(name="benchd"), qos="normal")
         s.add_all([user, project])
@@ -125,14 +127,26 @@ def _deploy(tmp: Path) -> tuple[Any, int, str, Path, str, int]:
         )
         archive.seek(0)
         v2 = registry.upload_version(
-            s, access, v1.model_id, stream=archive, filename="m.tar.gz", data={}, port=port
+            s,
+            access,
+            v1.model_id,
+            stream=archive,
+            filename="m.tar.gz",
+            data={},
+            port=cast(SlurmPort, port),  # what an upload asks of Slurm: RunningJobs has it
         )
         svc, token = inference.create(s, access, {"version_id": v2.id})
         service_id, workdir, key = svc.id, Path(svc.workdir), inference.replica_key(svc.id)
     Daemon(app).run_pass()  # the reconciler submits the replica
     with app.app_context():
-        job_id = db.session.get(inference.InferenceService, service_id).replica_rows[0].job_id
+        job_id = _service(service_id).replica_rows[0].job_id
     return app, service_id, token, workdir, key, int(job_id or 0)
+
+
+def _service(service_id: int) -> InferenceService:
+    svc = session().get(InferenceService, service_id)
+    assert svc is not None, "the service just made"
+    return svc
 
 
 def main() -> None:
@@ -174,7 +188,7 @@ def main() -> None:
         headers = {"X-Service-Token": token}
         assert portal.post(url, json=body, headers=headers).status_code == 200  # warm
         with app.app_context():
-            replica_url = db.session.get(inference.InferenceService, service_id).replica_rows[0].url
+            replica_url = _service(service_id).replica_rows[0].url
         direct_client = httpx.Client()
 
         def direct() -> int:
@@ -184,7 +198,7 @@ def main() -> None:
             return r.status_code
 
         def proxied() -> int:
-            return portal.post(url, json=body, headers=headers).status_code
+            return int(portal.post(url, json=body, headers=headers).status_code)
 
         _times(direct, 20)
         d50, d95 = _stats(_times(direct, args.calls))

@@ -18,7 +18,9 @@ than a page. ``--profile FILE`` writes a pyinstrument profile (HTML) of the slow
 from __future__ import annotations
 
 import argparse
+import os
 import random
+import shutil
 import statistics
 import tempfile
 import time
@@ -42,6 +44,7 @@ from portal.identity.service import hash_password
 from portal.jobs.models import JobRecord
 from portal.roles.models import Role
 from portal.tenancy.models import Domain, DomainAdmin, Membership, Project
+from portal.web import session
 from slurm_plugins.client.models import Gres, Job, JobState, Node, NodeState, Tres
 from slurm_plugins.client.specs import AccountSpec, UserSpec
 
@@ -104,7 +107,7 @@ class BigCluster:
 
 def populate(n_users: int, n_projects: int, n_jobs: int, rng: random.Random) -> None:
     """Bulk rows beside the demo tenants."""
-    s = db.session
+    s = session()
     seed(s, dict.fromkeys(DEMO_USERS, PASSWORD))
     domains = {d.name: d for d in s.scalars(select(Domain))}
     role = {r.name: r.id for r in s.scalars(select(Role))}
@@ -308,9 +311,12 @@ def main() -> None:
         if not reuse:
             populate(args.users, args.projects, args.jobs, random.Random(args.seed))  # noqa: S311
             if args.usage_jobs:
-                from accounting_ingest import run_ingest  # bench/accounting_ingest.py, beside
+                # bench/accounting_ingest.py, beside: its sacct --json files, ingested
+                from accounting_ingest import run_ingest, write_documents
 
-                run_ingest(db.engine, args.usage_jobs)
+                sacct = path.parent / "sacct"
+                run_ingest(db.engine, write_documents(sacct, args.usage_jobs), os.cpu_count() or 1)
+                shutil.rmtree(sacct, ignore_errors=True)
         s = db.session
         counts = [s.scalar(select(func.count()).select_from(t)) for t in COUNTED]
         queue = queue_of_history()

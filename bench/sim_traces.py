@@ -58,7 +58,9 @@ def task_lists(data: Path) -> dict[str, list[Task]]:
     return out
 
 
-def measure(nodes: Any, tasks: list[Task], seeds: tuple[int, ...], jobs: int | None) -> dict:
+def measure(
+    nodes: Any, tasks: list[Task], seeds: tuple[int, ...], jobs: int | None
+) -> dict[str, Any]:
     work = [Job(p, s, v) for p, v, _ in ROWS for s in seeds]
     results = run_matrix(nodes, tasks, work, workers=jobs)
     per: dict[str, list[tuple[float, float, float]]] = {}
@@ -86,7 +88,7 @@ def main() -> int:
     nodes = load_nodes(args.data / "openb_node_list_gpu_node.csv")
     seeds = DEFAULT_SEEDS[: args.seeds]
     started = time.perf_counter()
-    table: dict[str, dict] = {}
+    table: dict[str, dict[str, Any]] = {}
     print(
         "| trace | FGD | AIPool live | wins | AIPool ideal (upper bound) | FGD on k/32 "
         "| AIPool live, shards allocated | AIPool live, k/100 |"
