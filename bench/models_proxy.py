@@ -7,7 +7,10 @@ The replica is the real preset server (``python -m portal.presets.runtime serve`
 digits classifier, in a process of its own; Slurm is a stand-in that reports the replica's
 job as running, so the figure is the portal's own overhead, not squeue's.
 
-    python bench/models_proxy.py [--calls 300]
+    python bench/models_proxy.py [--calls 300] [--user alice]
+
+The service belongs to a user with a Unix account on this host (the portal runs its model
+work as that user): the lab's demo user ``alice`` unless ``--user`` names another.
 """
 
 from __future__ import annotations
@@ -15,13 +18,14 @@ from __future__ import annotations
 import argparse
 import io
 import os
+import shutil
 import statistics
 import subprocess
 import sys
 import tarfile
 import tempfile
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
 
@@ -42,26 +46,28 @@ from portal.roles.service import role_by_name
 from portal.slurm import SlurmPort
 from portal.tenancy.models import Domain, Membership, Project
 from portal.web import session
+from slurm_plugins.client.job import JobRequest
 from slurm_plugins.client.models import Job, JobState, Node, NodeState
 
 
 class RunningJobs:
     """Slurm as far as a running service needs it: submitted jobs are running."""
 
-    def __init__(self) -> None:
+    def __init__(self, user: str) -> None:
+        self.user = user
         self.next = 100
         self.names: dict[int, str] = {}
 
-    def submit_as(self, user: str, script: str, props: Mapping[str, Any]) -> int:
+    def submit_as(self, user: str, script: str, job: JobRequest) -> int:
         self.next += 1
-        self.names[self.next] = str(props["name"])
+        self.names[self.next] = job.name or "svc"
         return self.next
 
     def job(self, job_id: int) -> Job:
         return Job(
             job_id=job_id,
             name=self.names.get(job_id, "svc"),
-            user="bench",
+            user=self.user,
             account="bench",
             partition="cpu",
             qos="normal",
@@ -91,10 +97,10 @@ def _stats(ms: list[float]) -> tuple[float, float]:
     return statistics.median(ms), statistics.quantiles(ms, n=20)[-1]
 
 
-def _deploy(tmp: Path) -> tuple[Any, int, str, Path, str, int]:
+def _deploy(tmp: Path, username: str) -> tuple[Any, int, str, Path, str, int]:
     """A portal with a trained digits classifier deployed: (app, service, token, workdir,
     replica key, replica job)."""
-    port = RunningJobs()
+    port = RunningJobs(username)
     app = create_app(
         {
             "SECRET_KEY": "bench",
@@ -113,7 +119,7 @@ def _deploy(tmp: Path) -> tuple[Any, int, str, Path, str, int]:
     with app.test_request_context():
         upgrade()
         s = session()
-        user = User(username="bench", password_hash=hash_password("bench password"))
+        user = User(username=username, password_hash=hash_password("bench password"))
         project = Project(name="bench", domain=Domain(name="benchd"), qos="normal")
         s.add_all([user, project])
         s.flush()
@@ -152,10 +158,17 @@ def _service(service_id: int) -> InferenceService:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=300)
+    parser.add_argument("--user", default="alice", help="a Unix account of this host")
     args = parser.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="aipool-bench-models-"))
-    app, service_id, token, workdir, key, job_id = _deploy(tmp)
+    tmp.chmod(0o755)  # the user's run directories lie below
+    app, service_id, token, workdir, key, job_id = _deploy(tmp, args.user)
     conn = workdir / "replica-0.json"
+    if os.geteuid() == 0:
+        # a root portal stages the model with root's rights; the site's portal, through its
+        # root helper, as the user: the replica below runs as the user, as its job would
+        for path in (workdir / "model", *(workdir / "model").rglob("*")):
+            shutil.chown(path, args.user)
     server = subprocess.Popen(
         [
             sys.executable,
@@ -171,22 +184,31 @@ def main() -> None:
             "--host",
             "127.0.0.1",
         ],
-        env={**os.environ, "SERVE_KEY": key, "SLURM_JOB_ID": str(job_id)},
+        # as its user, on a port of the range the portal proxies to, as a replica job would
+        env={
+            **os.environ,
+            "SERVE_KEY": key,
+            "SLURM_JOB_ID": str(job_id),
+            "SERVE_PORTS": app.config["PROXY_PORT_RANGE"],
+        },
+        user=args.user if os.geteuid() == 0 else None,
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        stderr=(tmp / "replica.err").open("w"),
     )
     try:
         deadline = time.monotonic() + 60
         while not conn.is_file():
             if time.monotonic() > deadline or server.poll() is not None:
-                raise SystemExit("the replica did not start")
+                err = (tmp / "replica.err").read_text()[-2000:]
+                raise SystemExit(f"the replica did not start:\n{err}")
             time.sleep(0.05)
         Daemon(app).run_pass()  # the reconciler reads the replica's address
         portal = app.test_client()
         body = {"pixels": load_digits().data[0].tolist()}
         url = f"/api/v1/inference/{service_id}/predict"
         headers = {"X-Service-Token": token}
-        assert portal.post(url, json=body, headers=headers).status_code == 200  # warm
+        warm = portal.post(url, json=body, headers=headers)
+        assert warm.status_code == 200, warm.get_data(as_text=True)
         with app.app_context():
             replica_url = _service(service_id).replica_rows[0].url
         direct_client = httpx.Client()
