@@ -53,10 +53,12 @@ _GRES_NAME = {
 }
 #: Kinds a project's quota limits (MLU, DCU and XPU cards have no quota of their own yet).
 _QUOTA_KINDS = ("gpus", "shards", "npus")
-#: What a portal job starts with: Slurm's variables and a plain PATH, nothing of the portal's.
-#: what a portal job starts with: a plain PATH, and the umask Slurm creates its output with
-#: (slurmstepd reads SLURM_UMASK): the user and the portal's group, which reads it, nobody else
+#: What a portal job starts with: a plain PATH, and the umask Slurm creates its output with
+#: (slurmstepd reads SLURM_UMASK): the user and the portal's group, which reads it, nobody else.
+#: Each submission adds the reader's language (LANGUAGE_VAR).
 JOB_ENVIRONMENT = {"PATH": "/usr/local/bin:/usr/bin:/bin", "SLURM_UMASK": "0027"}
+#: The submitter's language, which the admission hook refuses in (and the job may read)
+LANGUAGE_VAR = "AIPOOL_LANG"
 
 
 @dataclass(frozen=True, slots=True)
@@ -273,7 +275,10 @@ def _submit(
     request: JobRequest,
     history: JobRecord,
 ) -> int:
-    """Submit as the caller; the job's history row and audit event commit together."""
+    """Submit as the caller, in the caller's language (the admission hook refuses in it); the
+    job's history row and audit event commit together."""
+    if request.environment is not None:
+        request = replace(request, environment={**request.environment, LANGUAGE_VAR: current()})
     try:
         job_id = port.submit_as(access.username, script, request)
     except SubmitRejected as exc:

@@ -23,8 +23,14 @@ SCRIPT = Path(__file__).with_name("explain.lua")
 NO_VAL = 4294967294
 
 
-def job_desc(user: str, part: Component, comment: str | None = None) -> tuple[dict[str, Any], int]:
-    """``(job_desc, uid)`` as slurmctld shows one component of a submission to the hook."""
+def job_desc(
+    user: str,
+    part: Component,
+    comment: str | None = None,
+    environment: Mapping[str, str] | None = None,
+) -> tuple[dict[str, Any], int]:
+    """``(job_desc, uid)`` as slurmctld shows one component of a submission to the hook (the
+    job's ``environment`` too: the hook refuses in the language it names)."""
     try:
         uid = pwd.getpwnam(user).pw_uid
     except KeyError:
@@ -42,6 +48,8 @@ def job_desc(user: str, part: Component, comment: str | None = None) -> tuple[di
             desc[name] = value
     if comment:
         desc["comment"] = comment
+    if environment is not None:
+        desc["environment"] = dict(environment)
     if part.gres:
         desc["tres_per_node"] = ",".join(f"gres:{g}" for g in part.gres)
     return desc, uid
@@ -53,7 +61,7 @@ def explain(hook: Path, user: str, job: JobRequest, *, timeout: float = 10) -> l
     job, or when it cannot be replayed here (no lua5.1, no hook file)."""
     said: list[str] = []
     for i, part in enumerate(job.components):
-        desc, uid = job_desc(user, part, job.comment if i == 0 else None)
+        desc, uid = job_desc(user, part, job.comment if i == 0 else None, job.environment)
         said += [line for line in replay(hook, desc, uid, timeout=timeout) if line not in said]
     return said
 

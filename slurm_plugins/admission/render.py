@@ -19,7 +19,8 @@ from typing import Any
 import jinja2
 
 from slurm_plugins.admission.config import PolicyConfig
-from slurm_plugins.admission.table import FORMAT, build_table, lua_string, table_source
+from slurm_plugins.admission.messages import catalogue
+from slurm_plugins.admission.table import FORMAT, build_table, lua_string, table_source, to_lua
 from slurm_plugins.client.versions import Release
 
 HOOK_FILE = "job_submit.lua"
@@ -32,6 +33,7 @@ _ENV = jinja2.Environment(
     autoescape=False,  # noqa: S701 - Lua source; every value goes through the lua filter
 )
 _ENV.filters["lua"] = lua_string
+_ENV.filters["lua_value"] = to_lua
 
 
 ADMISSION_SUBDIR = "admission"  # where a site lets the portal write the table (see below)
@@ -57,7 +59,7 @@ def render_hook(
     return {
         table_file: render_table(table),
         HOOK_FILE: _ENV.get_template("job_submit.lua.j2").render(
-            table_file=table_file, format=FORMAT
+            table_file=table_file, format=FORMAT, messages=catalogue()
         ),
     }
 

@@ -415,3 +415,26 @@ def test_the_hooks_refusal_reaches_the_user_word_for_word(portal: Portal, lab: L
     said = done.stderr.strip().splitlines()[0].removeprefix("sbatch: error: ")
     assert "may use at most 8 per job" in said
     assert r.json["message"] == f"Slurm refused the job: {said}"
+
+
+def test_the_hooks_refusal_speaks_the_submitters_language(portal: Portal, lab: Lab) -> None:
+    """The hook in slurmctld reads the language sbatch passes from the user's shell (LANG),
+    and the one the portal names for its reader (AIPOOL_LANG): a Chinese reader is refused in
+    Chinese on both ways in, in the same words."""
+    job = {"gpus": 3, "nodes": 3, "partition": "gpu"}  # 9 cards: over nlp's 8 per job
+    body = {"project_id": portal.ids["nlp"], "name": "pt-too-big", "time_limit": 2, **job}
+    api = portal.api("alice")
+    api.environ_base["HTTP_ACCEPT_LANGUAGE"] = "zh-CN"
+    r = api.post("/api/v1/jobs", json={**body, "script": "#!/bin/bash\ntrue\n"})
+    assert r.status_code == 409, r.json
+    argv = ["runuser", "-u", "alice", "--", "sbatch", "-A", "nlp", "-p", "gpu", "-N", "3"]
+    argv += ["--gres=gpu:3", "-t", "2", "--wrap", "true"]
+    said = {}
+    for lang in ("zh_CN.UTF-8", "en_US.UTF-8"):
+        env = {**os.environ, **lab.cfg.env(), "LANG": lang, "LC_ALL": "", "LC_MESSAGES": ""}
+        done = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
+        assert done.returncode != 0
+        said[lang] = done.stderr.strip().splitlines()[0].removeprefix("sbatch: error: ")
+    assert "该作业共申请 9 张 GPU 卡；租户 nlp 每个作业最多可用 8 张" in said["zh_CN.UTF-8"]
+    assert "may use at most 8 per job" in said["en_US.UTF-8"]
+    assert r.json["message"] == f"Slurm 拒绝了该作业：{said['zh_CN.UTF-8']}"

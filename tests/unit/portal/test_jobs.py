@@ -228,6 +228,7 @@ def test_a_heterogeneous_spec_is_one_job_of_several_components(env: Env) -> None
     assert dict(request.environment or {}) == {
         "PATH": "/usr/local/bin:/usr/bin:/bin",
         "SLURM_UMASK": "0027",  # its output: the user's and the portal's group's only
+        "AIPOOL_LANG": "en",  # the reader's: the admission hook refuses in it
     }
     assert request.labels["topology"] == "ps_worker"
     audit = env.api("admin").get("/api/v1/audit?action=job.submit").json
