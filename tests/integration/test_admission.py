@@ -74,6 +74,25 @@ def test_bad_requests_are_refused_with_the_hooks_message(
     assert message in info.value.message
 
 
+LANGUAGES = [
+    ("LANG=zh_CN.UTF-8", "aipool: 该作业共申请 8 张 GPU 卡；租户 cs101 每个作业最多可用 4 张"),
+    ("LANG=en_US.UTF-8", "aipool: this job asks for 8 GPUs in all; tenant cs101 may use at most"),
+    ("LC_ALL=zh_CN.UTF-8,LANG=en_US.UTF-8", "aipool: 该作业共申请 8 张 GPU 卡"),
+    ("AIPOOL_LANG=en,LANG=zh_CN.UTF-8", "aipool: this job asks for 8 GPUs in all"),
+]
+
+
+@pytest.mark.parametrize(("export", "message"), LANGUAGES, ids=[e for e, _ in LANGUAGES])
+def test_the_hook_refuses_in_the_language_the_job_carries(
+    client: SlurmClient, lab: Lab, export: str, message: str
+) -> None:
+    """slurmctld shows the hook the job's environment: the locale sbatch passes from the
+    user's shell (here named with --export), or the portal's AIPOOL_LANG before it."""
+    with pytest.raises(SubmitRejected) as info:
+        held(client, lab, "carol", "-N2", "--gres=gpu:a100:4", f"--export={export}")
+    assert message in info.value.message
+
+
 def test_good_requests_get_defaults_and_tags(client: SlurmClient, lab: Lab) -> None:
     course = client.job(held(client, lab, "carol", "--gres=shard:8"))
     assert (course.account, course.qos, course.partition) == ("cs101", "normal", "gpu")

@@ -63,13 +63,13 @@ def test_generation_presets_evaluated_and_served_as_jobs(
     assert r.status_code == 201, r.json
     for name, model_id in models.items():
         url = f"/api/v1/models/{model_id}/versions/1/evaluations"
-        [ev] = _poll(api, url, lambda rows: rows[0]["state"] != "queued", 90)
+        [ev] = _poll(api, url, lambda rows: rows[0]["state"] != "queued", 180)
         assert ev["state"] == "succeeded", (name, ev)
         assert set(ev["metrics"]) == METRICS[name], name
         version = api.get(f"/api/v1/models/{model_id}/versions/1").json
         assert version["metrics"]["samples"] == ev["metrics"]["samples"] > 0
 
-    v2 = _poll(api, f"/api/v1/models/{tuned}/versions/2", lambda v: v["status"] != "training", 90)
+    v2 = _poll(api, f"/api/v1/models/{tuned}/versions/2", lambda v: v["status"] != "training", 180)
     assert v2["status"] == "ready", v2
     files = {f["path"] for f in v2["files"]}
     assert {"model.safetensors", "config.json", "aipool.json", "tokenizer.json"} <= files
@@ -87,7 +87,7 @@ def test_generation_presets_evaluated_and_served_as_jobs(
         services[name] = r.json
     caller = api.application.test_client()  # no portal login: the service token only
     for name, svc in services.items():
-        _poll(api, f"/api/v1/inference/{svc['id']}", lambda s: s["ready_replicas"] == 1, 90)
+        _poll(api, f"/api/v1/inference/{svc['id']}", lambda s: s["ready_replicas"] == 1, 180)
         body, field = REQUESTS[name]
         r = caller.post(svc["url"], json=body, headers={"X-Service-Token": svc["token"]})
         assert r.status_code == 200, (name, r.json)

@@ -73,7 +73,7 @@ def test_image_presets_import_evaluate_serve_and_answer(
 
     for name, v1 in versions.items():
         evaluations = f"/api/v1/models/{v1['model_id']}/versions/1/evaluations"
-        [ev] = _poll(api, evaluations, lambda rows: rows[0]["state"] != "queued", 90)
+        [ev] = _poll(api, evaluations, lambda rows: rows[0]["state"] != "queued", 180)
         assert ev["state"] == "succeeded", (name, ev)
         metrics = api.get(f"/api/v1/models/{v1['model_id']}/versions/1").json["metrics"]
         key, samples = METRIC[name]
@@ -90,7 +90,7 @@ def test_image_presets_import_evaluate_serve_and_answer(
     caller = api.application.test_client()  # no portal login: the service token only
     for name, svc in services.items():
         url = f"/api/v1/inference/{svc['id']}"
-        ready = _poll(api, url, lambda s: s["ready_replicas"] == 1, 90)
+        ready = _poll(api, url, lambda s: s["ready_replicas"] == 1, 180)
         assert ready["ready_replicas"] == 1, (name, ready)
         r = caller.post(
             svc["url"], json={"image": image}, headers={"X-Service-Token": svc["token"]}

@@ -108,8 +108,9 @@ def test_lab_source_reports_each_jobs_own_cpu_load(tmp_path: Path) -> None:
         time.sleep(1.5)
         got = ours(src.sample())
         assert got.keys() == {busy_id, idle_id}  # the third runs on another node
-        # a busy loop gets most of a core even on a loaded 2-core machine; sleep gets nothing
-        assert got[busy_id] > 25
+        # a busy loop gets its share of a core (a small one on CI's two cores, with two labs
+        # and the browser tests beside it); sleep gets next to nothing
+        assert got[busy_id] > 3 * got[idle_id] + 5, got
         assert got[idle_id] < 10
         (tmp_path / "util" / str(idle_id)).write_text("75")
         assert src.sample()[idle_id] == 75.0
