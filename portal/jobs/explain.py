@@ -109,8 +109,8 @@ def explain_reason(
         return None
     code, detail = parts
     said = entry(code)
-    if code == "BeginTime" and begin_by is not None and begin_by in BEGIN_TIME_BY:
-        said = BEGIN_TIME_BY[begin_by]
+    if code == "BeginTime":
+        said = BEGIN_TIME_BY.get(begin_by or "", said)
     known = said is not None
     meaning, advice = said or UNKNOWN
     return Explained(code, gettext(locale, meaning), gettext(locale, advice), detail, known)

@@ -105,9 +105,10 @@ def rerun(session: Session, access: Access, port: SlurmPort, job_id: int) -> int
     if rec.user_id != access.user_id:
         raise Forbidden(gettext("Only the user who submitted a job runs it again."))
     try:
-        [row] = rows_with_jobs([rec], [j for j in [port.job(job_id)] if j is not None])
+        now = port.job(job_id)
     except SlurmError:
-        row = Row(rec, None)  # Slurm does not answer: the submission below says so
+        now = None  # Slurm does not answer: the submission below says so
+    [row] = rows_with_jobs([rec], [now] if now is not None else [])
     if row.job is not None and row.job.state.is_active:
         raise Conflict(
             gettext(
