@@ -269,8 +269,8 @@ def mail_monthly_report(
     """Mail last month's report as PDF to ``monthly_report.recipients``, each in their
     language."""
     from accounting.alerts import monthly_report_mails
-    from accounting.export import Brand
     from accounting.report import month_start
+    from accounting.table import Brand
     from slurm_plugins.common.mail import Mailer
 
     if languages is not None:

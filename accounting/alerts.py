@@ -29,8 +29,8 @@ from accounting.alert_rules import (
     check_references,
     lines,
 )
-from accounting.export import Brand
 from accounting.report import Dim, build, month_start, next_month
+from accounting.table import Brand
 from slurm_plugins.common.mail import (
     Mail,
     MailConfig,

@@ -11,56 +11,18 @@ from __future__ import annotations
 
 import csv
 import io
-from dataclasses import dataclass
 from decimal import Decimal
-from pathlib import Path
 from typing import Any
 
 from accounting import labels
-from accounting.report import Dim, Line, Report
-from translations import N_, Message, gettext
+from accounting.pdf import to_pdf
+from accounting.report import Dim, Report
+from accounting.table import Brand, ExportError, cells, header, title
+from translations import N_, gettext
 
-COLUMNS = tuple(labels.COLUMNS)
+__all__ = ["FORMATS", "Brand", "ExportError", "decimal_or_str", "render", "to_csv", "to_xlsx"]
+
 FORMATS = ("csv", "xlsx", "pdf")
-TITLE = N_("Usage by %(by)s, %(start)s to %(end)s (UTC)")
-
-
-@dataclass(frozen=True, slots=True)
-class Brand:
-    """The site a report is from: its name (``SITE_NAME``) and logo file (``SITE_LOGO``; the
-    PDF shows PNG and JPEG logos, other kinds by name only)."""
-
-    name: str = "AIPool"
-    logo: Path | None = None
-
-
-class ExportError(ValueError):
-    """A report that cannot be written in this form; ``message`` says why in any language."""
-
-    def __init__(self, message: Message) -> None:
-        super().__init__(str(message))
-        self.message = message
-
-
-def title(report: Report, locale: str | None) -> str:
-    return gettext(
-        locale,
-        TITLE,
-        by=labels.dim(locale, report.by),
-        start=labels.when(report.start, locale),
-        end=labels.when(report.end, locale),
-    )
-
-
-def header(report: Report, locale: str | None) -> list[str]:
-    """The first row: what the report groups by, then each amount, in words."""
-    amounts = (labels.label(locale, t) for t in labels.COLUMNS.values())
-    return [labels.dim(locale, report.by), *amounts]
-
-
-def cells(line: Line, locale: str | None, *, total: bool = False) -> list[Any]:
-    key = labels.label(locale, labels.TOTAL) if total else line.key
-    return [key, *(getattr(line, c) for c in COLUMNS)]
 
 
 def to_csv(report: Report, locale: str | None = None) -> str:
@@ -129,8 +91,6 @@ def render(
     if fmt == "xlsx":
         return to_xlsx(report, locale, brand)
     if fmt == "pdf":
-        from accounting.pdf import to_pdf
-
         return to_pdf(report, locale, brand)
     raise ValueError(f"format {fmt!r} is not one of {', '.join(FORMATS)}")
 

@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from accounting import labels
-from accounting.export import Brand, ExportError, cells, header, title
 from accounting.report import Line, Report
+from accounting.table import Brand, ExportError, cells, header, title
 from translations import N_, Message, gettext, normalise
 
 log = logging.getLogger("aipool.accounting")

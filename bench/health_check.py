@@ -19,7 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from gres.probe import DeviceHealth
+from gres.device import DeviceHealth
 from slurm_plugins.health.config import HealthConfig
 from slurm_plugins.health.plan import HealthState, plan
 from slurm_plugins.health.verdict import NodeView

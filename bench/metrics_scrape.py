@@ -31,7 +31,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 
-from gres.probe import DeviceHealth, DeviceSample
+from gres.device import DeviceHealth, DeviceSample
 from portal.metrics import Access, PortalMetrics
 from slurm_plugins.client import parse
 from slurm_plugins.common.metrics import SnapshotCollector, registry_of

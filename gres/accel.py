@@ -18,10 +18,10 @@ from gres.accelsmi import (
     parse_hy_smi_json,
     parse_xpu_smi_query,
 )
+from gres.device import DeviceHealth, DeviceSample
 from gres.errors import ProbeError
 from gres.model import Accel
 from gres.naming import ACCEL_KINDS, DEFAULT_DEVICE_DIR, accel_device
-from gres.probe import DeviceHealth, DeviceSample
 from gres.smi import SMI_TIMEOUT, run_smi
 
 

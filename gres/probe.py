@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gres.accel import probe_accels
+from gres.device import DeviceHealth, DeviceSample
 from gres.errors import ProbeError
 from gres.inventory import Accel, Gpu, NodeInventory, Npu
 from gres.naming import DEFAULT_DEVICE_DIR, GRES_TYPE_RE, NODE_NAME_RE, gpu_device, npu_device
@@ -235,26 +237,10 @@ def probe_host(
 def _probe_accels(
     argvs: Mapping[str, Sequence[str]] | None, device_dir: str, timeout: float
 ) -> tuple[Accel, ...]:
-    # gres.accel builds on this module's DeviceSample and DeviceHealth, hence the late import.
-    from gres.accel import probe_accels
-
     return probe_accels(argvs, device_dir=device_dir, timeout=timeout)
 
 
 # --- load --------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class DeviceSample:
-    """One accelerator's load now, as its driver reports it; None where it cannot say."""
-
-    kind: str  # "gpu", "npu", "mlu", "dcu" or "xpu"
-    index: int  # minor number (/dev/nvidia<N>), device id (/dev/davinci<N>), card number
-    util_percent: float | None = None  # GPU: busy time; NPU: AICore
-    memory_used_mib: int | None = None
-    memory_total_mib: int | None = None
-    power_w: float | None = None
-    temperature_c: float | None = None
 
 
 def gpu_samples(nvml: Any = None) -> tuple[DeviceSample, ...]:
@@ -326,33 +312,6 @@ def npu_samples(text: str) -> tuple[DeviceSample, ...]:
 
 
 # --- health ----------------------------------------------------------------------------------
-
-#: XIDs that mean the card or its link is broken, not that a program crashed (NVIDIA's XID
-#: catalogue: double-bit ECC, row-remap failure, NVLink, fallen off the bus, uncontained
-#: ECC, GSP errors). Other XIDs (13, 31, 43, …) are an application's own faults.
-FATAL_XIDS = frozenset({48, 61, 62, 63, 64, 74, 79, 92, 94, 95, 119, 120, 121, 140})
-
-
-@dataclass(frozen=True, slots=True)
-class DeviceHealth:
-    """One accelerator as its driver sees it: ``errors`` make the node unfit for work,
-    ``warnings`` are worth telling but not draining for."""
-
-    kind: str  # "gpu", "npu", "mlu", "dcu" or "xpu"
-    index: int  # minor number (/dev/nvidia<N>), device id (/dev/davinci<N>), card number
-    errors: tuple[str, ...] = ()
-    warnings: tuple[str, ...] = ()
-    #: uncorrected ECC errors since the driver loaded, where the card counts them (NVML)
-    ecc_uncorrected: int | None = None
-
-    @property
-    def ok(self) -> bool:
-        return not self.errors
-
-
-def xid_problem(xid: int) -> tuple[str, bool]:
-    """``(text, fatal)`` for an XID event of a card."""
-    return f"xid {xid}", xid in FATAL_XIDS
 
 
 def gpu_health(nvml: Any = None) -> tuple[DeviceHealth, ...]:

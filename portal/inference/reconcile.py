@@ -49,7 +49,7 @@ from portal.inference.plan import (
 )
 from portal.inference.service import replica_key
 from portal.jobs import service as jobs
-from portal.registry import runs, storage
+from portal.registry import runs, storage, workdirs
 from portal.slurm import SlurmPort
 from portal.upstream import PortRange, port_range, upstream
 from portal.userfiles import read_file
@@ -74,7 +74,7 @@ def observe(svc: InferenceService, book: JobBook) -> ServiceView:
         running = job.state is JobState.RUNNING
         url = _address(svc, r.index, job, book) if running else None
         ended = job.state.is_finished and bool(svc.workdir)
-        tail = runs.log_tail(Path(svc.workdir), job.user, 400).strip() if ended else ""
+        tail = workdirs.log_tail(Path(svc.workdir), job.user, 400).strip() if ended else ""
         seen[r.index] = Seen(job, url, tail)
     return ServiceView(
         id=svc.id,
@@ -250,7 +250,7 @@ def _remove(
     workdir = svc.workdir
     session.delete(svc)
     session.commit()
-    runs.remove_workdir(workdir)
+    workdirs.remove_workdir(workdir)
 
 
 _DO = {

@@ -37,7 +37,7 @@ from portal.errors import (
 )
 from portal.i18n import gettext
 from portal.inference.models import Device, InferenceService, Replica, ServiceState
-from portal.registry import runs
+from portal.registry import runs, workdirs
 from portal.registry import words as registry_words
 from portal.registry.access import Level, now
 from portal.registry.models import VersionStatus
@@ -170,7 +170,7 @@ def create(
         )
     device, gpus, shards = _device(data)
     token = "svc_" + secrets.token_urlsafe(24)
-    workdir = runs.new_workdir(access.username)
+    workdir = workdirs.new_workdir(access.username)
     try:
         runs.stage_model(version, workdir / "model", access.username)
         svc = InferenceService(

@@ -28,8 +28,8 @@ from portal.authz import Access
 from portal.errors import Conflict, DomainError, ValidationFailed
 from portal.i18n import gettext
 from portal.identity.models import User as PortalUser
-from portal.quotas.service import plan
 from portal.quotas.summary import summarise
+from portal.quotas.wanted import plan
 from portal.slurm import ClusterSlurm, SlurmError, slurm
 from portal.tenancy.models import Domain, Project
 from slurm_plugins.admission.config import (

@@ -11,17 +11,16 @@ from sqlalchemy.orm import Session
 
 from portal.audit.models import AuditEvent
 from portal.audit.service import record
-from portal.authz import Access, Perm, perms_of
+from portal.authz import Access, Perm
 from portal.errors import DomainError, QuotaExceeded, SlurmUnavailable, ValidationFailed
 from portal.i18n import gettext
-from portal.identity.models import User
 from portal.quotas import drift
 from portal.quotas.models import TRES
-from portal.quotas.render import AccountRow, SlurmPlan, SubmitterRow, render
+from portal.quotas.policy import install_policy
+from portal.quotas.wanted import plan
 from portal.quotas.words import column_heading
-from portal.roles.models import Role
 from portal.slurm import SlurmPort
-from portal.tenancy.models import Domain, GroupGrant, GroupMember, Membership, Project
+from portal.tenancy.models import Domain, Project
 from portal.tenancy.service import get_domain, get_project
 from slurm_plugins.client.errors import SlurmError
 from slurm_plugins.client.models import Association
@@ -151,47 +150,6 @@ def set_project_quota(
 
 
 # ---------------------------------------------------------------------- Slurm sync
-def plan(session: Session, domain: Domain | None = None) -> SlurmPlan:
-    """What Slurm should hold for the whole portal (or one ``domain``: its account, its
-    projects' and their submitters'), read from the database.
-
-    Roles and projects are read once and looked up per row: with 10,000 users, decoding
-    each membership's role permissions made the preview take seconds."""
-    domains = session.scalars(select(Domain)).all() if domain is None else [domain]
-    in_scope = (
-        select(Project) if domain is None else select(Project).where(Project.domain_id == domain.id)
-    )
-    projects = session.scalars(in_scope).all()
-    accounts = [AccountRow(d.name, "root", d.description or d.name, d.grp_tres()) for d in domains]
-    accounts += [
-        AccountRow(p.name, p.domain.name, p.description or p.name, p.grp_tres()) for p in projects
-    ]
-    account_of = {p.id: (p.name, p.qos_list()) for p in projects}
-    submits = {
-        role_id
-        for role_id, names in session.execute(select(Role.id, Role.permissions))
-        if Perm.JOBS_SUBMIT in perms_of(names)
-    }
-    direct = (
-        select(Membership.project_id, User.username)
-        .join(User, User.id == Membership.user_id)
-        .where(User.active, Membership.role_id.in_(submits))
-    )
-    via_groups = (
-        select(GroupGrant.project_id, User.username)
-        .join(GroupMember, GroupMember.group_id == GroupGrant.group_id)
-        .join(User, User.id == GroupMember.user_id)
-        .where(User.active, GroupGrant.role_id.in_(submits))
-    )
-    if domain is not None:
-        ids = list(account_of)
-        direct = direct.where(Membership.project_id.in_(ids))
-        via_groups = via_groups.where(GroupGrant.project_id.in_(ids))
-    pairs = {(pid, name) for query in (direct, via_groups) for pid, name in session.execute(query)}
-    submitters = [SubmitterRow(name, *account_of[pid]) for pid, name in pairs]
-    return render(accounts, submitters)
-
-
 def sync(session: Session, access: Access, port: SlurmPort, *, apply: bool) -> dict[str, Any]:
     """The sacctmgr commands that bring Slurm to the portal's state, both ways (associations
     the portal no longer wants are removed); sent when ``apply``."""
@@ -305,8 +263,6 @@ def enforce(
         domain_id=domain.id,
     )
     if current_app.config.get("ADMISSION_DIR"):
-        from portal.quotas.policy import install_policy
-
         install_policy(session, access.user, apply=True, commit=False)
     return {"applied": True, "commands": commands}
 

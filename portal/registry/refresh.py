@@ -26,8 +26,9 @@ from portal.errors import Conflict, ValidationFailed
 from portal.models import utcnow
 from portal.registry import reports, storage, words
 from portal.registry.models import EvalState, Evaluation, ModelVersion, VersionStatus
-from portal.registry.runs import IMAGE_MAX_BYTES, REPORT_MAX_BYTES, log_tail
+from portal.registry.runs import IMAGE_MAX_BYTES, REPORT_MAX_BYTES
 from portal.registry.service import protect
+from portal.registry.workdirs import log_tail
 from portal.userfiles import read_file
 from slurm_plugins.client.models import Job, JobState
 

@@ -23,7 +23,7 @@ from sqlalchemy.orm import Session
 
 from portal import actas, userdirs
 from portal.authz import Access
-from portal.errors import Conflict, ValidationFailed
+from portal.errors import Conflict
 from portal.i18n import gettext
 from portal.jobs import service as jobs
 from portal.presets.catalog import Preset
@@ -37,15 +37,9 @@ from portal.registry.models import (
     Source,
     VersionStatus,
 )
-from portal.registry.service import audit_model, get_version, new_version
+from portal.registry.service import audit_model, get_model, get_version, new_version
+from portal.registry.workdirs import dataset_mount, new_workdir
 from portal.slurm import SlurmPort
-from portal.userfiles import read_tail
-
-
-def new_workdir(username: str) -> Path:
-    """A fresh directory for one job of ``username``'s, theirs and the portal's group's only
-    (``<MODEL_WORK>/<user>/<random>``, portal/userdirs.py): the job writes its results there."""
-    return userdirs.run_dir(userdirs.work_root(), username, current_app.config["SERVICE_GROUP"])
 
 
 def stage_model(version: ModelVersion, dest: Path, owner: str, *, keep: bool = False) -> Path:
@@ -105,32 +99,6 @@ def submit(
 
 REPORT_MAX_BYTES = 16 * 1024**2  # a metrics.json
 IMAGE_MAX_BYTES = 8 * 1024**2  # a confusion.png
-
-
-def log_tail(workdir: Path, owner: str, limit: int = 600) -> str:
-    """The end of the job's output, if it is a file of the job's user (never a link)."""
-    logs = sorted(workdir.glob("*.out"))
-    text = read_tail(logs[-1], owner, limit) if logs else None
-    return text or ""
-
-
-def dataset_mount(
-    session: Session, access: Access, dataset_version_id: int | None, name: str
-) -> list[dict[str, str]]:
-    """The job spec's read-only mount of a dataset version the caller can read."""
-    if dataset_version_id is None:
-        return []
-    from portal.datasets.service import version_by_id as dataset_version
-    from portal.errors import NotFound
-
-    try:
-        version = dataset_version(session, access, dataset_version_id)
-    except NotFound:
-        message = gettext(
-            "There is no dataset version %(id)s that you can read.", id=dataset_version_id
-        )
-        raise ValidationFailed({"dataset_version_id": [message]}) from None
-    return [{"name": name, "path": version.path, "mode": "ro", "kind": "data"}]
 
 
 # ---------------------------------------------------------------------- fine-tuning
@@ -253,8 +221,6 @@ def evaluations(
             .where(Evaluation.version_id == version.id)
         )
     else:
-        from portal.registry.service import get_model
-
         model, _ = get_model(session, access, model_id, Level.READ)
         stmt = (
             select(ModelVersion.number, Evaluation)
@@ -293,8 +259,3 @@ def plot_png(session: Session, access: Access, evaluation_id: int, name: str) ->
     if name not in row.plots or not path.is_file():
         raise NotFound(gettext("The evaluation has no plot named %(name)s.", name=name))
     return path
-
-
-def remove_workdir(path: str) -> None:
-    if path and Path(path).is_relative_to(userdirs.work_root()):
-        userdirs.remove_run(path)

@@ -27,6 +27,7 @@ from portal.registry.models import (
     VersionStatus,
     Visibility,
 )
+from portal.registry.workdirs import dataset_mount, remove_workdir
 from portal.slurm import SlurmPort
 from portal.tenancy.models import Project
 from portal.tenancy.service import get_project
@@ -167,8 +168,6 @@ def _leftovers(session: Session, found: list[ModelVersion]) -> list[Path]:
 
 
 def _remove(paths: list[Path]) -> None:
-    from portal.registry.runs import remove_workdir
-
     for path in paths:
         if path.is_relative_to(storage.root()):  # an evaluation's image or other plots
             storage.remove(path)
@@ -321,8 +320,6 @@ def upload_version(
     if data.get("card"):
         cards.check(data["card"])  # before the upload is written anywhere
     if data.get("dataset_version_id") is not None:
-        from portal.registry.runs import dataset_mount
-
         dataset_mount(session, access, data["dataset_version_id"], "lineage")  # readable
     staged = storage.stage_upload(stream, filename)
     return new_version(

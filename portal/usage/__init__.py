@@ -8,8 +8,10 @@ from flask_smorest import Api
 
 def register(app: Flask, api: Api) -> None:
     """The usage and billing API and pages."""
-    from portal.usage.pages import bp as pages
+    # the drill-down, bills and price plans add their routes to the one blueprint
+    from portal.usage import billing_pages, pages, plan_pages  # noqa: F401
+    from portal.usage.blueprint import bp
     from portal.usage.views import blp
 
     api.register_blueprint(blp)
-    app.register_blueprint(pages)
+    app.register_blueprint(bp)

@@ -21,7 +21,7 @@ from portal.errors import DomainError
 from portal.i18n import current, gettext, lazy_gettext, money
 from portal.pages import show_error
 from portal.usage import billing, plans
-from portal.usage.pages import bp
+from portal.usage.blueprint import bp
 from portal.web import current_access, session
 
 NO_PACKAGE = lazy_gettext("None: pay as you go")

@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from flask import Blueprint, flash, redirect, render_template, request, url_for
+from flask import flash, redirect, render_template, request, url_for
 from flask_login import login_required
 from flask_wtf import FlaskForm
 from werkzeug.wrappers import Response
@@ -21,12 +21,11 @@ from portal.i18n import current, gettext, lazy_gettext
 from portal.jobs import explain
 from portal.slurm import slurm
 from portal.usage import billing, charts, drill, service, windows
+from portal.usage.blueprint import bp
 from portal.usage.exports import zone
 from portal.usage.schemas import DIMS, WindowQuerySchema
 from portal.web import current_access, session
 from slurm_plugins.client.models import JobState
-
-bp = Blueprint("usage_pages", __name__)
 
 #: the groups of the top page, and the level each one opens
 GROUPS = {d.value: lazy_gettext(labels.DIMS[d]) for d in Dim}
@@ -162,7 +161,3 @@ def import_now() -> Response:
         session().rollback()
         flash(exc.message, "error")
     return redirect(url_for(".index"))
-
-
-# the billing and price plan pages are on this blueprint too
-from portal.usage import billing_pages, plan_pages  # noqa: E402, F401

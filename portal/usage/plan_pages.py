@@ -19,7 +19,7 @@ from wtforms.validators import DataRequired, Length
 from portal.errors import Conflict, Stale, ValidationFailed
 from portal.i18n import gettext, lazy_gettext
 from portal.usage import plan_form, plans
-from portal.usage.pages import bp
+from portal.usage.blueprint import bp
 from portal.web import check_version, current_access, session, version_of
 
 

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gres.probe import DeviceHealth
+from gres.device import DeviceHealth
 from slurm_plugins.node.health import HealthReporter
 from slurm_plugins.node.metrics import CardView, HostReading, NodeMetrics, read_host
 from slurm_plugins.node.report import write_report

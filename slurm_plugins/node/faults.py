@@ -31,8 +31,8 @@ from typing import Any
 import yaml
 from marshmallow import RAISE, Schema, ValidationError, fields, validate
 
+from gres.device import DeviceHealth
 from gres.naming import ACCEL_KINDS
-from gres.probe import DeviceHealth
 from slurm_plugins.common.fields import parse_duration
 from slurm_plugins.node.report import Clock
 from slurm_plugins.validation import flatten

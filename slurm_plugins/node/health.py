@@ -21,9 +21,10 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from gres.accel import SOURCE_NAMES, accel_health
+from gres.device import DeviceHealth, xid_problem
 from gres.errors import ProbeError
 from gres.naming import ACCEL_KINDS
-from gres.probe import DeviceHealth, gpu_health, npu_health, xid_problem
+from gres.probe import gpu_health, npu_health
 from slurm_plugins.node.clock import parse_chronyc_tracking, parse_timedatectl
 from slurm_plugins.node.faults import FaultsError, apply_faults, load_faults
 from slurm_plugins.node.report import (

@@ -18,7 +18,7 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 
-from gres.probe import DeviceHealth, DeviceSample
+from gres.device import DeviceHealth, DeviceSample
 from slurm_plugins.common.metrics import Latest, SnapshotCollector, name, registry_of
 from slurm_plugins.node.report import DiskCounters, FsUsage, NetCounters
 

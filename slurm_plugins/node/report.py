@@ -16,7 +16,7 @@ from pathlib import Path
 
 import msgspec
 
-from gres.probe import DeviceHealth
+from gres.device import DeviceHealth
 from slurm_plugins.common.store import write_atomic
 
 REPORT_VERSION = 1

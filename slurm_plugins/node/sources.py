@@ -18,9 +18,10 @@ from typing import Any, Protocol
 
 from gres.accel import SOURCE_NAMES, accel_samples
 from gres.accel import tool as accel_tool
+from gres.device import DeviceSample
 from gres.errors import ProbeError
 from gres.naming import ACCEL_VARIABLES
-from gres.probe import DeviceSample, gpu_samples, npu_samples, run_npu_smi
+from gres.probe import gpu_samples, npu_samples, run_npu_smi
 from gres.smi import run_smi
 
 log = logging.getLogger("aipool.node")

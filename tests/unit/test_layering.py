@@ -1,6 +1,7 @@
 """The layering rules import-linter cannot check (its contracts are in pyproject.toml): no
 package takes another's private names, only the Slurm client and the lab name Slurm's commands,
-and no import cycle runs through a package boundary.
+no import cycle runs through a package boundary, and no module imports itself through others
+inside its package either (a late import inside a function counts as much as one at the top).
 
 Each check is a function over a source tree, so that a small tree with violations in it shows
 that the check finds exactly them.
@@ -143,6 +144,22 @@ def boundary_cycles(packages: Sequence[str]) -> list[tuple[str, ...]]:
     return sorted(cycles.values())
 
 
+def module_cycles(packages: Sequence[str]) -> list[tuple[str, ...]]:
+    """Every import cycle between modules, inside a package or across packages, each once, as
+    the modules it runs through. A piece two modules share goes down into a third module, so
+    that neither imports the other back (lazily or not). Imports for type checking only are
+    left out: an annotation names a type and runs nothing (``job_wire`` names the
+    ``JobRequest`` it writes)."""
+    graph = grimp.build_graph(*packages, cache_dir=None, exclude_type_checking_imports=True)
+    cycles: dict[frozenset[str], tuple[str, ...]] = {}
+    for importer in sorted(graph.modules):
+        for imported in sorted(graph.find_modules_directly_imported_by(importer)):
+            back = graph.find_shortest_chain(importer=imported, imported=importer)
+            if back and imported != importer:
+                cycles.setdefault(frozenset(back), (importer, *back))
+    return sorted(cycles.values())
+
+
 # ---------------------------------------------------------------------------- the tree as it is
 def test_no_package_takes_another_packages_private_names() -> None:
     assert private_imports(ROOT, PACKAGES) == []
@@ -154,6 +171,10 @@ def test_only_the_client_and_the_lab_name_slurm_commands() -> None:
 
 def test_no_import_cycle_crosses_a_package_boundary() -> None:
     assert boundary_cycles(PACKAGES) == []
+
+
+def test_no_module_imports_itself_through_others() -> None:
+    assert module_cycles(PACKAGES) == []
 
 
 # ---------------------------------------------------------------------------- the checks catch
@@ -229,3 +250,32 @@ def test_import_cycles_through_a_package_boundary_are_found(
     )
     monkeypatch.syspath_prepend(str(tmp_path))
     assert boundary_cycles(["lyr_one", "lyr_two"]) == [("lyr_one.x", "lyr_two.y", "lyr_one.x")]
+
+
+def test_import_cycles_inside_a_package_are_found(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _tree(
+        tmp_path,
+        {
+            "cyc_one/__init__.py": "",
+            "cyc_one/p.py": "from cyc_one import q\n",
+            # late, as a routes module at the foot of a blueprint's
+            "cyc_one/q.py": "X = 1\nfrom cyc_one import p  # noqa: E402\n",
+            "cyc_one/r.py": "def f():\n    from cyc_one.s import g\n",
+            "cyc_one/s.py": "from cyc_one.t import h\ndef g(): ...\n",
+            "cyc_one/t.py": "from cyc_one.r import f\ndef h(): ...\n",
+            "cyc_one/u.py": "from cyc_one import p, t\n",  # reads both, in no cycle
+            # an annotation's import back runs nothing
+            "cyc_one/v.py": "from cyc_one.w import W\n",
+            "cyc_one/w.py": (
+                "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from cyc_one import v\n"
+                "class W: ...\n"
+            ),
+        },
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert module_cycles(["cyc_one"]) == [
+        ("cyc_one.p", "cyc_one.q", "cyc_one.p"),
+        ("cyc_one.r", "cyc_one.s", "cyc_one.t", "cyc_one.r"),
+    ]

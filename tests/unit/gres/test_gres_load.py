@@ -9,9 +9,10 @@ from types import SimpleNamespace
 
 import pytest
 
+from gres.device import DeviceSample
 from gres.errors import ProbeError
 from gres.npusmi import parse_npu_smi_info
-from gres.probe import DeviceSample, gpu_samples, npu_samples
+from gres.probe import gpu_samples, npu_samples
 
 SAMPLES = Path(__file__).resolve().parents[3] / "tests" / "data" / "npu-smi"
 MIB = 1024 * 1024

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gres.probe import DeviceHealth
+from gres.device import DeviceHealth
 from slurm_plugins.health.config import HealthConfig
 from slurm_plugins.health.verdict import REASON_PREFIX, NodeView
 from slurm_plugins.node import Clock, NodeReport, Seen

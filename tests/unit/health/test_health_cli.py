@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from gres.probe import DeviceHealth
+from gres.device import DeviceHealth
 from slurm_plugins.common.errors import ConfigError
 from slurm_plugins.health.checker import HealthStore
 from slurm_plugins.health.plan import HealthState, NodeRecord

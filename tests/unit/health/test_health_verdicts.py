@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from gres.probe import DeviceHealth
+from gres.device import DeviceHealth
 from slurm_plugins.health.config import HealthConfig
 from slurm_plugins.health.verdict import NodeView, Problem, Verdict, assess
 from slurm_plugins.node import Clock, Seen

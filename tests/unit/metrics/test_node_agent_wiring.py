@@ -9,7 +9,7 @@ from pathlib import Path
 from click.testing import CliRunner
 from prometheus_client.parser import text_string_to_metric_families
 
-from gres.probe import DeviceSample
+from gres.device import DeviceSample
 from slurm_plugins.common.address import parse_address
 from slurm_plugins.common.metrics import serve
 from slurm_plugins.node import SampleReader

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from prometheus_client.metrics_core import Metric
 
-from gres.probe import DeviceHealth, DeviceSample
+from gres.device import DeviceHealth, DeviceSample
 from slurm_plugins.node.agent import Agent
 from slurm_plugins.node.health import HealthReporter
 from slurm_plugins.node.metrics import CardView, HostReading, NodeMetrics, read_host

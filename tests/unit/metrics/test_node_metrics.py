@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gres.probe import DeviceSample
+from gres.device import DeviceSample
 from slurm_plugins.node.metrics import CardView, NodeMetrics, card_families
 from tests.unit.metrics.scheme import check_scheme, values
 

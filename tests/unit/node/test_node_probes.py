@@ -9,8 +9,9 @@ from types import SimpleNamespace
 
 import pytest
 
+from gres.device import DeviceHealth, xid_problem
 from gres.errors import ProbeError
-from gres.probe import DeviceHealth, gpu_health, npu_health, xid_problem
+from gres.probe import gpu_health, npu_health
 from slurm_plugins.node import Clock
 from slurm_plugins.node.health import HealthReporter, InventoryHealth, NvmlHealth
 

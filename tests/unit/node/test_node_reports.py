@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from gres.probe import DeviceHealth
+from gres.device import DeviceHealth
 from slurm_plugins.node import Clock, NodeReport, read_reports, write_report
 from slurm_plugins.node.clock import parse_chronyc_tracking, parse_timedatectl
 from slurm_plugins.node.health import HealthReporter, probe_clock

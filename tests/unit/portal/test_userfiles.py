@@ -69,7 +69,7 @@ def test_the_job_page_shows_output_and_progress_to_whom_it_may(env: Env, tmp_pat
 def test_an_evaluation_log_swapped_for_a_link_is_not_read(tmp_path: Path) -> None:
     """A member swaps a finished evaluation's .out for a link to a root-only file: the
     failure message the portal shows comes from nowhere but the job's own file."""
-    from portal.registry.runs import log_tail
+    from portal.registry.workdirs import log_tail
 
     secret = tmp_path / "jwt_hs256.key"
     secret.write_text("the slurmrestd key\n")
