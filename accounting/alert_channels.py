@@ -1,5 +1,5 @@
 """Delivering an alert through its channels: e-mail, and webhooks in their robots' formats
-(:mod:`slurm_plugins.common.webhooks`, shared with the daemons' notices).
+(:mod:`plumbing.webhooks`, shared with the daemons' notices).
 
 Each attempt's outcome is an :class:`Outcome`; the URL and secret never appear in one (they
 are credentials), nor in a log line.
@@ -16,9 +16,9 @@ from typing import Any
 import httpx
 
 from accounting.alert_rules import Channel, Rule, Severity
-from slurm_plugins.common import webhooks
-from slurm_plugins.common.mail import Mail, Mailer, MailError, MailTemplates
-from slurm_plugins.common.webhooks import Outcome
+from plumbing import webhooks
+from plumbing.mail import Mail, Mailer, MailError, MailTemplates
+from plumbing.webhooks import Outcome
 from translations import N_, gettext
 
 TEMPLATES = MailTemplates("accounting")
@@ -120,7 +120,7 @@ def alert_mails(
 ) -> list[Mail]:
     """One mail per language of the channel's readers; a rule from the alert kinds before
     rules keeps its template for its firing mail."""
-    from slurm_plugins.common.mail import by_language
+    from plumbing.mail import by_language
 
     mails = []
     for lang, to in by_language(list(addresses), language).items():

@@ -33,8 +33,8 @@ if TYPE_CHECKING:
     from accounting.alert_rules import Rule
     from accounting.alerts import AlertConfig
     from accounting.metrics import AccountingMetrics
+    from plumbing.address import Address
     from slurm_plugins.client import SlurmClient
-    from slurm_plugins.common.address import Address
 
 log = logging.getLogger("aipool.accounting")
 
@@ -71,7 +71,7 @@ def alert_cycle(
     from accounting.alert_eval import Facts, pool_facts, prometheus, run_rules, usage_facts
     from accounting.alert_store import stored
     from accounting.report import month_start
-    from slurm_plugins.common.mail import Mailer
+    from plumbing.mail import Mailer
 
     now = now or datetime.now(UTC)
     if languages is not None:
@@ -234,7 +234,7 @@ def run(  # noqa: PLR0917 (one parameter per option)
 
 
 def _address(value: str | None) -> Address | None:
-    from slurm_plugins.common.address import parse_address
+    from plumbing.address import parse_address
 
     try:
         return None if value is None else parse_address(value)
@@ -246,7 +246,7 @@ def _serve_metrics(engine: Engine, at: Address | None, cluster: str) -> Accounti
     """The scheduler's metrics, served at ``at`` (``--metrics``); None without it. An
     address that cannot be bound stops the command with 2."""
     from accounting.metrics import AccountingMetrics
-    from slurm_plugins.common.metrics import serve
+    from plumbing.metrics import serve
 
     if at is None:
         return None
@@ -271,7 +271,7 @@ def mail_monthly_report(
     from accounting.alerts import monthly_report_mails
     from accounting.report import month_start
     from accounting.table import Brand
-    from slurm_plugins.common.mail import Mailer
+    from plumbing.mail import Mailer
 
     if languages is not None:
         cfg = cfg.with_saved_languages(languages(engine))

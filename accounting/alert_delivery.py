@@ -13,6 +13,7 @@ import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import count
 
 import httpx
 from sqlalchemy import Engine, insert
@@ -21,8 +22,9 @@ from accounting.alert_channels import Alert, alert_mails, post_webhook, send_mai
 from accounting.alert_eval import Observation
 from accounting.alert_models import AlertDelivery
 from accounting.alert_rules import Channel, ChannelType, Level, Severity
-from slurm_plugins.common.mail import MailConfig, Mailer
-from slurm_plugins.common.webhooks import Outcome
+from plumbing.mail import MailConfig, Mailer
+from plumbing.retry import until_ok
+from plumbing.webhooks import Outcome
 
 log = logging.getLogger("aipool.accounting.alerts")
 
@@ -79,12 +81,14 @@ class Deliverer:
         return delivered
 
     def _through(self, channel: Channel, alert: Alert, obs: Observation) -> bool:
-        attempts = max(1, self.settings.attempts)
-        for attempt in range(1, attempts + 1):
+        tries = count(1)
+
+        def once() -> Outcome:
             outcome = self._once(channel, alert, obs)
-            self._record(alert, obs, channel.name, attempt, outcome)
-            if outcome.ok:
-                return True
+            self._record(alert, obs, channel.name, next(tries), outcome)
+            return outcome
+
+        def failed(attempt: int, outcome: Outcome) -> None:
             # the channel's name only: its URL and secret are credentials
             log.warning(
                 "alert %s/%s through %s, attempt %d: %s",
@@ -94,9 +98,16 @@ class Deliverer:
                 attempt,
                 outcome.error,
             )
-            if attempt < attempts:
-                self.sleep(self.settings.backoff_s * 2 ** (attempt - 1))
-        return False
+
+        outcome = until_ok(
+            once,
+            lambda outcome: outcome.ok,
+            self.settings.attempts,
+            self.settings.backoff_s,
+            self.sleep,
+            failed,
+        )
+        return outcome.ok
 
     def _once(self, channel: Channel, alert: Alert, obs: Observation) -> Outcome:
         if channel.type is ChannelType.EMAIL:

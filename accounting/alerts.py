@@ -31,7 +31,7 @@ from accounting.alert_rules import (
 )
 from accounting.report import Dim, build, month_start, next_month
 from accounting.table import Brand
-from slurm_plugins.common.mail import (
+from plumbing.mail import (
     Mail,
     MailConfig,
     MailError,

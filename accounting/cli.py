@@ -174,7 +174,7 @@ def power_saved(db: str | None, lab: bool, config_path: Path, cluster: str | Non
     from sqlalchemy.orm import Session
 
     from accounting.power import import_power_off, saved_kwh
-    from slurm_plugins.common.cli import load_or_exit
+    from plumbing.cli import load_or_exit
     from slurm_plugins.power.config import load_config
     from slurm_plugins.power.program import read_events
 

@@ -25,7 +25,7 @@ from accounting.ingest import IngestResult
 from accounting.meter import UCARDS, card_kind
 from accounting.models import IngestState, Rollup
 from accounting.report import month_start
-from slurm_plugins.common.metrics import SnapshotCollector, name, registry_of
+from plumbing.metrics import SnapshotCollector, name, registry_of
 
 log = logging.getLogger("aipool.accounting")
 

@@ -32,14 +32,14 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 
 from gres.device import DeviceHealth, DeviceSample
+from plumbing.metrics import SnapshotCollector, registry_of
 from portal.metrics import Access, PortalMetrics
 from slurm_plugins.client import parse
-from slurm_plugins.common.metrics import SnapshotCollector, registry_of
-from slurm_plugins.common.poolmetrics import PoolView
 from slurm_plugins.node.metrics import CardView, HostReading, NodeMetrics
 from slurm_plugins.node.report import DiskCounters, FsUsage, NetCounters
 from slurm_plugins.policy.metrics import PolicyMetrics
 from slurm_plugins.policy.plan import Plan
+from slurm_plugins.policy.poolmetrics import PoolView
 
 RECORDED = Path(__file__).resolve().parents[1] / "tests" / "data" / "slurm" / "22.05"
 

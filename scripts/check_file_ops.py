@@ -36,7 +36,7 @@ ALLOWED = {
     "portal/registry/storage.py": "the model store and its staging (the portal's)",
     "portal/registry/refresh.py": "evaluation images into the model store",
     "portal/registry/forms.py": "lists the site's model mirror (the portal's)",
-    "portal/registry/runs.py": "names of a run's output files (contents via portal.userfiles)",
+    "portal/registry/workdirs.py": "names of a run's output files (contents via portal.userfiles)",
     "portal/presets/": "the preset programs: they run inside users' jobs, as the user",
     "portal/migrations/": "Alembic's own files",
     "accounting/cli.py": "reports written where the operator running it says",

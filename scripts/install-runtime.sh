@@ -23,7 +23,7 @@ fi
 lock=$(python_lock "$prefix/bin/python" runtime install-runtime)
 stamp=$prefix/.aipool-runtime-installed
 want=$(sha256sum "$lock" pyproject.toml)
-sources=(pyproject.toml aipool asuser gres slurm_plugins jobspec accounting portal sim dbtypes translations)
+sources=(pyproject.toml aipool asuser gres plumbing slurm_plugins jobspec accounting portal sim dbtypes translations)
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   echo "install-runtime: installing the job runtime in $prefix from $lock"
   # --use-pep517: as in bootstrap.sh (seqeval and jieba are setup.py sources only)

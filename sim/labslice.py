@@ -23,9 +23,9 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from gres.placement import MILLI
+from plumbing import codec
 from sim.trace import Task
 from slurm_plugins.client.versions import Release, keeps_shard_marks
-from slurm_plugins.common import codec
 from slurm_plugins.policy.cluster import ClusterView, first_fit
 from slurm_plugins.policy.engine import EngineConfig, PolicyConfig, plan
 from slurm_plugins.policy.resources import Demand

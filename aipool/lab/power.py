@@ -23,7 +23,7 @@ import yaml
 import aipool
 from aipool.lab import daemons, host, powerhelper
 from aipool.lab.config import LabConfig
-from slurm_plugins.common.errors import ConfigError
+from plumbing.errors import ConfigError
 from slurm_plugins.power.config import PowerConfig, parse_config
 from slurm_plugins.power.render import render_programs
 

@@ -10,8 +10,8 @@ import yaml
 from marshmallow import RAISE, Schema, ValidationError, fields, validate
 
 from aipool.lab.daemons import LabError
+from plumbing.validation import flatten
 from slurm_plugins.client.specs import AccountSpec, QosSpec, UserSpec
-from slurm_plugins.validation import flatten
 
 _NAME = validate.Regexp(r"^[a-z][a-z0-9_-]{0,31}$", error="must be a lower-case Slurm/Unix name")
 

@@ -34,10 +34,10 @@ from prometheus_client import (
 from werkzeug.exceptions import NotFound
 from werkzeug.wrappers import Response as BaseResponse
 
+from plumbing.metrics import name
 from portal.errors import error_response
 from portal.i18n import gettext
 from portal.web import bearer
-from slurm_plugins.common.metrics import name
 
 KEY = "aipool.metrics"
 METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from flask import current_app
 
-from slurm_plugins.common.errors import ConfigError
+from plumbing.errors import ConfigError
 from slurm_plugins.power.config import load_config
 from slurm_plugins.power.plan import NodeEnergy, energy_saved
 from slurm_plugins.power.program import read_events

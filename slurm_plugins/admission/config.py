@@ -21,7 +21,7 @@ from marshmallow import RAISE, Schema, ValidationError, fields, validate
 
 from gres.naming import DEFAULT_SHARDS_PER_GPU
 from gres.shards import MAX_SHARDS_PER_GPU, ShardPlan
-from slurm_plugins.validation import flatten
+from plumbing.validation import flatten
 
 LAB_POLICY = Path(__file__).resolve().parent / "lab-policy.yaml"
 

@@ -21,7 +21,7 @@ from typing import Any
 import yaml
 from marshmallow import RAISE, Schema, ValidationError, fields, validate
 
-from slurm_plugins.validation import flatten
+from plumbing.validation import flatten
 
 _NAME = validate.Regexp(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$", error="not a valid name")
 

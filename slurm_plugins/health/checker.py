@@ -16,10 +16,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from plumbing.notify import Notifier
+from plumbing.store import JsonStore, exclusive
 from slurm_plugins.client import SlurmClient, SlurmError
 from slurm_plugins.client.models import Node
-from slurm_plugins.common.notify import Notifier
-from slurm_plugins.common.store import JsonStore, exclusive
 from slurm_plugins.health.config import HealthConfig
 from slurm_plugins.health.plan import HealthPlan, HealthState, plan
 from slurm_plugins.health.verdict import NodeView

@@ -16,9 +16,10 @@ from typing import TYPE_CHECKING
 
 import click
 
-from slurm_plugins.common import codec
-from slurm_plugins.common.cli import fail, load_or_exit, slurm_client
-from slurm_plugins.common.errors import ConfigError
+from plumbing import codec
+from plumbing.cli import fail, load_or_exit
+from plumbing.errors import ConfigError
+from slurm_plugins.client.daemon import slurm_client
 from slurm_plugins.health.config import HealthConfig
 from slurm_plugins.policy.config import LAB_CONFIG, DaemonConfig, load_config
 
@@ -94,7 +95,7 @@ def check(config_path: Path, dry_run: bool, as_json: bool) -> None:
 @click.option("--dry-run", is_flag=True, help="Log what each check would do; change nothing.")
 def run(config_path: Path, dry_run: bool) -> None:
     """Check every health.interval until stopped (one checker per state directory)."""
-    from slurm_plugins.common.metrics import serve
+    from plumbing.metrics import serve
     from slurm_plugins.health.checker import CheckerLocked
     from slurm_plugins.health.metrics import HealthMetrics
 

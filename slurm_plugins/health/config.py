@@ -24,8 +24,8 @@ from typing import Any
 
 from marshmallow import RAISE, Schema, fields, validate
 
-from slurm_plugins.common.address import Address
-from slurm_plugins.common.fields import Duration, ListenAddress
+from plumbing.address import Address
+from plumbing.fields import Duration, ListenAddress
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,7 +15,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 
-from slurm_plugins.common.metrics import Latest, SnapshotCollector, name, registry_of
+from plumbing.metrics import Latest, SnapshotCollector, name, registry_of
 from slurm_plugins.health.checker import CheckReport
 from slurm_plugins.health.verdict import Problem, Verdict
 

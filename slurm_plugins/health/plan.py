@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from slurm_plugins.common.notify import Notification
+from plumbing.notify import Notification
 from slurm_plugins.health.config import HealthConfig
 from slurm_plugins.health.verdict import NodeView, Verdict, assess
 from slurm_plugins.node import Seen

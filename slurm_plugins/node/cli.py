@@ -15,7 +15,7 @@ from pathlib import Path
 
 import click
 
-from slurm_plugins.common.cli import fail
+from plumbing.cli import fail
 
 
 @click.command()
@@ -66,8 +66,8 @@ def agent(
 ) -> None:
     """Node agent: per-job utilisation samples for the idle reaper, node health reports."""
     from gres.accel import SOURCE_NAMES
-    from slurm_plugins.common.address import parse_address
-    from slurm_plugins.common.metrics import serve
+    from plumbing.address import parse_address
+    from plumbing.metrics import serve
     from slurm_plugins.node.agent import Agent
     from slurm_plugins.node.health import health_reporter
     from slurm_plugins.node.metrics import NodeMetrics

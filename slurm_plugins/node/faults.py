@@ -33,9 +33,9 @@ from marshmallow import RAISE, Schema, ValidationError, fields, validate
 
 from gres.device import DeviceHealth
 from gres.naming import ACCEL_KINDS
-from slurm_plugins.common.fields import parse_duration
+from plumbing.fields import parse_duration
+from plumbing.validation import flatten
 from slurm_plugins.node.report import Clock
-from slurm_plugins.validation import flatten
 
 KINDS = ("gpu", "npu", *ACCEL_KINDS)
 

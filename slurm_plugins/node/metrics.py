@@ -19,7 +19,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 
 from gres.device import DeviceHealth, DeviceSample
-from slurm_plugins.common.metrics import Latest, SnapshotCollector, name, registry_of
+from plumbing.metrics import Latest, SnapshotCollector, name, registry_of
 from slurm_plugins.node.report import DiskCounters, FsUsage, NetCounters
 
 MIB = 1024 * 1024

@@ -17,7 +17,7 @@ from pathlib import Path
 import msgspec
 
 from gres.device import DeviceHealth
-from slurm_plugins.common.store import write_atomic
+from plumbing.store import write_atomic
 
 REPORT_VERSION = 1
 SUFFIX = ".health.json"

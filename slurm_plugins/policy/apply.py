@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import TypeVar
 
+from plumbing.notify import Notifier
 from slurm_plugins.client import (
     ControllerUnavailable,
     JobNotFound,
@@ -26,7 +27,6 @@ from slurm_plugins.client import (
     SlurmClient,
     SlurmError,
 )
-from slurm_plugins.common.notify import Notifier
 from slurm_plugins.policy.plan import Action, Plan
 from slurm_plugins.policy.snapshot import DaemonState
 from slurm_plugins.policy.state import StateStore

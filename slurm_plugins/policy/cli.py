@@ -19,8 +19,9 @@ from pathlib import Path
 
 import click
 
-from slurm_plugins.common import codec
-from slurm_plugins.common.cli import fail, load_or_exit, slurm_client
+from plumbing import codec
+from plumbing.cli import fail, load_or_exit
+from slurm_plugins.client.daemon import slurm_client
 from slurm_plugins.policy.config import LAB_CONFIG, DaemonConfig, load_config
 from slurm_plugins.policy.plan import Plan
 

@@ -14,16 +14,16 @@ from typing import Any
 import yaml
 from marshmallow import RAISE, Schema, ValidationError, fields, validate
 
-from slurm_plugins.common import webhooks
-from slurm_plugins.common.address import Address
-from slurm_plugins.common.errors import ConfigError
-from slurm_plugins.common.fields import Duration, ListenAddress
+from plumbing import webhooks
+from plumbing.address import Address
+from plumbing.errors import ConfigError
+from plumbing.fields import Duration, ListenAddress
+from plumbing.validation import flatten
 from slurm_plugins.health.config import HealthConfig, HealthSchema, health_config
 from slurm_plugins.policy.base import REGISTRY, Select
 from slurm_plugins.policy.engine import EngineConfig, PolicyConfig
 from slurm_plugins.policy.fields import resource_map
 from slurm_plugins.policy.snapshot import Tenant
-from slurm_plugins.validation import flatten
 from translations import DEFAULT, LOCALES
 
 LAB_CONFIG = Path(__file__).resolve().parent / "lab-daemon.yaml"

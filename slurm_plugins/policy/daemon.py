@@ -26,13 +26,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from slurm_plugins.admission.heartbeat import write_stopped
-from slurm_plugins.client import SlurmClient, SlurmError
-from slurm_plugins.client.models import AcctJob, Association, SchedulerCounters
-from slurm_plugins.client.versions import shards_across_cards
-from slurm_plugins.common.errors import ConfigError
-from slurm_plugins.common.metrics import serve
-from slurm_plugins.common.notify import (
+from plumbing.errors import ConfigError
+from plumbing.metrics import serve
+from plumbing.notify import (
     FileSink,
     LogSink,
     MultiSink,
@@ -40,7 +36,10 @@ from slurm_plugins.common.notify import (
     WebhookSink,
     email_sink,
 )
-from slurm_plugins.common.poolmetrics import PoolView
+from slurm_plugins.admission.heartbeat import write_stopped
+from slurm_plugins.client import SlurmClient, SlurmError
+from slurm_plugins.client.models import AcctJob, Association, SchedulerCounters
+from slurm_plugins.client.versions import shards_across_cards
 from slurm_plugins.node import SampleReader
 from slurm_plugins.policy import collect
 from slurm_plugins.policy.apply import ApplyResult, apply
@@ -48,6 +47,7 @@ from slurm_plugins.policy.config import DaemonConfig
 from slurm_plugins.policy.engine import build_policies, plan
 from slurm_plugins.policy.metrics import PolicyMetrics
 from slurm_plugins.policy.plan import Plan
+from slurm_plugins.policy.poolmetrics import PoolView
 from slurm_plugins.policy.snapshot import DaemonState, Snapshot
 from slurm_plugins.policy.state import ReasonLog, StateStore
 

@@ -16,7 +16,7 @@ import gc
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from slurm_plugins.common.notify import Notification
+from plumbing.notify import Notification
 from slurm_plugins.policy import policies as _policies  # noqa: F401  (registers built-ins)
 from slurm_plugins.policy.base import (
     REGISTRY,

@@ -1,5 +1,5 @@
 """marshmallow fields the policy config shares: resource maps (durations are
-:mod:`slurm_plugins.common.fields`')."""
+:mod:`plumbing.fields`')."""
 
 from __future__ import annotations
 

@@ -3,7 +3,7 @@
 Counted once per cycle from the cycle's report (the plan and what apply did), so the
 daemon itself only hands its report over. The pool families (cards, queues, fragmentation)
 are computed at scrape time from the jobs and nodes the last cycle read
-(:mod:`slurm_plugins.common.poolmetrics`).
+(:mod:`slurm_plugins.policy.poolmetrics`).
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.metrics_core import Metric
 
-from slurm_plugins.common.metrics import Latest, SnapshotCollector, name, registry_of
-from slurm_plugins.common.poolmetrics import PoolView, pool_families
+from plumbing.metrics import Latest, SnapshotCollector, name, registry_of
 from slurm_plugins.policy.base import REGISTRY
 from slurm_plugins.policy.plan import Plan
+from slurm_plugins.policy.poolmetrics import PoolView, pool_families
 from slurm_plugins.policy.snapshot import Tenant
 
 if TYPE_CHECKING:

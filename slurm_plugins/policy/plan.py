@@ -12,8 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from slurm_plugins.common import codec
-from slurm_plugins.common.notify import Notification
+from plumbing import codec
+from plumbing.notify import Notification
 from slurm_plugins.policy.snapshot import DaemonState
 from translations import Message
 

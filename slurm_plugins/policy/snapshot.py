@@ -17,7 +17,7 @@ from typing import Any
 
 from gres.naming import DEFAULT_SHARDS_PER_GPU
 from gres.placement_model import Workload
-from slurm_plugins.common import codec
+from plumbing import codec
 from slurm_plugins.node import Sample
 from slurm_plugins.policy.resources import Amounts, Demand
 

@@ -1,6 +1,6 @@
 """The policy daemon's files: its state (which holds are ours…), the decision log, a lock.
 
-The state keeps its previous version (:class:`~slurm_plugins.common.store.JsonStore`), so a
+The state keeps its previous version (:class:`~plumbing.store.JsonStore`), so a
 daemon killed at any moment finds a whole file on restart. The decision log keeps the
 latest reasons per job for the portal and ``aipool job ID``.
 """
@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from slurm_plugins.common.store import JsonStore, exclusive, write_atomic
+from plumbing.store import JsonStore, exclusive, write_atomic
 from slurm_plugins.policy.snapshot import DaemonState
 
 STATE = "state.json"

@@ -12,8 +12,9 @@ from pathlib import Path
 
 import click
 
-from slurm_plugins.common.cli import fail, load_or_exit, slurm_client
-from slurm_plugins.common.fields import parse_duration
+from plumbing.cli import fail, load_or_exit
+from plumbing.fields import parse_duration
+from slurm_plugins.client.daemon import slurm_client
 from slurm_plugins.power.config import load_config
 
 log = logging.getLogger("aipool.power")

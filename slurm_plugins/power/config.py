@@ -36,8 +36,8 @@ import yaml
 from marshmallow import RAISE, Schema, ValidationError, fields, validate, validates_schema
 
 from gres.hostlist import expand_hostlist
-from slurm_plugins.common.errors import ConfigError
-from slurm_plugins.common.fields import Duration
+from plumbing.errors import ConfigError
+from plumbing.fields import Duration
 
 NODE_PLACEHOLDER = "{node}"
 

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import click
 
+from plumbing.cli import fail
 from slurm_plugins.client import SlurmClient
-from slurm_plugins.common.cli import fail
 from slurm_plugins.tokens.policy import Policy
 from slurm_plugins.tokens.server import Audit, TokenService, custody_problems, listen, serve
 

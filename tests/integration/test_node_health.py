@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from aipool.lab.cluster import Lab
+from plumbing.notify import read_notifications
 from slurm_plugins.client import SlurmClient
 from slurm_plugins.client.models import JobState
-from slurm_plugins.common.notify import read_notifications
 from slurm_plugins.health.checker import Checker, CheckReport
 from slurm_plugins.health.verdict import REASON_PREFIX
 from slurm_plugins.node.health import health_reporter, report_health

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from aipool.lab.cluster import Lab
+from plumbing.notify import read_notifications
 from slurm_plugins.client import SlurmClient
 from slurm_plugins.client.models import JobState
-from slurm_plugins.common.notify import read_notifications
 from slurm_plugins.node import write_samples
 from slurm_plugins.node.sources import FileSource
 from slurm_plugins.policy.plan import Action

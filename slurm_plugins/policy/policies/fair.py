@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 from marshmallow import Schema, fields, validate
 
-from slurm_plugins.common.fields import Duration
+from plumbing.fields import Duration
 from slurm_plugins.policy.base import Context, Policy, register
 from slurm_plugins.policy.fields import resource_map
 from slurm_plugins.policy.resources import RESOURCES, ZERO, Amounts

@@ -19,7 +19,7 @@ from typing import Any
 
 from marshmallow import Schema, fields
 
-from slurm_plugins.common.fields import Duration
+from plumbing.fields import Duration
 from slurm_plugins.policy.base import Context, Cycle, Policy, Verdict, admit, hold, register
 from slurm_plugins.policy.plan import Action, JobAction
 from slurm_plugins.policy.snapshot import JobInfo

@@ -13,7 +13,7 @@ from typing import Any
 
 from marshmallow import Schema, fields, validate
 
-from slurm_plugins.common.fields import Duration
+from plumbing.fields import Duration
 from slurm_plugins.policy.base import Context, Policy, register
 from slurm_plugins.policy.snapshot import JobInfo
 

@@ -21,7 +21,7 @@ from typing import Any
 
 from marshmallow import Schema, fields, validate
 
-from slurm_plugins.common.fields import Duration
+from plumbing.fields import Duration
 from slurm_plugins.policy.base import Context, Cycle, Policy, Verdict, register
 from slurm_plugins.policy.cluster import FreeNode
 from slurm_plugins.policy.plan import Action, JobAction

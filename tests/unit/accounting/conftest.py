@@ -18,7 +18,7 @@ from aiosmtpd.controller import Controller
 from sqlalchemy import Engine, create_engine
 
 from accounting import migrate
-from slurm_plugins.common.mail import Mailer, SmtpSettings
+from plumbing.mail import Mailer, SmtpSettings
 from tests.unit.accounting.receivers import Receiver, serving
 
 

@@ -29,9 +29,9 @@ from accounting.alert_rules import (
     masked,
 )
 from accounting.alerts import load_config
+from plumbing.mail import MailConfig, Mailer
 from slurm_plugins.client import SlurmClient
 from slurm_plugins.client.models import Node
-from slurm_plugins.common.mail import MailConfig, Mailer
 from tests.unit.accounting.conftest import Inbox
 from tests.unit.accounting.receivers import Receiver
 from tests.unit.accounting.test_alerts import _gpu_node, _text
@@ -109,7 +109,7 @@ class Run:
 
 
 def _smtp(port: int) -> Any:
-    from slurm_plugins.common.mail import SmtpSettings
+    from plumbing.mail import SmtpSettings
 
     return SmtpSettings("127.0.0.1", port, "aipool@example.org", timeout_s=2)
 

@@ -22,10 +22,10 @@ from accounting.alerts import AlertConfig, AlertConfigError, load_config, monthl
 from accounting.ingest import ingest
 from accounting.meter import NodeCards, Topology, meter
 from accounting.report import month_start
+from plumbing.errors import ConfigError
+from plumbing.mail import Mail, Mailer, MailError, SmtpSettings, compose
+from plumbing.notify import EmailSink, MultiSink, Notification
 from slurm_plugins.client.models import Gres, Node, NodeState, Tres
-from slurm_plugins.common.errors import ConfigError
-from slurm_plugins.common.mail import Mail, Mailer, MailError, SmtpSettings, compose
-from slurm_plugins.common.notify import EmailSink, MultiSink, Notification
 from slurm_plugins.policy.config import DaemonConfig, parse_config
 from slurm_plugins.policy.daemon import notifier_for
 from tests.unit.accounting.builders import acct

@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from gres.device import DeviceHealth
-from slurm_plugins.common.errors import ConfigError
+from plumbing.errors import ConfigError
 from slurm_plugins.health.checker import HealthStore
 from slurm_plugins.health.plan import HealthState, NodeRecord
 from slurm_plugins.node import Clock, NodeReport, write_report

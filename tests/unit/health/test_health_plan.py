@@ -155,7 +155,7 @@ def test_not_responding_node_is_drained_and_returns() -> None:
 
 
 def test_state_round_trips_through_json() -> None:
-    from slurm_plugins.common import codec
+    from plumbing import codec
 
     state = HealthState({"gpu1": NodeRecord(1, "device_error", NOW)})
     assert codec.load(HealthState, codec.dump(state)) == state

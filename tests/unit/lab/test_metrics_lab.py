@@ -10,7 +10,7 @@ import yaml
 
 from aipool.lab import metrics
 from aipool.lab.config import LabConfig
-from slurm_plugins.common.address import parse_address
+from plumbing.address import parse_address
 from slurm_plugins.policy.config import LAB_CONFIG, load_config
 from tests.unit.prometheus.promtool import check_config
 

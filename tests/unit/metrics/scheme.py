@@ -9,7 +9,7 @@ from prometheus_client import generate_latest
 from prometheus_client.metrics_core import Metric
 from prometheus_client.parser import text_string_to_metric_families
 
-from slurm_plugins.common.metrics import SnapshotCollector, registry_of
+from plumbing.metrics import SnapshotCollector, registry_of
 
 BOUNDED = {
     "cluster", "partition", "node", "kind", "model", "tenant", "qos", "policy", "state",

@@ -10,8 +10,8 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 from prometheus_client.parser import text_string_to_metric_families
 
-from slurm_plugins.common.address import Address, parse_address
-from slurm_plugins.common.metrics import SnapshotCollector, name, registry_of, serve
+from plumbing.address import Address, parse_address
+from plumbing.metrics import SnapshotCollector, name, registry_of, serve
 
 
 @pytest.mark.parametrize(

@@ -9,10 +9,10 @@ from typing import Any, cast
 
 import pytest
 
+from plumbing.address import parse_address
+from plumbing.errors import ConfigError
+from plumbing.notify import LogSink
 from slurm_plugins.client import CommandError, SlurmClient
-from slurm_plugins.common.address import parse_address
-from slurm_plugins.common.errors import ConfigError
-from slurm_plugins.common.notify import LogSink
 from slurm_plugins.health.checker import Checker
 from slurm_plugins.health.metrics import HealthMetrics
 from slurm_plugins.policy.config import parse_config

@@ -10,8 +10,8 @@ from click.testing import CliRunner
 from prometheus_client.parser import text_string_to_metric_families
 
 from gres.device import DeviceSample
-from slurm_plugins.common.address import parse_address
-from slurm_plugins.common.metrics import serve
+from plumbing.address import parse_address
+from plumbing.metrics import serve
 from slurm_plugins.node import SampleReader
 from slurm_plugins.node.agent import Agent
 from slurm_plugins.node.cli import agent

@@ -42,7 +42,7 @@ SUFFIXES = {"counter": ("_total",), "histogram": ("_bucket", "_count", "_sum")}
 def exported() -> list[Metric]:
     """Every family the code exports: the pool's, the policy daemon's, the node agent's, the
     health checker's, accounting's and the portal's, each from its own collector."""
-    from slurm_plugins.common.poolmetrics import pool_families
+    from slurm_plugins.policy.poolmetrics import pool_families
 
     node = NodeMetrics()
     node.saw(CardView("lab", "n1", DEVICES, HEALTH, HOST))

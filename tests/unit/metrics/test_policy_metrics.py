@@ -7,9 +7,9 @@ from typing import cast
 
 import pytest
 
+from plumbing.address import Address
+from plumbing.errors import ConfigError
 from slurm_plugins.client import SlurmClient, SlurmError
-from slurm_plugins.common.address import Address
-from slurm_plugins.common.errors import ConfigError
 from slurm_plugins.policy.config import DaemonConfig, MetricsConfig, parse_config
 from slurm_plugins.policy.daemon import Daemon
 from slurm_plugins.policy.metrics import PolicyMetrics, decisions, policy_of

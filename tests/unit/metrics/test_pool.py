@@ -9,7 +9,7 @@ from pathlib import Path
 from slurm_plugins.client import parse
 from slurm_plugins.client.capacity import of_nodes
 from slurm_plugins.client.models import Gres, Job, JobState, Node, NodeState, Tres
-from slurm_plugins.common.poolmetrics import PoolView, pool_families, queue_families
+from slurm_plugins.policy.poolmetrics import PoolView, pool_families, queue_families
 from tests.unit.metrics.scheme import check_scheme, values
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "slurm" / "22.05"

@@ -7,8 +7,8 @@ import httpx
 import pytest
 from prometheus_client.core import GaugeMetricFamily
 
-from slurm_plugins.common.address import Address
-from slurm_plugins.common.metrics import SnapshotCollector, registry_of, serve
+from plumbing.address import Address
+from plumbing.metrics import SnapshotCollector, registry_of, serve
 
 
 def _tenant() -> list[GaugeMetricFamily]:

@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from slurm_plugins.common.errors import ConfigError
-from slurm_plugins.common.notify import Notification, WebhookSink
-from slurm_plugins.common.webhooks import Hook, HookType
+from plumbing.errors import ConfigError
+from plumbing.notify import Notification, WebhookSink
+from plumbing.webhooks import Hook, HookType
 from slurm_plugins.policy.config import parse_config
 from slurm_plugins.policy.daemon import notifier_for
 from tests.unit.accounting.receivers import Receiver, serving

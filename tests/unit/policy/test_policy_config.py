@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from slurm_plugins.common.errors import ConfigError
-from slurm_plugins.common.fields import parse_duration
+from plumbing.errors import ConfigError
+from plumbing.fields import parse_duration
 from slurm_plugins.policy.config import LAB_CONFIG, load_config, parse_config
 
 

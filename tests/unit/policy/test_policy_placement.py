@@ -231,7 +231,7 @@ def test_the_collector_knows_a_deferred_job() -> None:
 
 @pytest.mark.parametrize("scorer", ["random-fit"])
 def test_a_scorer_with_random_ties_is_refused(scorer: str) -> None:
-    from slurm_plugins.common.errors import ConfigError
+    from plumbing.errors import ConfigError
     from slurm_plugins.policy.config import parse_config
 
     with pytest.raises(ConfigError, match="at random"):

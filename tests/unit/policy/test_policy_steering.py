@@ -361,7 +361,7 @@ def test_placement_repins_when_the_node_filled_up() -> None:
 
 
 def test_placement_unknown_scorer_is_a_config_error() -> None:
-    from slurm_plugins.common.errors import ConfigError
+    from plumbing.errors import ConfigError
     from slurm_plugins.policy.config import parse_config
 
     with pytest.raises(ConfigError, match="unknown scorer 'tetris'"):

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from slurm_plugins.common.notify import FileSink, Notification
+from plumbing.notify import FileSink, Notification
 from slurm_plugins.policy.snapshot import DaemonState
 from slurm_plugins.policy.state import REASONS, ReasonLog, StateStore
 

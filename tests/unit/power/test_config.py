@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from slurm_plugins.common.errors import ConfigError
+from plumbing.errors import ConfigError
 from slurm_plugins.power.config import DriverKind, PartitionLimits, load_config, parse_config
 
 from .conftest import power_config

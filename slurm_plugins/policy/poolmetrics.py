@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 
+from plumbing.metrics import name
 from slurm_plugins.client.capacity import Capacity, Cards, by_partition, node_capacity, total
 from slurm_plugins.client.models import Job, Node
-from slurm_plugins.common.metrics import name
 
 STATES = ("used", "free", "unavailable")
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from marshmallow import fields
 
-from slurm_plugins.common.address import Address, parse_address
+from plumbing.address import Address, parse_address
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 _PART = re.compile(r"(\d+(?:\.\d+)?)([smhdw])")

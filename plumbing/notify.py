@@ -3,8 +3,8 @@
 The idle reaper's warnings, reclaims and migrations and the health checker's node alerts
 reach the job's owner and the admins through a :class:`Notifier`. There are a log sink, a
 JSON-lines file sink (which the portal and tests read), an e-mail sink (through
-:mod:`slurm_plugins.common.mail`) and a webhook sink (a JSON receiver or a WeCom, DingTalk or
-Feishu robot, through :mod:`slurm_plugins.common.webhooks`).
+:mod:`plumbing.mail`) and a webhook sink (a JSON receiver or a WeCom, DingTalk or
+Feishu robot, through :mod:`plumbing.webhooks`).
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from typing import Protocol
 
 import httpx
 
-from slurm_plugins.common import codec, webhooks
-from slurm_plugins.common.mail import (
+from plumbing import codec, webhooks
+from plumbing.mail import (
     Mail,
     Mailer,
     MailError,
@@ -29,11 +29,12 @@ from slurm_plugins.common.mail import (
     by_language,
     load_mail_config,
 )
+from plumbing.retry import until_ok
 from translations import DEFAULT, Message
 
 log = logging.getLogger("aipool.notify")
 
-_TEMPLATES = MailTemplates("slurm_plugins.common")
+_TEMPLATES = MailTemplates("plumbing")
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,7 +98,7 @@ class EmailSink:
 
     ``address`` maps a user name to an e-mail address; users it maps to ``None`` get no mail.
     ``language`` maps a user name to the language they read: each language gets its own mail.
-    Sending is :class:`~slurm_plugins.common.mail.Mailer`'s (aiosmtplib, template ``idle_stop``).
+    Sending is :class:`~plumbing.mail.Mailer`'s (aiosmtplib, template ``idle_stop``).
     """
 
     def __init__(
@@ -193,11 +194,8 @@ class WebhookSink:
             "at": time.time(),
         }
         message = webhooks.Message(title, text, document)
-        wait = self.first_wait_s
-        for attempt in range(1, self.attempts + 1):
-            outcome = webhooks.post(self.client, self.hook, message, time.time())
-            if outcome.ok:
-                return
+
+        def failed(attempt: int, outcome: webhooks.Outcome) -> None:
             log.warning(
                 "%s webhook: attempt %d of %d failed: %s",
                 self.hook.type.value,
@@ -205,9 +203,17 @@ class WebhookSink:
                 self.attempts,
                 outcome.error,
             )
-            if attempt < self.attempts:
-                self.sleep(wait)
-                wait *= 2
+
+        outcome = until_ok(
+            lambda: webhooks.post(self.client, self.hook, message, time.time()),
+            lambda outcome: outcome.ok,
+            self.attempts,
+            self.first_wait_s,
+            self.sleep,
+            failed,
+        )
+        if outcome.ok:
+            return
         raise OSError(f"{self.hook.type.value} webhook: {outcome.error}")
 
 

@@ -33,7 +33,7 @@ from prometheus_client import CollectorRegistry, make_wsgi_app
 from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
-from slurm_plugins.common.address import Address
+from plumbing.address import Address
 
 log = logging.getLogger("aipool.metrics")
 

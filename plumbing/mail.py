@@ -31,7 +31,7 @@ from babel.numbers import format_currency, format_decimal, format_percent
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from marshmallow import EXCLUDE, RAISE, Schema, ValidationError, fields, validate
 
-from slurm_plugins.validation import flatten
+from plumbing.validation import flatten
 from translations import DEFAULT, LOCALES, catalogue, normalise
 
 _ADDRESS = re.compile(r"^[^@\s<>,;\"']+@[^@\s<>,;\"']+\.[^@\s<>,;\"']+$")

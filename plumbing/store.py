@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Generic, TypeVar
 
-from slurm_plugins.common import codec
+from plumbing import codec
 
 log = logging.getLogger("aipool.store")
 
