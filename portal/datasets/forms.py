@@ -20,11 +20,12 @@ from wtforms import (
 from wtforms.validators import DataRequired, Length, Optional
 
 from portal.datasets import words
-from portal.datasets.models import GranteeKind, Source, Visibility
+from portal.datasets.models import Source, Visibility
 from portal.datasets.service import Settings
 from portal.i18n import gettext
 from portal.i18n import lazy_gettext as _l
 from portal.names import NameRule
+from portal.sharing import GranteeKind
 
 
 class DatasetForm(FlaskForm):

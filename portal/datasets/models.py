@@ -28,12 +28,6 @@ class Source(StrEnum):
     WORKSPACE = "workspace"  # what jobs wrote into the rw mount
 
 
-class GranteeKind(StrEnum):
-    USER = "user"
-    PROJECT = "project"
-    DOMAIN = "domain"  # another tenant
-
-
 class Dataset(Base):
     __tablename__ = "datasets"
     __table_args__ = (

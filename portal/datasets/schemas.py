@@ -5,9 +5,10 @@ from typing import Any, ClassVar
 from marshmallow import Schema, ValidationError, fields, validate, validates_schema
 
 from jobspec.names import Name
-from portal.datasets.models import GranteeKind, Source, Visibility
+from portal.datasets.models import Source, Visibility
 from portal.i18n import gettext
 from portal.schemas import ChangeSchema, ident, name, text
+from portal.sharing import GranteeKind
 from translations import N_
 
 _VISIBILITY = validate.OneOf([v.value for v in Visibility])

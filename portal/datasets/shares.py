@@ -22,11 +22,12 @@ from sqlalchemy.orm import Session
 from portal.audit.service import record
 from portal.authz import Access
 from portal.datasets.access import now
-from portal.datasets.models import Dataset, DatasetShare, GranteeKind
+from portal.datasets.models import Dataset, DatasetShare
 from portal.datasets.service import get_dataset
 from portal.errors import Conflict, NotFound, ValidationFailed
 from portal.i18n import gettext
 from portal.identity.models import User
+from portal.sharing import GranteeKind
 from portal.tenancy.models import Domain, Project
 from translations import N_
 

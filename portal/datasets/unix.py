@@ -33,8 +33,9 @@ from sqlalchemy.orm import Session
 
 from portal import userdirs
 from portal.datasets.access import can
-from portal.datasets.models import Dataset, DatasetShare, DatasetVersion, GranteeKind, Visibility
+from portal.datasets.models import Dataset, DatasetShare, DatasetVersion, Visibility
 from portal.datasets.storage import Store
+from portal.sharing import GranteeKind
 from portal.tenancy.models import DomainAdmin, GroupGrant, GroupMember, Membership, Project
 
 log = logging.getLogger("aipool.portal.datasets")

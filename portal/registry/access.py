@@ -9,25 +9,22 @@ current time, nothing is cached across requests.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from datetime import datetime
 from enum import IntEnum
 
-from flask import current_app
 from sqlalchemy import ColumnElement, and_, exists, false, or_, select, true
 from sqlalchemy.orm import Session
 
 from portal.authz import Access, Perm
 from portal.errors import Forbidden, NotFound
 from portal.i18n import gettext
-from portal.models import utcnow
 from portal.registry.models import (
-    GranteeKind,
     ModelShare,
     RegisteredModel,
     ShareMode,
     Visibility,
 )
+from portal.sharing import GranteeKind, domains, now, reach_filter, reaches, seen_projects
 from portal.tenancy.models import Project
 from translations import N_
 
@@ -39,27 +36,12 @@ class Level(IntEnum):
     ADMIN = 3
 
 
-def now() -> datetime:
-    clock: Callable[[], datetime] | None = current_app.config.get("CLOCK")
-    return clock() if clock else utcnow()
-
-
-def _domains(access: Access) -> frozenset[int]:
-    return access.admin_of | access.member_domains
-
-
 def _readable_projects(access: Access) -> list[int]:
-    return [p for p, perms in access.grants.items() if Perm.PROJECT_READ in perms]
+    return sorted(seen_projects(access))
 
 
 def _share_applies(access: Access, share: ModelShare, at: datetime) -> bool:
-    if share.expires_at is not None and share.expires_at <= at:
-        return False
-    if share.grantee_kind == GranteeKind.USER:
-        return share.grantee_id == access.user_id
-    if share.grantee_kind == GranteeKind.PROJECT:
-        return share.grantee_id in _readable_projects(access)
-    return share.grantee_id in _domains(access)
+    return reaches(access, share.grantee_kind, share.grantee_id, share.expires_at, at)
 
 
 def level(session: Session, access: Access, model: RegisteredModel) -> Level:
@@ -71,7 +53,7 @@ def level(session: Session, access: Access, model: RegisteredModel) -> Level:
         return Level.ADMIN
     best = Level.NONE
     vis = model.visibility
-    in_domain = project.domain_id in _domains(access)
+    in_domain = project.domain_id in domains(access)
     if vis == Visibility.PUBLIC or (vis == Visibility.DOMAIN and in_domain):
         best = Level.READ
     elif vis == Visibility.PROJECT and Perm.PROJECT_READ in perms:
@@ -117,28 +99,12 @@ def visible_filter(access: Access) -> ColumnElement[bool]:
     at = now()
     managed = [p for p, perms in access.grants.items() if Perm.PROJECT_MANAGE in perms]
     readable = _readable_projects(access)
-    domains = _domains(access)
-    share_ok = or_(
-        and_(
-            ModelShare.grantee_kind == GranteeKind.USER.value,
-            ModelShare.grantee_id == access.user_id,
-        ),
-        and_(
-            ModelShare.grantee_kind == GranteeKind.PROJECT.value,
-            ModelShare.grantee_id.in_(readable),
-        )
-        if readable
-        else false(),
-        and_(
-            ModelShare.grantee_kind == GranteeKind.DOMAIN.value, ModelShare.grantee_id.in_(domains)
-        )
-        if domains
-        else false(),
-    )
+    tenants = domains(access)
     shared = exists().where(
         ModelShare.model_id == RegisteredModel.id,
-        or_(ModelShare.expires_at.is_(None), ModelShare.expires_at > at),
-        share_ok,
+        reach_filter(
+            access, at, ModelShare.grantee_kind, ModelShare.grantee_id, ModelShare.expires_at
+        ),
     )
     return or_(
         RegisteredModel.owner_id == access.user_id,
@@ -151,8 +117,8 @@ def visible_filter(access: Access) -> ColumnElement[bool]:
         )
         if readable
         else false(),
-        and_(RegisteredModel.visibility == Visibility.DOMAIN.value, Project.domain_id.in_(domains))
-        if domains
+        and_(RegisteredModel.visibility == Visibility.DOMAIN.value, Project.domain_id.in_(tenants))
+        if tenants
         else false(),
         shared,
     )
@@ -186,4 +152,4 @@ def _user_in_domain(session: Session, user_id: int, domain_id: int) -> bool:
     if user is None:
         return False
     other = load_access(session, user)
-    return (domain_id in _domains(other) and not other.platform_admin) or other.platform_admin
+    return (domain_id in domains(other) and not other.platform_admin) or other.platform_admin

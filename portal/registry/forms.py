@@ -18,7 +18,8 @@ from portal.datasets import words as data_words
 from portal.i18n import gettext
 from portal.i18n import lazy_gettext as _l
 from portal.registry import storage, words
-from portal.registry.models import GranteeKind, ModelShare, ShareMode
+from portal.registry.models import ModelShare, ShareMode
+from portal.sharing import GranteeKind
 from portal.web import session
 
 LAYOUTS = ("config.json", "configuration.json", "README.md")  # what import_version accepts

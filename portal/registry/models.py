@@ -47,12 +47,6 @@ class Source(StrEnum):
     PRESET = "preset"
 
 
-class GranteeKind(StrEnum):
-    USER = "user"
-    PROJECT = "project"
-    DOMAIN = "domain"  # another tenant
-
-
 class ShareMode(StrEnum):
     READ = "read"
     WRITE = "write"

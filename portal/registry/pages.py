@@ -31,7 +31,8 @@ from portal.registry import forms, reports, runs, service, sharing, storage, wor
 from portal.registry.access import Level
 from portal.registry.cards import render
 from portal.registry.expiry import end_of_day
-from portal.registry.models import Evaluation, GranteeKind, ModelVersion, Visibility
+from portal.registry.models import Evaluation, ModelVersion, Visibility
+from portal.sharing import GranteeKind
 from portal.slurm import slurm
 from portal.tenancy.service import projects_query
 from portal.web import current_access, session

@@ -5,8 +5,9 @@ from __future__ import annotations
 from marshmallow import Schema, fields, validate
 
 from jobspec.names import Name
-from portal.registry.models import GranteeKind, ShareMode, VersionStatus, Visibility
+from portal.registry.models import ShareMode, VersionStatus, Visibility
 from portal.schemas import ident, name, text
+from portal.sharing import GranteeKind
 from translations import N_
 
 _ALIAS = validate.Regexp(

@@ -16,13 +16,13 @@ from portal.i18n import gettext
 from portal.identity.models import User
 from portal.registry.access import Level, now
 from portal.registry.models import (
-    GranteeKind,
     ModelAlias,
     ModelShare,
     ModelVersion,
     RegisteredModel,
 )
 from portal.registry.service import audit_model, get_model, get_version, protect
+from portal.sharing import GranteeKind
 from portal.tenancy.models import Domain, Project
 from translations import N_
 

@@ -1,0 +1,85 @@
+"""The one rule of shares, for every resource that can be shared (datasets, models): who a
+share reaches, and until when.
+
+A share names a user, a project or a domain (another tenant) and may expire. It reaches
+- the user it names;
+- everyone who may see the project it names (``project.read`` there, through a role of theirs
+  or of a group of theirs): a role without it (a site's annotator-only role, say) does not
+  open the project's shared resources;
+- everyone in the domain it names: its projects' members and its admins;
+and nobody from the instant it expires. What a share then allows (read, or read and write)
+is the resource's own business. :func:`reaches` judges one share in Python (pages, ACLs);
+:func:`reach_filter` is the same rule in SQL (lists). Both are judged at :func:`now`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from enum import StrEnum
+
+from flask import current_app, has_app_context
+from sqlalchemy import ColumnElement, and_, false, or_
+
+from portal.authz import Access, Perm
+from portal.models import utcnow
+
+
+class GranteeKind(StrEnum):
+    USER = "user"
+    PROJECT = "project"
+    DOMAIN = "domain"  # another tenant
+
+
+def now() -> datetime:
+    """The time shares are judged at: the app's ``CLOCK`` where it has one (tests)."""
+    clock: Callable[[], datetime] | None = (
+        current_app.config.get("CLOCK") if has_app_context() else None
+    )
+    return clock() if clock else utcnow()
+
+
+def seen_projects(access: Access) -> frozenset[int]:
+    """The projects whose shares reach the caller: those they may see."""
+    return frozenset(p for p, perms in access.grants.items() if Perm.PROJECT_READ in perms)
+
+
+def domains(access: Access) -> frozenset[int]:
+    """The domains whose shares reach the caller: those they are in or administer."""
+    return access.member_domains | access.admin_of
+
+
+def reaches(
+    access: Access, kind: str, grantee_id: int, expires_at: datetime | None, at: datetime
+) -> bool:
+    """Whether a share to (``kind``, ``grantee_id``) reaches the caller at ``at``."""
+    if expires_at is not None and expires_at <= at:
+        return False
+    if kind == GranteeKind.USER:
+        return grantee_id == access.user_id
+    if kind == GranteeKind.PROJECT:
+        return grantee_id in seen_projects(access)
+    if kind == GranteeKind.DOMAIN:
+        return grantee_id in domains(access)
+    return False
+
+
+def reach_filter(
+    access: Access,
+    at: datetime,
+    kind: ColumnElement[str],
+    grantee_id: ColumnElement[int],
+    expires_at: ColumnElement[datetime | None],
+) -> ColumnElement[bool]:
+    """:func:`reaches` as an SQL condition on a share table's three columns."""
+    projects, tenants = sorted(seen_projects(access)), sorted(domains(access))
+    return and_(
+        or_(expires_at.is_(None), expires_at > at),
+        or_(
+            and_(kind == GranteeKind.USER.value, grantee_id == access.user_id),
+            and_(kind == GranteeKind.PROJECT.value, grantee_id.in_(projects))
+            if projects
+            else false(),
+            and_(kind == GranteeKind.DOMAIN.value, grantee_id.in_(tenants)) if tenants else false(),
+        ),
+    )
