@@ -124,6 +124,9 @@ DEFAULTS: dict[str, Any] = {
     # the policy daemon's state directory (its decision log: why it holds or steers a job,
     # shown on the job's page); None: no policy reasons shown
     "POLICY_STATE_DIR": None,
+    # the policy daemon's configuration file: the quotas it guarantees and lets projects borrow
+    # (its capacity policy), shown on the quotas page and the job form; None: none shown
+    "POLICY_CONFIG": None,
     # the control daemon's capacity samples for the monitoring charts (portal/nodes/sampling.py):
     # seconds between samples, and how long minute rows and hourly rows are kept
     "SAMPLE_EVERY_S": 60,

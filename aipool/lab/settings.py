@@ -41,6 +41,8 @@ def portal_settings(cfg: LabConfig | None = None) -> dict[str, Any]:
         "POWER_CONFIG": str(cfg.etc / "power.yaml") if cfg.power else None,
         # the policy daemon's decision log (why it holds or steers a job), for the job pages
         "POLICY_STATE_DIR": str(cfg.root / "policy"),
+        # and its configuration (`aipool lab services up` writes it): the guaranteed quotas
+        "POLICY_CONFIG": str(cfg.etc / "policy-daemon.yaml"),
         # the admission table's directory, the portal's to write (the hook stays root's)
         "ADMISSION_DIR": str(cfg.admission),
         # users' directories are made by the root helper (aipool lab services up installs it)

@@ -21,6 +21,8 @@ from portal.jobs import history, monitor, service, words
 from portal.jobs.chart import line_chart
 from portal.jobs.forms import JobForm, jupyter_spec, spec_errors_on_fields
 from portal.pages import show_error
+from portal.quotas import words as quota_words
+from portal.quotas.enforced import enforced
 from portal.slurm import slurm
 from portal.tenancy.models import Project
 from portal.tenancy.service import projects_query
@@ -62,11 +64,12 @@ def submit() -> str | Response | tuple[str, int]:
         ("batch", gettext("Batch script")),
         ("jupyter", gettext("Jupyter (JupyterLab)")),
     ]
-    form.project_id.choices = [
-        (p.id, p.name)
+    projects = [
+        p
         for p in session().scalars(projects_query(access))
         if Perm.JOBS_SUBMIT in access.on_project(p)
     ]
+    form.project_id.choices = [(p.id, p.name) for p in projects]
     status = 200
     if form.validate_on_submit():
         data = {k: v for k, v in form.data.items() if k != "csrf_token" and v not in (None, "")}
@@ -93,7 +96,10 @@ def submit() -> str | Response | tuple[str, int]:
             status = exc.status
     elif form.is_submitted():
         status = 422
-    return render_template("jobs/submit.html", form=form), status
+    limits = enforced(session(), projects)
+    return render_template(
+        "jobs/submit.html", form=form, projects=projects, limits=limits, words=quota_words
+    ), status
 
 
 class _Page:

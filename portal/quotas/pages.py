@@ -14,6 +14,7 @@ from portal.errors import DomainError, ValidationFailed
 from portal.i18n import gettext, ngettext
 from portal.pages import refusal, show_error
 from portal.quotas import policy, service, words
+from portal.quotas.enforced import enforced
 from portal.quotas.models import TRES
 from portal.quotas.schemas import QuotaSchema
 from portal.slurm import slurm
@@ -71,8 +72,14 @@ def index() -> str:
         "domain": {d.id for d in domains} if access.platform_admin else set(),
         "project": {p.id for p in projects if Perm.QUOTA_MANAGE in access.on_project(p)},
     }
+    applies = enforced(session(), projects)
+    given = {p: e.guarantee for p, e in applies.projects.items() if e.guarantee is not None}
+    spg = applies.shards_per_gpu
     return render_template(
         "quotas/index.html",
+        enforced=applies,
+        guaranteed={p: words.guaranteed(g.nominal, spg) for p, g in given.items()},
+        beyond={p: words.borrowing(g.borrowing_limit, g.lenders, spg) for p, g in given.items()},
         editable=editable,
         domains=domains,
         projects=projects,

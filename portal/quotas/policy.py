@@ -110,7 +110,8 @@ def portal_policy(session: Session, base: PolicyConfig) -> PolicyConfig:
     return cfg
 
 
-def _base() -> PolicyConfig:
+def base_policy() -> PolicyConfig:
+    """The site's base admission policy (``ADMISSION_POLICY``; the lab's by default)."""
     path = current_app.config["ADMISSION_POLICY"] or LAB_POLICY
     try:
         return load_policy(Path(path))
@@ -158,7 +159,7 @@ def install_policy(
             )
         )
     try:
-        cfg = portal_policy(session, _base())
+        cfg = portal_policy(session, base_policy())
     except PolicyError as exc:
         raise ValidationFailed({"policy": list(exc.messages)}) from None
     release = _release()

@@ -3,6 +3,7 @@ limits, and what each quota column counts."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from fractions import Fraction
 
 from portal.i18n import gettext, ngettext
@@ -48,3 +49,38 @@ def minutes(value: int | None) -> str:
     if value % 60 == 0:
         return ngettext("%(num)d hour", "%(num)d hours", value // 60)
     return ngettext("%(num)d minute", "%(num)d minutes", value)
+
+
+#: the resources whose guarantee a project is told, with how one counts them
+GUARANTEED = {
+    "gpu": N_("GPU: %(amount)s"),
+    "npu": N_("NPU: %(amount)s"),
+}
+
+
+def guaranteed(nominal: Mapping[str, float], shards_per_card: int) -> list[str]:
+    """A guarantee per card kind in words: ``GPU: 4 cards``."""
+    return [
+        gettext(GUARANTEED[r], amount=cards(nominal[r], shards_per_card))
+        for r in GUARANTEED
+        if nominal.get(r)
+    ]
+
+
+def borrowing(limits: Mapping[str, float], lenders: Sequence[str], shards_per_card: int) -> str:
+    """What a project may use beyond its guarantee, and from whom."""
+    if not lenders:
+        return gettext("Nothing: jobs beyond the guarantee wait until it has room.")
+    capped = [
+        gettext(GUARANTEED[r], amount=cards(limits[r], shards_per_card))
+        for r in GUARANTEED
+        if r in limits
+    ]
+    whom = ", ".join(lenders)
+    if not capped:
+        return gettext("Idle quota lent by %(projects)s, while it stays idle.", projects=whom)
+    return gettext(
+        "Idle quota lent by %(projects)s, while it stays idle, up to %(limits)s more.",
+        projects=whom,
+        limits="; ".join(capped),
+    )

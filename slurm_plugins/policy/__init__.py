@@ -6,6 +6,8 @@ Policies (:mod:`slurm_plugins.policy.policies`) never touch Slurm; only
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 
@@ -37,4 +39,45 @@ def decisions(state_dir: Path) -> dict[int, list[str]]:
     return out
 
 
-__all__ = ["decision_log", "decisions", "reasons_for"]
+@dataclass(frozen=True, slots=True)
+class Guarantee:
+    """What the capacity policy guarantees one tenant (Kueue's nominal quota and borrowing),
+    per resource (``gpu``, ``npu`` in cards; ``cpu``; ``mem`` in MiB): within ``nominal`` its
+    jobs are never held, and cards others borrowed are taken back for them; in a ``cohort`` it
+    may use what the others leave idle, up to ``borrowing_limit`` more (a resource missing
+    there: no cap); without a cohort, nothing beyond ``nominal``."""
+
+    tenant: str
+    cohort: str | None
+    nominal: Mapping[str, float]
+    borrowing_limit: Mapping[str, float]
+    #: the Slurm accounts of the other tenants in its cohort, whose idle quota it may borrow
+    lenders: tuple[str, ...] = ()
+
+
+def guarantees(config: Path) -> dict[str, Guarantee]:
+    """Each Slurm account's guarantee under the daemon's configuration file ``config``; none
+    when it runs no ``capacity`` policy (then no tenant has one). Raises ``ConfigError``
+    (:mod:`plumbing.errors`) for a file that does not load."""
+    from slurm_plugins.policy.config import load_config
+    from slurm_plugins.policy.snapshot import Tenant
+
+    cfg = load_config(config)
+    if not any(p.name == "capacity" for p in cfg.engine.policies):
+        return {}
+
+    def lenders(t: Tenant) -> tuple[str, ...]:
+        if t.cohort is None:
+            return ()
+        others = (o for o in cfg.tenants if o.cohort == t.cohort and o.name != t.name)
+        return tuple(sorted(a for o in others for a in o.all_accounts))
+
+    return {
+        account: Guarantee(t.name, t.cohort, dict(t.nominal), dict(t.borrowing_limit), lenders(t))
+        for t in cfg.tenants
+        for account in t.all_accounts
+        if t.nominal
+    }
+
+
+__all__ = ["Guarantee", "decision_log", "decisions", "guarantees", "reasons_for"]

@@ -138,3 +138,59 @@ def test_amounts_in_words(env: Env) -> None:
         assert cards(1) == "1 card"
         assert minutes(1440 * 3) == "3 days"
         assert minutes(120) == "2 hours"
+
+
+def _each_job_row(page: str, project: str) -> str:
+    table = page.index('id="each-job"')
+    row = re.search(rf'<th scope="row">{project}</th>(.*?)</tr>', page[table:], re.S)
+    assert row, f"no row of {project} in the table of what each job may use"
+    return row.group(1)
+
+
+def test_a_member_sees_every_limit_that_applies_to_their_jobs(env: Env, monkeypatch) -> None:
+    """The hook's per-job limits and the scheduler's guarantee, for a member (not only the
+    platform admin's policy preview): what used to read 不限 while the hook refused 5 GPUs."""
+    from slurm_plugins.policy.config import LAB_CONFIG
+
+    monkeypatch.setitem(env.app.config, "POLICY_CONFIG", str(LAB_CONFIG))
+    r = env.api("erin").put(
+        f"/api/v1/projects/{env.world.projects['nlp']}/quota", json={"shards": 8}
+    )
+    assert r.status_code == 200
+    zh = login(env, "alice").get("/quotas", headers=ZH).get_data(as_text=True)
+    nlp = _each_job_row(zh, "nlp")
+    assert "1/4 张卡" in nlp  # the project's 8 shards cap one job's GPUs, as the hook does
+    assert "3 天" in nlp
+    assert "GPU：4 张卡" in nlp
+    assert "NPU：8 张卡" in nlp
+    assert "vision 空闲" in nlp  # borrows from its cohort
+    assert 'id="each-job"' in zh
+    assert '<th scope="row">cs101</th>' not in zh[zh.index("each-job") :]
+    dave = login(env, "dave").get("/quotas").get_data(as_text=True)
+    cs101 = _each_job_row(dave, "cs101")
+    assert "4 cards" in cs101  # the lab policy's per-job GPUs for cs101
+    assert "GPU: 2 cards" in cs101
+    assert "Nothing: jobs beyond the guarantee wait until it has room." in cs101
+
+
+def test_only_what_the_site_runs_is_shown(env: Env, monkeypatch) -> None:
+    page = login(env, "alice").get("/quotas").get_data(as_text=True)
+    assert "Guaranteed" not in page  # no POLICY_CONFIG: no guarantee columns
+    assert "GPUs per job" in _each_job_row(page, "nlp") or "GPUs per job" in page
+    monkeypatch.setitem(env.app.config, "ADMISSION_DIR", None)
+    page = login(env, "alice").get("/quotas").get_data(as_text=True)
+    assert 'id="each-job"' not in page  # the portal installs no hook: nothing claimed
+
+
+def test_the_job_form_says_what_one_job_may_use(env: Env, monkeypatch) -> None:
+    from slurm_plugins.policy.config import LAB_CONFIG
+
+    monkeypatch.setitem(env.app.config, "POLICY_CONFIG", str(LAB_CONFIG))
+    page = login(env, "dave").get("/jobs/new", headers=ZH).get_data(as_text=True)
+    limits = page[page.index("各项目每个作业可用的资源") :]
+    limits = limits[: limits.index("</details>")]
+    assert "<b>cs101</b>" in limits
+    assert "4 张卡" in limits  # the lab policy's per-job GPUs for cs101
+    assert "4 小时" in limits  # and its time limit
+    assert "GPU：2 张卡" in limits  # lab-daemon.yaml's guarantee
+    assert "<b>nlp</b>" not in limits  # dave submits to cs101 only
