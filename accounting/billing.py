@@ -82,9 +82,10 @@ def plan_of(session: Session, acct: BillingAccount) -> PricePlan:
 
 
 def _usage(
-    session: Session, tenant: str, month: datetime
+    session: Session, tenant: str, month: datetime, user: str | None = None
 ) -> list[tuple[str, str, int, int, int, int]]:
-    """Month rollups of a tenant (a project account, or a domain: all its projects)."""
+    """Month rollups of a tenant (a project account, or a domain: all its projects); with
+    ``user``, only that user's jobs."""
     q = (
         select(
             Rollup.gpu_type,
@@ -101,6 +102,8 @@ def _usage(
         )
         .group_by(Rollup.gpu_type, Rollup.npu_type)
     )
+    if user is not None:
+        q = q.where(Rollup.user == user)
     return [
         (g, n, int(a or 0), int(b or 0), int(c or 0), int(d or 0))
         for g, n, a, b, c, d in session.execute(q)
@@ -115,8 +118,12 @@ def _rate(rates: dict[tuple[str, str], Decimal], resource: str, model: str) -> D
     return rate
 
 
-def price_month(session: Session, acct: BillingAccount, month: datetime) -> list[Line]:
-    """The bill's lines for ``month`` (pure reading; nothing is written)."""
+def price_month(
+    session: Session, acct: BillingAccount, month: datetime, *, user: str | None = None
+) -> list[Line]:
+    """The bill's lines for ``month`` (pure reading; nothing is written); for the month under
+    way, its charges so far. With ``user``: that user's share, their jobs at the plan's
+    pay-as-you-go rates (the package, its included hours and storage are the tenant's)."""
     plan = plan_of(session, acct)
     rates = {
         (p.resource, p.model): p.rate
@@ -124,7 +131,7 @@ def price_month(session: Session, acct: BillingAccount, month: datetime) -> list
     }
     hours: dict[tuple[str, str], Decimal] = {}
     cpu_s = mem_s = 0
-    for gpu_type, npu_type, gpu, npu, cpu, mem in _usage(session, acct.tenant, month):
+    for gpu_type, npu_type, gpu, npu, cpu, mem in _usage(session, acct.tenant, month, user):
         for resource, model, ucs in (("gpu", gpu_type, gpu), ("npu", npu_type, npu)):
             if ucs:
                 hours[(resource, model)] = (
@@ -133,7 +140,7 @@ def price_month(session: Session, acct: BillingAccount, month: datetime) -> list
         cpu_s += cpu
         mem_s += mem
     lines: list[Line] = []
-    package = session.get(Package, acct.package_id) if acct.package_id else None
+    package = session.get(Package, acct.package_id) if acct.package_id and user is None else None
     left = package.included_card_hours if package else Decimal(0)
     if package:
         fee = package.monthly_fee
@@ -159,7 +166,7 @@ def price_month(session: Session, acct: BillingAccount, month: datetime) -> list
         if seconds and per_hour is not None:
             qty = (Decimal(seconds) / unit).quantize(HOURS)
             lines.append(Line(name, qty, per_hour, _money(qty * per_hour), resource))
-    if acct.storage_gib and plan.storage_price:
+    if acct.storage_gib and plan.storage_price and user is None:
         lines.append(
             Line(
                 "storage GiB-months",

@@ -14,29 +14,21 @@ is the resource's own business. :func:`reaches` judges one share in Python (page
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from datetime import datetime
 from enum import StrEnum
 
-from flask import current_app, has_app_context
 from sqlalchemy import ColumnElement, and_, false, or_
 
 from portal.authz import Access, Perm
-from portal.models import utcnow
+from portal.clock import now
+
+__all__ = ["GranteeKind", "domains", "now", "reach_filter", "reaches", "seen_projects"]
 
 
 class GranteeKind(StrEnum):
     USER = "user"
     PROJECT = "project"
     DOMAIN = "domain"  # another tenant
-
-
-def now() -> datetime:
-    """The time shares are judged at: the app's ``CLOCK`` where it has one (tests)."""
-    clock: Callable[[], datetime] | None = (
-        current_app.config.get("CLOCK") if has_app_context() else None
-    )
-    return clock() if clock else utcnow()
 
 
 def seen_projects(access: Access) -> frozenset[int]:

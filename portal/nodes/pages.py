@@ -7,6 +7,7 @@ import time
 from flask import Blueprint, render_template, request
 from flask_login import login_required
 
+from portal import clock
 from portal.errors import SlurmUnavailable
 from portal.nodes import energy, series
 from portal.nodes.service import pool_of, read_nodes
@@ -41,7 +42,7 @@ def charts() -> str:
     window = request.args.get("window", series.DEFAULT_WINDOW)
     if window not in series.WINDOWS:
         window = series.DEFAULT_WINDOW
-    data = series.read(session(), window, series.now())
+    data = series.read(session(), window, clock.now())
     return render_template(
         "nodes/charts.html",
         window=window,

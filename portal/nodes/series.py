@@ -9,12 +9,11 @@ bucketed so that a chart has a few hundred of them at most.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from flask import current_app
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
@@ -30,12 +29,6 @@ WINDOWS: Mapping[str, tuple[int, int]] = {
     "30d": (30 * 86400, 4 * HOUR),
 }
 DEFAULT_WINDOW = "6h"
-
-
-def now() -> datetime:
-    """The site's clock (``CLOCK`` in tests), in UTC."""
-    clock: Callable[[], datetime] | None = current_app.config.get("CLOCK")
-    return clock() if clock else datetime.now(UTC)
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,6 +7,7 @@ from typing import Any
 
 from marshmallow import Schema, fields, validate
 
+from portal import clock
 from portal.nodes import energy, series
 from portal.nodes.schemas import ClusterSchema, NodeSchema, capacity_data, node_data
 from portal.nodes.service import pool_of, read_nodes
@@ -73,7 +74,7 @@ class Series(AuthedView):
         """The pool's capacity and utilisation, the queue and waits per partition, and each
         node's utilisation over a window, from the control daemon's samples (one value per
         point; null where there was no sample)."""
-        return series.read(session(), args["window"], series.now(), cluster=args.get("cluster"))
+        return series.read(session(), args["window"], clock.now(), cluster=args.get("cluster"))
 
 
 class EnergyQuerySchema(Schema):

@@ -2,8 +2,9 @@
 
 A billing account's tenant is a domain or a project (by name). Platform admins see and change
 every account; a domain admin sees the domain's account and its projects'; a project's
-managers (``project.manage``) see the project's. Top-ups and posting bills are platform
-admins' (operators'), and are audited.
+managers (``project.manage``) see the project's, with its bills and ledger. Everyone who may
+see a project (``project.read``) sees its balance, this month's charges so far and their own
+share of them. Top-ups and posting bills are platform admins' (operators'), and are audited.
 """
 
 from __future__ import annotations
@@ -16,12 +17,15 @@ from sqlalchemy.orm import Session
 
 from accounting import billing
 from accounting.billing_models import Bill, BillingAccount, BillLine, Package, PricePlan
-from accounting.report import ReportError, parse_month
+from accounting.report import ReportError, month_start, parse_month
 from portal.audit.service import record
 from portal.authz import Access, Perm
+from portal.clock import now
 from portal.errors import Conflict, NotFound, ValidationFailed
 from portal.i18n import current, gettext
 from portal.tenancy.models import Domain, Project
+
+ZERO = Decimal(0)
 
 
 def domain_of(session: Session, tenant: str) -> int | None:
@@ -31,7 +35,8 @@ def domain_of(session: Session, tenant: str) -> int | None:
     return session.scalar(select(Project.domain_id).where(Project.name == tenant))
 
 
-def _may_read(session: Session, access: Access, tenant: str) -> bool:
+def _may_manage(session: Session, access: Access, tenant: str) -> bool:
+    """Whether the caller sees the account whole: its bills and its ledger."""
     if access.platform_admin:
         return True
     domain_id = domain_of(session, tenant)
@@ -41,24 +46,67 @@ def _may_read(session: Session, access: Access, tenant: str) -> bool:
     return project is not None and Perm.PROJECT_MANAGE in access.on_project(project)
 
 
-def require_account(session: Session, access: Access, tenant: str) -> BillingAccount:
+def _may_see(session: Session, access: Access, tenant: str) -> bool:
+    """Whether the caller sees the account's balance and this month: its managers, and the
+    members of a project's account."""
+    if _may_manage(session, access, tenant):
+        return True
+    project = session.scalar(select(Project).where(Project.name == tenant))
+    return project is not None and Perm.PROJECT_READ in access.on_project(project)
+
+
+def require_account(
+    session: Session, access: Access, tenant: str, *, whole: bool = True
+) -> BillingAccount:
+    """The account, if the caller may see it (``whole``: with its bills and ledger)."""
     acct = session.scalar(select(BillingAccount).where(BillingAccount.tenant == tenant))
-    if acct is None or not _may_read(session, access, tenant):
+    allowed = _may_manage if whole else _may_see
+    if acct is None or not allowed(session, access, tenant):
         raise NotFound(gettext("There is no billing account of %(tenant)s.", tenant=tenant))
     return acct
 
 
 def accounts(session: Session, access: Access) -> list[BillingAccount]:
     rows = session.scalars(select(BillingAccount).order_by(BillingAccount.tenant)).all()
-    return [a for a in rows if _may_read(session, access, a.tenant)]
+    return [a for a in rows if _may_see(session, access, a.tenant)]
+
+
+def this_month(session: Session, access: Access, acct: BillingAccount) -> dict[str, Any]:
+    """The month under way: its charges so far (what its bill would be now) and the caller's
+    share of them (their jobs at the plan's rates); ``why`` says what cannot be priced."""
+    month = month_start(now())
+    out: dict[str, Any] = {"month": month.strftime("%Y-%m"), "total": None, "mine": None}
+    try:
+        out["total"] = sum((ln.amount for ln in billing.price_month(session, acct, month)), ZERO)
+        mine = billing.price_month(session, acct, month, user=access.username)
+        out["mine"] = sum((ln.amount for ln in mine), ZERO)
+    except billing.BillingError as exc:
+        out["why"] = exc.message.render(current())
+    return out
 
 
 def view(session: Session, access: Access, tenant: str) -> dict[str, Any]:
-    acct = require_account(session, access, tenant)
+    """The account as the caller may see it: whole for its managers (``full``), its balance
+    and this month for a project's members."""
+    acct = require_account(session, access, tenant, whole=False)
+    full = _may_manage(session, access, tenant)
     plan = session.get(PricePlan, acct.plan_id)
     if plan is None:
         raise NotFound(gettext("The price plan of this account no longer exists."))
     package = session.get(Package, acct.package_id) if acct.package_id else None
+    month = this_month(session, access, acct)
+    if not full:
+        return {
+            "tenant": acct.tenant,
+            "plan": plan.name,
+            "currency": plan.currency,
+            "package": package.name if package else None,
+            "balance": acct.balance,
+            "this_month": month,
+            "full": False,
+            "bills": [],
+            "ledger": [],
+        }
     bills = session.scalars(
         select(Bill).where(Bill.account_id == acct.id).order_by(Bill.month.desc())
     ).all()
@@ -81,6 +129,8 @@ def view(session: Session, access: Access, tenant: str) -> dict[str, Any]:
             for b in bills
         ],
         "ledger": billing.history(session, acct.tenant),
+        "this_month": month,
+        "full": True,
     }
 
 

@@ -189,12 +189,29 @@ class LedgerEntrySchema(Schema):
     actor = fields.String()
 
 
+class ThisMonthSchema(Schema):
+    month = fields.String(metadata={"description": "The month under way, YYYY-MM (UTC)."})
+    total = fields.String(
+        allow_none=True,
+        metadata={"description": "Its charges so far (what its bill would be now), exact."},
+    )
+    mine = fields.String(
+        allow_none=True,
+        metadata={"description": "The caller's share (their jobs at the plan's rates), exact."},
+    )
+    why = fields.String(metadata={"description": "Why the month cannot be priced."})
+
+
 class BillingSchema(Schema):
     tenant = fields.String()
     plan = fields.String()
     currency = fields.String()
     package = fields.String(allow_none=True)
     balance = _decimal()
+    this_month = fields.Nested(ThisMonthSchema)
+    full = fields.Boolean(
+        metadata={"description": "Whether bills and the ledger are shown: the managers' view."}
+    )
     bills = fields.List(fields.Nested(BillSchema))
     ledger = fields.List(fields.Nested(LedgerEntrySchema))
 

@@ -23,9 +23,12 @@ TOPO = Topology(
 )
 
 
+DAY = datetime(2026, 10, 5, 9, tzinfo=UTC)
+
+
 @pytest.fixture
 def billed(env: Env) -> Env:
-    day = datetime(2026, 10, 5, 9, tzinfo=UTC)
+    day = DAY
     jobs = [
         acct(1, "cpu=1,gres/gpu=1,gres/gpu:a100=1", hours=10, start=day, account="nlp"),
         acct(2, "cpu=1,gres/gpu=1,gres/gpu:a100=1", hours=3, start=day, account="cs101"),
@@ -53,9 +56,45 @@ def test_who_sees_which_account(billed: Env) -> None:
     assert tenants(billed, "admin") == ["cs101", "nlp", "research"]
     assert tenants(billed, "erin") == ["nlp", "research"]  # research's domain admin
     assert tenants(billed, "carol") == ["cs101"]  # cs101's manager
-    assert tenants(billed, "alice") == []  # a member
-    assert billed.api("alice").get("/api/v1/usage/billing/nlp").status_code == 404
+    assert tenants(billed, "alice") == ["nlp"]  # a member: the balance and this month
+    member = billed.api("alice").get("/api/v1/usage/billing/nlp")
+    assert member.status_code == 200
+    assert (member.json["full"], member.json["bills"], member.json["ledger"]) == (False, [], [])
+    assert billed.api("alice").get("/api/v1/usage/billing/research").status_code == 404
+    assert billed.api("alice").get("/api/v1/usage/billing/cs101").status_code == 404
     assert billed.api("tina").get("/api/v1/usage/billing/research").status_code == 404
+
+
+def test_members_see_the_month_so_far_and_their_share(billed: Env, monkeypatch) -> None:
+    """What a member was told was no billing account at all: the project's balance, this
+    month's charges so far and their own jobs' share, in both languages."""
+    monkeypatch.setitem(billed.app.config, "CLOCK", lambda: datetime(2026, 10, 20, tzinfo=UTC))
+    with billed.app.app_context():
+        ingest(
+            db.engine,
+            [
+                u
+                for j in [
+                    acct(3, "cpu=1,gres/gpu=1,gres/gpu:a100=1", hours=4, user="bob", start=DAY)
+                ]
+                if (u := meter(j, TOPO)) is not None
+            ],
+        )
+    me = billed.api("alice").get("/api/v1/usage/billing/nlp").json["this_month"]
+    assert me["month"] == "2026-10"
+    assert Decimal(me["total"]) == Decimal("35.00")  # 10 + 4 card-hours of nlp at 2.50
+    assert Decimal(me["mine"]) == Decimal("25.00")  # alice's 10
+    manager = billed.api("erin").get("/api/v1/usage/billing/nlp").json
+    assert manager["full"] is True
+    assert Decimal(manager["this_month"]["mine"]) == 0  # erin ran nothing
+    page = billed.api("alice").get("/usage/billing/nlp", headers={"Accept-Language": "zh-CN"})
+    text = page.get_data(as_text=True)
+    assert page.status_code == 200
+    assert "本月至今（2026-10）" in text
+    assert "¥35.00" in text
+    assert "¥25.00" in text
+    assert "账单和账户收支明细仅向项目管理员显示" in text
+    assert "充值" not in text
 
 
 def test_operator_tops_up_and_bills_a_month(billed: Env) -> None:
