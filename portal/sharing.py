@@ -18,6 +18,7 @@ from datetime import datetime
 from enum import StrEnum
 
 from sqlalchemy import ColumnElement, and_, false, or_
+from sqlalchemy.sql.elements import SQLCoreOperations
 
 from portal.authz import Access, Perm
 from portal.clock import now
@@ -59,9 +60,9 @@ def reaches(
 def reach_filter(
     access: Access,
     at: datetime,
-    kind: ColumnElement[str],
-    grantee_id: ColumnElement[int],
-    expires_at: ColumnElement[datetime | None],
+    kind: SQLCoreOperations[str],
+    grantee_id: SQLCoreOperations[int],
+    expires_at: SQLCoreOperations[datetime | None],
 ) -> ColumnElement[bool]:
     """:func:`reaches` as an SQL condition on a share table's three columns."""
     projects, tenants = sorted(seen_projects(access)), sorted(domains(access))

@@ -39,6 +39,7 @@ from flask import Flask
 from sqlalchemy import select
 
 from portal import web
+from portal.clock import now as clock_now
 from portal.control.book import JobBook
 from portal.control.lock import held
 from portal.datasets import shares as dataset_shares
@@ -49,7 +50,6 @@ from portal.inference.models import InferenceService
 from portal.nodes import sampling
 from portal.quotas import slurmsync
 from portal.registry import refresh
-from portal.registry.access import now as clock_now
 from portal.slurm import slurm
 from slurm_plugins.client.errors import SlurmError
 

@@ -26,6 +26,7 @@ from sqlalchemy.orm import Session
 from portal import userdirs
 from portal.audit.service import record
 from portal.authz import Access, Perm
+from portal.clock import now
 from portal.errors import (
     Conflict,
     DomainError,
@@ -39,7 +40,7 @@ from portal.i18n import gettext
 from portal.inference.models import Device, InferenceService, Replica, ServiceState
 from portal.registry import runs, workdirs
 from portal.registry import words as registry_words
-from portal.registry.access import Level, now
+from portal.registry.access import Level
 from portal.registry.models import VersionStatus
 from portal.registry.service import version_by_id
 from portal.tenancy.models import Project

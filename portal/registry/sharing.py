@@ -11,10 +11,11 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from portal.authz import Access
+from portal.clock import now
 from portal.errors import Conflict, NotFound, ValidationFailed
 from portal.i18n import gettext
 from portal.identity.models import User
-from portal.registry.access import Level, now
+from portal.registry.access import Level
 from portal.registry.models import (
     ModelAlias,
     ModelShare,

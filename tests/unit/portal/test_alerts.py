@@ -292,3 +292,83 @@ def test_the_page_lists_rules_with_state_and_saves_yaml(alerting: Env) -> None:
     )
     assert res.status_code == 302
     assert 'id="rule-vision-share"' not in client.get("/alerts").get_data(as_text=True)
+
+
+ZH = {"Accept-Language": "zh-CN"}
+
+
+def _built(**fields: Any) -> dict[str, Any]:
+    return {
+        "name": "nlp-half",
+        "measure": "card_hours_share",
+        "budget": "500",
+        "cards": "GPU",
+        "comparator": ">=",
+        "threshold": "50",
+        "minutes": "30",
+        "level": "project",
+        "scope_name": "nlp",
+        "severity": "urgent",
+        "channels": ["research-bot"],
+        **fields,
+    }
+
+
+def test_a_rule_is_built_with_a_form_and_read_in_words(alerting: Env) -> None:
+    """What used to be only YAML and read as ``card_hours_share >= 0.9 · for 1800 s``."""
+    client = login(alerting, "erin")
+    page = client.get("/alerts", headers=ZH).get_data(as_text=True)
+    assert "本月卡时占 100 卡时预算的比例 ≥ 90%，持续 10 分钟" in page  # the fixture's nlp-budget
+    rules = page[page.index("<tbody>") : page.index('id="new-rule"')]
+    assert "card_hours_share" not in rules  # the rules and channels tables speak words
+    assert ">=" not in rules
+    token = csrf_of(page)
+    res = client.post("/alerts/rules", data={"csrf_token": token, **_built()}, headers=ZH)
+    assert res.status_code == 302, res.get_data(as_text=True)
+    page = client.get("/alerts", headers=ZH).get_data(as_text=True)
+    row = page[page.index('id="rule-nlp-half"') :]
+    row = row[: row.index("</tr>")]
+    assert "本月卡时占 500 卡时预算的比例 ≥ 50%，持续 30 分钟" in row
+    assert "紧急" in row
+    rules = {r["name"]: r for r in alerting.api("erin").get(f"{API}/rules").json}
+    built = rules["nlp-half"]
+    assert built["query"] == {"kind": "usage", "measure": "card_hours_share", "budget": 500.0}
+    assert (built["threshold"], built["for"], built["severity"]) == (0.5, 1800, "urgent")
+    # the same name replaces; card-hours need no budget
+    data = _built(measure="card_hours", comparator=">", threshold="400", budget="")
+    res = client.post("/alerts/rules", data={"csrf_token": token, **data})
+    assert res.status_code == 302
+    built = {r["name"]: r for r in alerting.api("erin").get(f"{API}/rules").json}["nlp-half"]
+    assert built["query"] == {"kind": "usage", "measure": "card_hours"}
+    en = client.get("/alerts").get_data(as_text=True)
+    assert "card-hours used this month &gt; 400, for 30 minutes" in en
+    # a pool's free cards are the platform's: said at the scope's field
+    data = _built(measure="pool_free_cards", cards="NPU", comparator="<", threshold="2")
+    res = client.post("/alerts/rules", data={"csrf_token": token, **data})
+    assert res.status_code == 422
+    assert "Pools belong to the platform" in res.get_data(as_text=True)
+
+
+def test_the_builder_names_bad_fields_and_refuses_foreign_scopes(alerting: Env) -> None:
+    client = login(alerting, "erin")
+    token = csrf_of(client.get("/alerts").get_data(as_text=True))
+    res = client.post("/alerts/rules", data={"csrf_token": token, **_built(budget="")}, headers=ZH)
+    assert res.status_code == 422  # a share needs a budget: said at the budget's field
+    page = res.get_data(as_text=True)
+    budget = page[page.index('name="budget"') :]
+    assert '<span class="error">' in budget[: budget.index("</label>") + 80]
+    res = client.post("/alerts/rules", data={"csrf_token": token, **_built(scope_name="cs101")})
+    assert res.status_code == 403  # teaching's project: not erin's
+    res = client.post("/alerts/rules", data={"csrf_token": token, **_built(threshold="lots")})
+    assert res.status_code == 422
+    names = [r["name"] for r in alerting.api("erin").get(f"{API}/rules").json]
+    assert "nlp-half" not in names  # nothing saved by a refused form
+
+
+def test_deleting_a_rule_asks_first(alerting: Env) -> None:
+    page = login(alerting, "erin").get("/alerts").get_data(as_text=True)
+    row = page[page.index('id="rule-nlp-budget"') :]
+    row = row[: row.index("</tr>")]
+    assert '<details class="confirm">' in row
+    assert 'name="name" value="nlp-budget"' in row
+    assert "Delete the alert rule nlp-budget?" in row
