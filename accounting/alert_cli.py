@@ -66,10 +66,12 @@ def alert_cycle(
     from collections import Counter
 
     import httpx
+    from sqlalchemy.orm import Session
 
     from accounting.alert_delivery import Deliverer
     from accounting.alert_eval import Facts, pool_facts, prometheus, run_rules, usage_facts
     from accounting.alert_store import stored
+    from accounting.billing import money_left
     from accounting.report import month_start
     from plumbing.mail import Mailer
 
@@ -79,6 +81,8 @@ def alert_cycle(
     with engine.connect() as conn:
         usage = usage_facts(conn, now)
         db_rules, db_channels = stored(conn)
+        with Session(bind=conn) as session:
+            balances = money_left(session, now)
     pending = Counter(j.partition for j in client.jobs() if j.is_pending)
     with httpx.Client(timeout=cfg.delivery.timeout_s) as http:
         facts = Facts(
@@ -86,6 +90,7 @@ def alert_cycle(
             usage,
             pool_facts(client.nodes(), pending),
             prometheus(http, cfg.prometheus_url) if cfg.prometheus_url else None,
+            balances,
         )
         names = {r.name for r in cfg.rules}
         rules = [*cfg.rules, *(r for r in db_rules if r.name not in names)]

@@ -69,6 +69,8 @@ class Facts:
     pools: Mapping[tuple[str, str], PoolCards] = field(default_factory=dict)
     #: a PromQL instant query's samples; None where no Prometheus is configured
     metric: Callable[[str], Samples] | None = None
+    #: each billing account's money left (balance less this month's charges so far)
+    balances: Mapping[str, Decimal] = field(default_factory=dict)
 
 
 def usage_facts(conn: Connection, now: datetime) -> dict[Level, dict[str, Decimal]]:
@@ -157,7 +159,28 @@ def observe(rule: Rule, facts: Facts) -> list[Observation]:
             for (pool, kind), c in facts.pools.items()
             if kind == q.cards
         ]
+    if q.measure == "balance_left":
+        return _balances(rule, facts)
     return _card_hours(rule, facts)
+
+
+def _balances(rule: Rule, facts: Facts) -> list[Observation]:
+    """The money left of the account the rule names, or of every account (a domain's or a
+    project's: billing names its tenant, not its kind)."""
+    name, level = rule.scope.name, rule.scope.level
+    subjects = {name: facts.balances[name]} if name in facts.balances else {}
+    if not name:
+        subjects = dict(facts.balances)
+    return [
+        Observation(
+            tenant,
+            float(left),
+            level,
+            tenant,
+            {"tenant": tenant, "left": left, "threshold": Decimal(str(rule.threshold))},
+        )
+        for tenant, left in sorted(subjects.items())
+    ]
 
 
 def _labels(labels: Mapping[str, str]) -> str:

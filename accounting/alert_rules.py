@@ -1,10 +1,11 @@
 """Alert rules and channels as data: what they are, and their validation (marshmallow).
 
 A rule names a query (``usage``: card-hours, card-hours against a budget, free cards of a
-pool; ``metric``: a PromQL instant query), a comparator and threshold, how long the condition
-must hold (``for``), a scope (platform, domain, project, user), a severity and the channels it
-speaks through. A channel is e-mail (addresses and roles) or a webhook: generic JSON, WeCom,
-DingTalk or Feishu robots. The same schemas read the YAML file and the portal's API.
+pool, a billing account's money left; ``metric``: a PromQL instant query), a comparator and
+threshold, how long the condition must hold (``for``), a scope (platform, domain, project,
+user), a severity and the channels it speaks through. A channel is e-mail (addresses and
+roles) or a webhook: generic JSON, WeCom, DingTalk or Feishu robots. The same schemas read
+the YAML file and the portal's API.
 
 Error messages are marked English sentences (msgids): the portal shows them in its reader's
 language, the command line in the site's.
@@ -51,8 +52,9 @@ class ChannelType(StrEnum):
     FEISHU = "feishu"
 
 
-#: usage measures: this month's card-hours, their share of a budget, a pool's free cards
-MEASURES = ("card_hours", "card_hours_share", "pool_free_cards")
+#: usage measures: this month's card-hours, their share of a budget, a pool's free cards, a
+#: billing account's money left (its balance less this month's charges so far)
+MEASURES = ("card_hours", "card_hours_share", "pool_free_cards", "balance_left")
 COMPARATORS = {
     ">": float.__gt__,
     ">=": float.__ge__,
@@ -258,6 +260,11 @@ class RuleSchema(_Strict):
             )
         if query.get("kind") == "metric" and level != Level.PLATFORM:
             raise ValidationError(N_("Metric rules have the platform's scope."), "scope")
+        if query.get("measure") == "balance_left" and level == Level.USER:
+            raise ValidationError(
+                N_("Money is kept per domain or project: choose one, or the platform."),
+                "scope",
+            )
         if query.get("measure", "").startswith("card_hours") and level == Level.PLATFORM:
             raise ValidationError(
                 N_("Card-hours are counted per domain, project or user: choose one."), "scope"

@@ -179,6 +179,21 @@ def price_month(
     return lines
 
 
+def money_left(session: Session, now: datetime) -> dict[str, Decimal]:
+    """Each billing account's money left now: its balance less the month under way's charges
+    so far (what its bill would take if posted now). An account whose month cannot be priced
+    (a rate missing) is left out; the bill will say why."""
+    month = month_start(now)
+    left: dict[str, Decimal] = {}
+    for acct in session.scalars(select(BillingAccount).order_by(BillingAccount.tenant)):
+        try:
+            charges = sum((ln.amount for ln in price_month(session, acct, month)), Decimal(0))
+        except BillingError:
+            continue
+        left[acct.tenant] = acct.balance - charges
+    return left
+
+
 def check_in_effect(plan: PricePlan, month: datetime) -> None:
     """A month is billed on a plan only if it overlaps the days the plan is in effect."""
     first, last = month.date(), (next_month(month) - timedelta(days=1)).date()

@@ -16,6 +16,7 @@ MEASURES = {
     "card_hours": N_("Card-hours used this month"),
     "card_hours_share": N_("Share of a card-hour budget used this month"),
     "pool_free_cards": N_("Free cards in a pool (partition)"),
+    "balance_left": N_("Money left: the balance less this month's charges so far"),
 }
 #: comparators as people write them
 SIGNS = {">=": "≥", ">": ">", "<=": "≤", "<": "<", "==": "=", "!=": "≠"}
@@ -50,6 +51,8 @@ def watched(query: Mapping[str, Any]) -> str:
         return gettext("the share of each one's card-hour budget used this month")
     if measure == "pool_free_cards":
         return gettext("free %(cards)s cards in each pool", cards=query.get("cards", "GPU"))
+    if measure == "balance_left":
+        return gettext("the money left after this month's charges so far (yuan)")
     return gettext("card-hours used this month")
 
 

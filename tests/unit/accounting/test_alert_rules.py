@@ -408,3 +408,52 @@ def test_the_scheduler_evaluates_the_files_rules_and_the_portals(
     assert len(receiver.to("/hook")) == 1
     assert len(receiver.to("/portal")) == 1
     assert alert_cycle(engine, cluster, cfg, now=T0 + timedelta(minutes=15)) == []
+
+
+def test_a_project_is_told_before_its_money_runs_out(engine: Engine, receiver: Receiver) -> None:
+    """The balance less this month's charges so far, per billing account: a manager's rule
+    fires when nlp has less than 100 yuan left, and the other account stays quiet."""
+    from decimal import Decimal
+
+    from sqlalchemy.orm import Session
+
+    from accounting.alert_rules import AlertRuleError
+    from accounting.billing_models import BillingAccount, Price, PricePlan
+    from accounting.ingest import ingest
+    from accounting.meter import NodeCards, Topology, meter
+    from tests.unit.accounting.builders import acct
+
+    topo = Topology(nodes={"gpu1": NodeCards("a100", 32)}, domains={"nlp": "research"})
+    job = acct(1, "cpu=1,gres/gpu=1,gres/gpu:a100=1", hours=40, start=T0 - timedelta(days=3))
+    ingest(engine, [u for u in [meter(job, topo)] if u is not None])
+    with Session(engine) as s:
+        plan = PricePlan(name="std", currency="CNY", storage_price=Decimal(0))
+        s.add(plan)
+        s.flush()
+        s.add(Price(plan_id=plan.id, resource="gpu", model="", rate=Decimal("2.50")))
+        s.add(BillingAccount(tenant="nlp", plan_id=plan.id, balance=Decimal("180.00")))
+        s.add(BillingAccount(tenant="vision", plan_id=plan.id, balance=Decimal("500.00")))
+        s.commit()
+    rule = {
+        "name": "money-low",
+        "query": {"kind": "usage", "measure": "balance_left"},
+        "comparator": "<",
+        "threshold": 100,
+        "scope": {"level": "project", "name": ""},
+        "channels": ["hook"],
+    }
+    cfg = load_config(
+        {
+            "channels": [{"name": "hook", "type": "webhook", "url": f"{receiver.base()}/hook"}],
+            "rules": [rule],
+            "delivery": {"backoff_s": 0},
+        }
+    )
+    cluster = cast(SlurmClient, _Cluster([_gpu_node("gpu1", 4, 0)]))
+    # 180 less 40 card-hours at 2.50 this month: 80 left; vision's 500 does not hold
+    assert alert_cycle(engine, cluster, cfg, dry_run=True, now=T0) == ["money-low nlp = 80 -> hook"]
+    assert alert_cycle(engine, cluster, cfg, now=T0) == ["fired money-low nlp"]
+    (fired,) = receiver.to("/hook")
+    assert (fired["subject"], fired["value"]) == ("nlp", 80)
+    with pytest.raises(AlertRuleError, match="domain or project"):
+        load_rule({**rule, "scope": {"level": "user", "name": "alice"}})

@@ -342,6 +342,12 @@ def test_a_rule_is_built_with_a_form_and_read_in_words(alerting: Env) -> None:
     assert built["query"] == {"kind": "usage", "measure": "card_hours"}
     en = client.get("/alerts").get_data(as_text=True)
     assert "card-hours used this month &gt; 400, for 30 minutes" in en
+    # money left: the manager's warning before the balance runs out
+    data = _built(name="nlp-money", measure="balance_left", comparator="<", threshold="100")
+    res = client.post("/alerts/rules", data={"csrf_token": token, **data, "budget": ""})
+    assert res.status_code == 302
+    en = client.get("/alerts").get_data(as_text=True)
+    assert "the money left after this month&#39;s charges so far (yuan) &lt; 100" in en
     # a pool's free cards are the platform's: said at the scope's field
     data = _built(measure="pool_free_cards", cards="NPU", comparator="<", threshold="2")
     res = client.post("/alerts/rules", data={"csrf_token": token, **data})
