@@ -87,23 +87,58 @@
     if (close) ctx.closePath();
   }
 
-  function drawShape(s, live) {
-    ctx.strokeStyle = ctx.fillStyle = color(s.label);
-    ctx.lineWidth = 2;
-    ctx.setLineDash(live ? [5, 4] : []);
+  // A shape is drawn twice: a white halo under its colour, so a red box stays visible on a
+  // red object and a light one on a light background; its label rides on a tag beside it.
+  function outline(s, live) {
     if (s.kind === "bbox") {
       const a = s.points[0], b = s.points[1] || hover || a;
       ctx.strokeRect(a[0] * scale, a[1] * scale, (b[0] - a[0]) * scale, (b[1] - a[1]) * scale);
     } else if (s.kind === "polygon") {
-      const pts = live && hover ? s.points.concat([hover]) : s.points;
-      path(pts, !live);
+      path(live && hover ? s.points.concat([hover]) : s.points, !live);
       ctx.stroke();
-      if (!live) { ctx.globalAlpha = 0.2; ctx.fill(); ctx.globalAlpha = 1; }
-      pts.forEach(function (p) { ctx.fillRect(p[0] * scale - 2, p[1] * scale - 2, 4, 4); });
     } else if (s.kind === "point") {
       ctx.beginPath();
       ctx.arc(s.points[0][0] * scale, s.points[0][1] * scale, 5, 0, 2 * Math.PI);
+      ctx.stroke();
+    }
+  }
+
+  function tag(text, x, y, fill) {
+    ctx.setLineDash([]);
+    ctx.font = "13px sans-serif";
+    const w = ctx.measureText(text).width + 8;  // CJK and Latin alike
+    const top = Math.max(0, Math.min(y - 18, canvas.height - 18));
+    const left = Math.max(0, Math.min(x, canvas.width - w));
+    ctx.fillStyle = "#fff";
+    ctx.fillRect(left - 1, top - 1, w + 2, 20);
+    ctx.fillStyle = fill;
+    ctx.fillRect(left, top, w, 18);
+    ctx.fillStyle = "#fff";
+    ctx.fillText(text, left + 4, top + 13);
+  }
+
+  function drawShape(s, live) {
+    const c = color(s.label);
+    ctx.setLineDash(live ? [5, 4] : []);
+    ctx.strokeStyle = "rgba(255, 255, 255, 0.9)";
+    ctx.lineWidth = 5;
+    outline(s, live);
+    ctx.strokeStyle = ctx.fillStyle = c;
+    ctx.lineWidth = 2;
+    outline(s, live);
+    if (s.kind === "polygon") {
+      const pts = live && hover ? s.points.concat([hover]) : s.points;
+      if (!live) { path(pts, true); ctx.globalAlpha = 0.2; ctx.fill(); ctx.globalAlpha = 1; }
+      pts.forEach(function (p) { ctx.fillRect(p[0] * scale - 2, p[1] * scale - 2, 4, 4); });
+    } else if (s.kind === "point") {
+      ctx.beginPath();
+      ctx.arc(s.points[0][0] * scale, s.points[0][1] * scale, 4, 0, 2 * Math.PI);
       ctx.fill();
+    }
+    if (!live && s.points.length) {
+      const xs = s.points.map(function (p) { return p[0] * scale; });
+      const ys = s.points.map(function (p) { return p[1] * scale; });
+      tag(s.label, Math.min.apply(null, xs), Math.min.apply(null, ys), c);
     }
   }
 
@@ -114,14 +149,7 @@
     shapes.forEach(function (s) { drawShape(s, false); });
     if (pending) drawShape(pending, true);
     const classes = shapes.filter(function (s) { return s.kind === "class"; });
-    classes.forEach(function (s, i) {
-      ctx.setLineDash([]);
-      ctx.fillStyle = color(s.label);
-      ctx.fillRect(4, 4 + i * 20, 8 + 8 * s.label.length, 18);
-      ctx.fillStyle = "#fff";
-      ctx.font = "13px sans-serif";
-      ctx.fillText(s.label, 8, 18 + i * 20);
-    });
+    classes.forEach(function (s, i) { tag(s.label, 4, 22 + i * 22, color(s.label)); });
     renderList();
   }
 

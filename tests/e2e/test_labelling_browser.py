@@ -193,6 +193,19 @@ def test_draw_the_four_kinds_review_and_export_coco(page: Page, site: Site, tmp_
     page.keyboard.press("2")
     page.keyboard.press("c")
     expect(page.locator("#shapes li")).to_have_count(4)
+    # the box is drawn over a white halo, and its label rides on a tag of its colour above it
+    edge, halo, tag = page.evaluate(
+        """([w]) => {
+          const c = document.getElementById("canvas"), k = c.width / w;
+          const px = (x, y) => Array.from(c.getContext("2d").getImageData(
+            Math.round(x), Math.round(y), 1, 1).data.slice(0, 3));
+          return [px(10 * k, 18 * k), px(10 * k - 3, 18 * k), px(10 * k + 2, 8 * k - 16)];
+        }""",
+        [W],
+    )
+    assert min(halo) >= 200, halo  # white at 90 % over the image
+    assert tag == [0xE5, 0x39, 0x35]  # cat's colour (the first label's), under its name
+    assert edge[0] > edge[1] + 50  # the box's own line, red
     page.keyboard.press("s")
     expect(page.locator("#message")).to_have_text("Saved 4 annotations.")
     expect(page.locator("#status")).to_have_text("Annotated")
