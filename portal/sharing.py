@@ -16,14 +16,28 @@ from __future__ import annotations
 
 from datetime import datetime
 from enum import StrEnum
+from typing import Any, TypeVar
 
-from sqlalchemy import ColumnElement, and_, false, or_
+from sqlalchemy import ColumnElement, Connection, and_, delete, event, false, or_
+from sqlalchemy.orm import Mapper
 from sqlalchemy.sql.elements import SQLCoreOperations
 
 from portal.authz import Access, Perm
 from portal.clock import now
+from portal.identity.models import User
+from portal.tenancy.models import Domain, Project
 
-__all__ = ["GranteeKind", "domains", "now", "reach_filter", "reaches", "seen_projects"]
+__all__ = [
+    "GranteeKind",
+    "domains",
+    "now",
+    "reach_filter",
+    "reaches",
+    "seen_projects",
+    "share_table",
+]
+
+T = TypeVar("T")
 
 
 class GranteeKind(StrEnum):
@@ -76,3 +90,31 @@ def reach_filter(
             and_(kind == GranteeKind.DOMAIN.value, grantee_id.in_(tenants)) if tenants else false(),
         ),
     )
+
+
+# ---------------------------------------------------------------------- grantees that go
+#: each resource's share table (its model: ``grantee_kind``, ``grantee_id``), as registered
+SHARE_TABLES: list[Any] = []
+
+
+def share_table(model: type[T]) -> type[T]:
+    """Register a resource's share model: its shares go with the user, project or domain
+    they name, so a later one that gets the same id (SQLite reuses a deleted row's) gets
+    nothing of them."""
+    SHARE_TABLES.append(model)
+    return model
+
+
+def _forget(kind: GranteeKind) -> Any:
+    def gone(_mapper: Mapper[Any], connection: Connection, target: Any) -> None:
+        for model in SHARE_TABLES:
+            connection.execute(
+                delete(model).where(model.grantee_kind == kind.value, model.grantee_id == target.id)
+            )
+
+    return gone
+
+
+event.listen(User, "after_delete", _forget(GranteeKind.USER))
+event.listen(Project, "after_delete", _forget(GranteeKind.PROJECT))
+event.listen(Domain, "after_delete", _forget(GranteeKind.DOMAIN))

@@ -172,6 +172,7 @@ def _page(
         channel_example=CHANNEL_EXAMPLE,
         condition=words.condition,
         scope=words.scope,
+        value=words.value,
         yaml_open=form is not None,
     ), status
 

@@ -36,7 +36,7 @@ from accounting.alert_rules import (
 from portal.audit.service import record
 from portal.authz import Access, Perm
 from portal.errors import Conflict, Forbidden, NotFound, ValidationFailed
-from portal.i18n import gettext
+from portal.i18n import gettext, ngettext
 from portal.tenancy.models import Domain, Project
 from portal.usage.plans import localised
 
@@ -308,16 +308,28 @@ def delete_channel(session: Session, access: Access, name: str) -> None:
         raise NotFound(gettext("There is no alert channel named %(name)s.", name=name))
     _refuse(session, access, row.scope_level, row.scope_name)
     users = [
-        r.name
+        r
         for r in session.scalars(select(AlertRuleRow))
         if name in (r.document.get("channels") or [])  # type: ignore[operator]
     ]
     if users:
+        # the rules the caller may see by name; others' counted, never named
+        seen = set(
+            session.scalars(select(AlertRuleRow.id).where(_visible(session, access, AlertRuleRow)))
+        )
+        named = [r.name for r in users if r.id in seen]
+        hidden = len(users) - len(named)
+        rules = ", ".join(named)
+        if hidden:
+            others = ngettext(
+                "%(num)d rule of another scope", "%(num)d rules of other scopes", hidden
+            )
+            rules = (
+                gettext("%(names)s and %(others)s", names=rules, others=others) if named else others
+            )
         raise Conflict(
             gettext(
-                "The channel %(name)s is in use by the rules %(rules)s.",
-                name=name,
-                rules=", ".join(users),
+                "The channel %(name)s is in use by the rules %(rules)s.", name=name, rules=rules
             )
         )
     session.delete(row)

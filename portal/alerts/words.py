@@ -97,3 +97,11 @@ def scope(level: str, name: str) -> str:
     if name:
         return name
     return gettext(EACH[level]) if level in EACH else level
+
+
+def value(rule: Mapping[str, Any], number: float) -> str:
+    """A subject's value as the rule's condition reads it: a budget's share in percent."""
+    query = rule.get("query") or {}
+    if query.get("measure") == "card_hours_share" and query.get("kind") != "metric":
+        return f"{number * 100:g}%"
+    return _number(number)

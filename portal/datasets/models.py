@@ -11,6 +11,7 @@ from sqlalchemy.orm import Mapped, mapped_column, relationship
 from portal.extensions import Base
 from portal.identity.models import User
 from portal.models import UTCDateTime, utcnow
+from portal.sharing import share_table
 from portal.tenancy.models import Project
 
 
@@ -99,6 +100,7 @@ class DatasetVersion(Base):
         }
 
 
+@share_table
 class DatasetShare(Base):
     """Read access to a dataset for a user, everyone who can read a project, or a domain (a
     tenant), until ``expires_at`` (none: until withdrawn)."""

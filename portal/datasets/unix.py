@@ -35,6 +35,7 @@ from portal import userdirs
 from portal.datasets.access import can
 from portal.datasets.models import Dataset, DatasetShare, DatasetVersion, Visibility
 from portal.datasets.storage import Store
+from portal.roles.models import Role
 from portal.sharing import GranteeKind
 from portal.tenancy.models import DomainAdmin, GroupGrant, GroupMember, Membership, Project
 
@@ -250,6 +251,7 @@ _WATCHED = (
     GroupGrant,
     DomainAdmin,
     Project,
+    Role,  # a role that gains or loses project.read opens or closes project shares
 )
 
 
@@ -268,6 +270,10 @@ def _projects_of(session: Session, obj: Any) -> set[int]:
     if isinstance(obj, GroupMember):
         rows = select(GroupGrant.project_id).where(GroupGrant.group_id == obj.group_id)
         return set(session.scalars(rows))
+    if isinstance(obj, Role):
+        held = select(Membership.project_id).where(Membership.role_id == obj.id)
+        granted = select(GroupGrant.project_id).where(GroupGrant.role_id == obj.id)
+        return set(session.scalars(held)) | set(session.scalars(granted))
     if isinstance(obj, User):
         rows = select(Membership.project_id).where(Membership.user_id == obj.id)
         shared = (

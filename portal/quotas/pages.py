@@ -73,13 +73,22 @@ def index() -> str:
         "project": {p.id for p in projects if Perm.QUOTA_MANAGE in access.on_project(p)},
     }
     applies = enforced(session(), projects)
+    seen = {p.name for p in session().scalars(projects_query(access))}  # lenders named
     given = {p: e.guarantee for p, e in applies.projects.items() if e.guarantee is not None}
     spg = applies.shards_per_gpu
     return render_template(
         "quotas/index.html",
         enforced=applies,
         guaranteed={p: words.guaranteed(g.nominal, spg) for p, g in given.items()},
-        beyond={p: words.borrowing(g.borrowing_limit, g.lenders, spg) for p, g in given.items()},
+        beyond={
+            p: words.borrowing(
+                g.borrowing_limit,
+                [n for n in g.lenders if n in seen],
+                sum(n not in seen for n in g.lenders),
+                spg,
+            )
+            for p, g in given.items()
+        },
         editable=editable,
         domains=domains,
         projects=projects,

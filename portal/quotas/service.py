@@ -9,7 +9,6 @@ from flask import current_app
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from portal.audit.models import AuditEvent
 from portal.audit.service import record
 from portal.authz import Access, Perm
 from portal.errors import DomainError, QuotaExceeded, SlurmUnavailable, ValidationFailed
@@ -21,7 +20,7 @@ from portal.quotas.wanted import plan
 from portal.quotas.words import column_heading
 from portal.slurm import SlurmPort
 from portal.tenancy.models import Domain, Project
-from portal.tenancy.service import get_domain, get_project
+from portal.tenancy.service import get_domain, get_project, retired_names
 from slurm_plugins.client.errors import SlurmError
 from slurm_plugins.client.models import Association
 
@@ -180,16 +179,8 @@ def snapshot(
         wanted=plan(session),
         have=have,
         domains=frozenset(session.scalars(select(Domain.name))),
-        deleted=_deleted_projects(session),
+        deleted=retired_names(session, "project"),
         domain=domain.name if domain is not None else None,
-    )
-
-
-def _deleted_projects(session: Session) -> frozenset[str]:
-    """The names of the projects the portal deleted, as its audit log recorded them."""
-    gone = select(AuditEvent.before).where(AuditEvent.action == "project.delete")
-    return frozenset(
-        str(before["name"]) for before in session.scalars(gone) if before and before.get("name")
     )
 
 

@@ -67,16 +67,23 @@ def guaranteed(nominal: Mapping[str, float], shards_per_card: int) -> list[str]:
     ]
 
 
-def borrowing(limits: Mapping[str, float], lenders: Sequence[str], shards_per_card: int) -> str:
-    """What a project may use beyond its guarantee, and from whom."""
-    if not lenders:
+def borrowing(
+    limits: Mapping[str, float], lenders: Sequence[str], unseen: int, shards_per_card: int
+) -> str:
+    """What a project may use beyond its guarantee, and from whom: the lenders the reader
+    may see by name, the others counted."""
+    if not lenders and not unseen:
         return gettext("Nothing: jobs beyond the guarantee wait until it has room.")
+    others = ngettext("%(num)d other project", "%(num)d other projects", unseen)
+    if lenders and unseen:
+        whom = gettext("%(names)s and %(others)s", names=", ".join(lenders), others=others)
+    else:
+        whom = ", ".join(lenders) or others
     capped = [
         gettext(GUARANTEED[r], amount=cards(limits[r], shards_per_card))
         for r in GUARANTEED
         if r in limits
     ]
-    whom = ", ".join(lenders)
     if not capped:
         return gettext("Idle quota lent by %(projects)s, while it stays idle.", projects=whom)
     return gettext(

@@ -20,6 +20,7 @@ from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from portal.extensions import Base
 from portal.models import UTCDateTime, utcnow
+from portal.sharing import share_table
 from portal.tenancy.models import Project
 
 
@@ -143,6 +144,7 @@ class ModelAlias(Base):
     version_id: Mapped[int] = mapped_column(ForeignKey("model_versions.id", ondelete="CASCADE"))
 
 
+@share_table
 class ModelShare(Base):
     __tablename__ = "model_shares"
     __table_args__ = (UniqueConstraint("model_id", "grantee_kind", "grantee_id"),)

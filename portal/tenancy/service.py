@@ -9,6 +9,7 @@ from typing import Any, cast
 from sqlalchemy import Select, select, update
 from sqlalchemy.orm import Session
 
+from portal.audit.models import AuditEvent
 from portal.audit.service import record
 from portal.authz import Access, Perm
 from portal.errors import Conflict, ValidationFailed
@@ -40,6 +41,26 @@ def check_account_name(session: Session, name: str, *, field: str = "name") -> N
                 name=name,
             )
         )
+    if name in retired_names(session):
+        raise Conflict(
+            gettext(
+                "The name %(name)s belonged to a domain or project that was deleted: Slurm's "
+                "accounting, the usage pages and billing still keep its jobs, charges and "
+                "balance under that name, so a new one takes a name of its own.",
+                name=name,
+            )
+        )
+
+
+def retired_names(session: Session, kind: str | None = None) -> frozenset[str]:
+    """The names of the domains and projects (``kind``: one of them) the portal deleted, as
+    its audit log recorded them: never given again, since usage, bills and Slurm's records
+    stay under a tenant's name."""
+    kinds = (kind,) if kind else ("domain", "project")
+    gone = select(AuditEvent.before).where(AuditEvent.action.in_([f"{k}.delete" for k in kinds]))
+    return frozenset(
+        str(before["name"]) for before in session.scalars(gone) if before and before.get("name")
+    )
 
 
 def check_qos(value: str) -> str:

@@ -79,7 +79,7 @@ PAGES: tuple[Page, ...] = (
     Page("usage-project", "usage_pages.project", _ids("/usage/projects/nlp?{period}"), NLP),
     Page("usage-user", "usage_pages.user", _ids("/usage/projects/nlp/users/alice?{period}"), NLP),
     Page("billing", "usage_pages.overview", _ids("/usage/billing")),
-    Page("bills", "usage_pages.bills", _ids("/usage/billing/nlp"), MANAGERS),
+    Page("bills", "usage_pages.bills", _ids("/usage/billing/nlp"), NLP),  # members: balance, month
     Page("plans", "usage_pages.plan_editor", _ids("/usage/billing/plans"), PLATFORM),
     Page(
         "plans-yaml", "usage_pages.plan_advanced", _ids("/usage/billing/plans/advanced"), PLATFORM

@@ -35,7 +35,20 @@ T = TypeVar("T")
 SHOTS = Path(__file__).resolve().parents[2] / "out" / "screenshots"  # <lang>/<user>/<page>.png
 LANGS = {"zh": "zh-CN", "en": "en-US"}
 HTML_LANG = {"zh": "zh-CN", "en": "en"}
-WIDTHS = {"desktop": {"width": 1280, "height": 900}, "phone": {"width": 400, "height": 860}}
+#: the actions in tables' rows (their last cells) that are out of sight without scrolling
+ACTIONS_OFF_SCREEN = """() => {
+  const out = [];
+  document.querySelectorAll("main table td:last-child").forEach((cell) => {
+    cell.querySelectorAll("button, a.button, summary").forEach((a) => {
+      const folded = a.closest("details:not([open])");  // a closed question's own button
+      if (folded && a.parentElement !== folded) return;
+      const r = a.getBoundingClientRect();
+      if (r.width && (r.right > innerWidth + 1 || r.left < -1)) out.push(a.textContent.trim());
+    });
+  });
+  return out;
+}"""
+WIDTHS = {"desktop": {"width": 1280, "height": 900}, "phone": {"width": 390, "height": 844}}
 #: a user of another tenant: their own pages look like a member's; the walk checks that nlp's
 #: stay closed and that theirs name nothing of nlp, at desktop width
 OTHER_TENANT = "dave"
@@ -201,6 +214,7 @@ class Walk:
             scroll = tab.evaluate("document.documentElement.scrollWidth")
             if scroll > WIDTHS["phone"]["width"]:
                 found.append(f"{scroll} px wide at phone width")
+            found += [f"the action {a!r} is off-screen" for a in tab.evaluate(ACTIONS_OFF_SCREEN)]
         return found
 
     def read(self, tab: Tab) -> list[str]:

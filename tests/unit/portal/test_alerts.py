@@ -330,6 +330,12 @@ def test_a_rule_is_built_with_a_form_and_read_in_words(alerting: Env) -> None:
     row = row[: row.index("</tr>")]
     assert "本月卡时占 500 卡时预算的比例 ≥ 50%，持续 30 分钟" in row
     assert "紧急" in row
+    _deliveries(alerting)  # nlp-budget firing at its value
+    page = client.get("/alerts", headers=ZH).get_data(as_text=True)
+    firing = page[page.index('id="rule-nlp-budget"') :]
+    firing = firing[: firing.index("</tr>")]
+    assert "nlp: " in firing
+    assert "%" in firing.split("nlp: ")[1][:8]  # a budget's share in percent, as its condition
     rules = {r["name"]: r for r in alerting.api("erin").get(f"{API}/rules").json}
     built = rules["nlp-half"]
     assert built["query"] == {"kind": "usage", "measure": "card_hours_share", "budget": 500.0}

@@ -82,3 +82,34 @@ def test_who_may_read_a_dataset_on_disk_follows_the_portal(env: Env, store: Path
     r = env.api("alice").patch(f"/api/v1/datasets/{private}", json={"visibility": "public"})
     assert r.status_code == 200, r.json
     assert _reads("dave", note[private])
+
+
+def test_a_role_that_loses_project_read_closes_the_projects_shares_on_disk(
+    env: Env, store: Path
+) -> None:
+    """A project share reaches those who may see the project (portal/sharing.py): when a
+    custom role stops granting project.read, its holders lose the shared dataset's files in
+    the same commit, as the portal's own check does."""
+    _unix("alice", "dave")
+    admin = env.api("admin")
+    looker = admin.post("/api/v1/roles", json={"name": "looker", "permissions": ["project.read"]})
+    assert looker.status_code == 201, looker.json
+    vision = env.world.projects["vision"]
+    r = admin.post(
+        f"/api/v1/projects/{vision}/members",
+        json={"username": "dave", "role_id": looker.json["id"]},
+    )
+    assert r.status_code == 201, r.json
+    ds = make_dataset(env, "alice", "nlp", name="lent", visibility="private")
+    assert upload(env, "alice", ds, {"notes.txt": b"for vision\n"}).status_code == 201
+    r = env.api("alice").post(
+        f"/api/v1/datasets/{ds}/shares", json={"grantee_kind": "project", "grantee_id": vision}
+    )
+    assert r.status_code == 201, r.json
+    note = store / str(ds) / "v1" / "notes.txt"
+    assert _reads("dave", note)
+    assert env.api("dave").get(f"/api/v1/datasets/{ds}").status_code == 200
+    r = admin.patch(f"/api/v1/roles/{looker.json['id']}", json={"permissions": ["jobs.submit"]})
+    assert r.status_code == 200, r.json
+    assert env.api("dave").get(f"/api/v1/datasets/{ds}").status_code == 404
+    assert not _reads("dave", note)

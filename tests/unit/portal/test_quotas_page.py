@@ -163,7 +163,7 @@ def test_a_member_sees_every_limit_that_applies_to_their_jobs(env: Env, monkeypa
     assert "3 天" in nlp
     assert "GPU：4 张卡" in nlp
     assert "NPU：8 张卡" in nlp
-    assert "vision 空闲" in nlp  # borrows from its cohort
+    assert "可借用 另外 1 个项目 空闲的额度" in nlp  # its cohort's vision, which alice may not see
     assert 'id="each-job"' in zh
     assert '<th scope="row">cs101</th>' not in zh[zh.index("each-job") :]
     dave = login(env, "dave").get("/quotas").get_data(as_text=True)
