@@ -23,6 +23,7 @@ from jobspec.library import History, Templates, merge, parse_override
 from jobspec.messages import in_words
 from jobspec.model import Spec
 from jobspec.options import ClusterConfig
+from jobspec.render import render
 from jobspec.schema import load_spec
 from jobspec.status import connection_path, parse_progress, read_connection, read_tail
 from jobspec.submit import check_paths, plan, submit_specs
@@ -180,7 +181,7 @@ def submit(
             return
         client, history_cluster = _client(ctx), settings.cluster
         if target:
-            client = _target_client(client, target, specs[0])
+            client = _target_client(client, target, specs[0], settings.cluster_config)
             history_cluster = client.cluster or settings.cluster
         done = submit_specs(
             specs,
@@ -196,9 +197,11 @@ def submit(
         click.echo(f"{s.job_id}\t{s.name}")
 
 
-def _target_client(client: SlurmClient, target: str, spec: Spec) -> SlurmClient:
+def _target_client(
+    client: SlurmClient, target: str, spec: Spec, cfg: ClusterConfig | None
+) -> SlurmClient:
     """``--cluster NAME`` binds the client to that cluster; ``auto`` lets the first level pick."""
-    from slurm_plugins.federation import request_for
+    from slurm_plugins.federation import request_of
     from slurm_plugins.federation.choose import choose, policy_from_env
     from slurm_plugins.federation.model import Kind
 
@@ -207,18 +210,10 @@ def _target_client(client: SlurmClient, target: str, spec: Spec) -> SlurmClient:
         if target not in known:
             raise ValueError(f"--cluster: unknown cluster {target!r} (known: {', '.join(known)})")
         return client.on(target)
-    res = spec.resources
+    # the job as it will be submitted (dependencies on the call's other specs as placeholders)
+    rendered = render(spec, cfg, dependencies={n: f"<{n}>" for n in spec.spec_dependencies})
     data = next((m.name for m in spec.mounts if m.kind.value == "data"), None)
-    req = request_for(
-        gpus=float(res.gpus),
-        gpu_type=res.gpu_type,
-        npus=res.npus,
-        npu_type=res.npu_type,
-        cpus=res.cpus,
-        nodes=res.nodes,
-        account=spec.project,
-        data=data,
-    )
+    req = request_of(rendered.request, data=data)
     decision, chosen = choose(client, req, policy_from_env())
     now = "starts now" if decision.starts_now else "queued"
     kind = "cpu" if req.kind is Kind.CPU else req.kind.value

@@ -229,23 +229,50 @@ def deploy(model_id: int, number: int) -> Response:
     return redirect(url_for("inference_pages.detail", service_id=svc.id))
 
 
-@bp.route("/presets")
-@login_required
-def preset_list() -> str:
-    found = list(presets().values())
+def _weights(found: list[Preset]) -> dict[str, str]:
+    """Where each preset's weights are: ``none`` needed (they ship with the installed
+    packages), ``here`` in the site's mirror, or ``absent`` (a hub's, not mirrored yet)."""
     mirror = storage.mirror()
-    # what a member can import now: a preset needs no hub weights, or the site mirrored them
-    weights = {
+    return {
         p.name: "none" if not p.mirror else "here" if (mirror / p.mirror).is_dir() else "absent"
         for p in found
     }
-    fill = {p.name: f"aipool models mirror fill {p.name}" for p in found}
+
+
+@bp.route("/presets")
+@login_required
+def preset_list() -> str:
+    """The presets, those a member can import now first (no hub weights, or mirrored); the
+    others say so, with no action for members and the way to fill the mirror for admins."""
+    weights = _weights(list(presets().values()))
+    found = sorted(presets().values(), key=lambda p: weights[p.name] == "absent")
     return render_template(
         "registry/presets.html",
         presets=found,
         weights=weights,
-        fill=fill,
+        operator=current_access().platform_admin,
         projects=_submit_projects(),
+    )
+
+
+@bp.route("/presets/mirror")
+@login_required
+def preset_mirror() -> str:
+    """For platform admins: the presets whose hub weights the site has not mirrored, their
+    size and the command that fills the mirror (on a host that reaches the hub)."""
+    current_access().require_platform_admin()
+    found = list(presets().values())
+    weights = _weights(found)
+    missing = [p for p in found if weights[p.name] == "absent"]
+    return render_template(
+        "registry/mirror.html",
+        missing=missing,
+        here=[p for p in found if weights[p.name] == "here"],
+        offline=[p for p in found if weights[p.name] == "none"],
+        total_mb=sum(p.size_mb or 0 for p in missing),
+        unknown=sum(p.size_mb is None for p in missing),
+        mirror=str(storage.mirror()),
+        command="aipool models mirror fill " + " ".join(p.name for p in missing),
     )
 
 

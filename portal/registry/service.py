@@ -416,6 +416,14 @@ def import_preset(session: Session, access: Access, data: Mapping[str, Any]) -> 
             gettext("There is no preset named %(name)s (GET /api/v1/presets).", name=data["preset"])
         )
     if preset.mirror and not (storage.mirror() / preset.mirror).is_dir():
+        if not access.platform_admin:  # the command is the operators'; a member asks them
+            raise Conflict(
+                gettext(
+                    "The weights of %(name)s are not in this site's model mirror yet: ask an "
+                    "administrator to mirror them.",
+                    name=texts.title(preset),
+                )
+            )
         command = f"aipool models mirror fill {preset.name} --from huggingface"
         raise Conflict(
             gettext(

@@ -120,9 +120,11 @@
   function drawShape(s, live) {
     const c = color(s.label);
     ctx.setLineDash(live ? [5, 4] : []);
-    ctx.strokeStyle = "rgba(255, 255, 255, 0.9)";
+    ctx.strokeStyle = "#fff";
+    ctx.globalAlpha = 0.9;
     ctx.lineWidth = 5;
     outline(s, live);
+    ctx.globalAlpha = 1;
     ctx.strokeStyle = ctx.fillStyle = c;
     ctx.lineWidth = 2;
     outline(s, live);

@@ -13,6 +13,7 @@ from slurm_plugins.federation.model import (
     NodeFree,
     Request,
     request_for,
+    request_of,
 )
 from slurm_plugins.federation.pick import pick_cluster
 from slurm_plugins.federation.policy import FederationPolicy, PolicyError, load_policy
@@ -28,4 +29,5 @@ __all__ = [
     "load_policy",
     "pick_cluster",
     "request_for",
+    "request_of",
 ]

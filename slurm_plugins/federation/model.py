@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from gres.naming import DEFAULT_SHARDS_PER_GPU
+from slurm_plugins.client.job import JobRequest
 
 
 class Kind(StrEnum):
@@ -147,3 +148,19 @@ def request_for(
     if npus:
         return Request(Kind.NPU, npus, npu_type, cpus or 1, nodes, account, data)
     return Request(Kind.CPU, 0, None, cpus or 1, nodes, account, data)
+
+
+def request_of(job: JobRequest, *, data: str | None = None) -> Request:
+    """The request of a job as every way into a job writes it (:class:`JobRequest`): its
+    first component's account, nodes, CPUs per node (its tasks' on one node) and card ask;
+    ``data`` is the data set it reads."""
+    c = job.components[0]
+    cpus = (c.cpus_per_task or 1) * (c.tasks_per_node or 1)
+    asks = {g.name: g for g in c.gres}
+    if gpu := asks.get("gpu"):
+        return Request(Kind.GPU, gpu.count, gpu.type, cpus, c.node_count, c.account, data)
+    if shard := asks.get("shard"):
+        return Request(Kind.SHARD, shard.count, shard.type, cpus, c.node_count, c.account, data)
+    if npu := asks.get("npu"):
+        return Request(Kind.NPU, npu.count, npu.type, cpus, c.node_count, c.account, data)
+    return Request(Kind.CPU, 0, None, cpus, c.node_count, c.account, data)

@@ -50,6 +50,7 @@ PAGES: tuple[Page, ...] = (
     Page("models", "registry_pages.index", _ids("/models")),
     Page("model", "registry_pages.detail", _ids("/models/{model}"), NLP),
     Page("presets", "registry_pages.preset_list", _ids("/presets")),
+    Page("mirror", "registry_pages.preset_mirror", _ids("/presets/mirror"), PLATFORM),
     Page("inference", "inference_pages.index", _ids("/inference")),
     Page("service", "inference_pages.detail", _ids("/inference/{service}"), NLP),
     Page("datasets", "datasets_pages.index", _ids("/datasets")),

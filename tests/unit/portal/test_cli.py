@@ -35,7 +35,8 @@ def test_portal_command_migrates_seeds_and_serves(
     assert [p["name"] for p in projects] == ["nlp"]
     assert "demo billing account nlp on the standard plan" in result.output
     billing = client.get("/api/v1/usage/billing/nlp", headers={"Authorization": f"Bearer {token}"})
-    assert billing.status_code == 404  # a member does not see the project's balance
+    assert billing.status_code == 200  # a member sees the project's balance and this month
+    assert (billing.json["full"], billing.json["bills"], billing.json["ledger"]) == (False, [], [])
     r = client.post("/api/v1/auth/token", json={"username": "carol", "password": "carol password"})
     carol = {"Authorization": f"Bearer {r.json['token']}"}
     cs101 = client.get("/api/v1/usage/billing/cs101", headers=carol).json  # cs101's manager

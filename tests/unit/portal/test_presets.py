@@ -186,8 +186,13 @@ def test_preset_api(reg: Env) -> None:  # noqa: F811
         "/api/v1/presets/bert-ner-zh/import", json={"project_id": reg.world.projects["nlp"]}
     )
     assert r.status_code == 409
-    assert "offline mirror" in r.json["message"]
+    assert "ask an administrator" in r.json["message"]
     assert len(alice.get("/api/v1/models").json) == 1
+    r = reg.api("admin").post(
+        "/api/v1/presets/bert-ner-zh/import", json={"project_id": reg.world.projects["nlp"]}
+    )
+    assert r.status_code == 409  # the operator is told how to fill the mirror
+    assert "aipool models mirror fill bert-ner-zh" in r.json["message"]
     # others' projects are not theirs to import into
     r = alice.post(
         "/api/v1/presets/digits-classifier/import", json={"project_id": reg.world.projects["cs101"]}
@@ -202,7 +207,44 @@ def test_the_presets_page_says_whose_weights_the_site_holds(reg: Env) -> None:  
     mirror.mkdir(parents=True)
     page = login(reg, "alice").get("/presets").get_data(as_text=True)
     rows = {r.split("</small>")[0].rsplit(">", 1)[-1]: r for r in page.split("<tr>")[2:]}
-    assert "None needed" in rows["digits-classifier"]
+    assert "Ship with AIPool: no hub needed" in rows["digits-classifier"]
     assert "In the site's mirror" in rows["bert-ner-zh"]
     assert "Not mirrored yet" in rows["qwen-chat"]
-    assert "aipool models mirror fill qwen-chat" in rows["qwen-chat"]
+    # a member is told whom to ask, and offered no import that cannot work
+    assert "Ask an administrator to mirror them." in rows["qwen-chat"]
+    assert "aipool models mirror fill" not in page
+    assert "preset_import" not in rows["qwen-chat"]
+    assert "/presets/qwen-chat/import" not in page
+    assert "/presets/digits-classifier/import" in rows["digits-classifier"]
+    # those that can be imported come first
+    order = list(rows)
+    assert order.index("bert-ner-zh") < order.index("qwen-chat")
+    assert order.index("digits-classifier") < order.index("qwen-chat")
+    # the API refuses it in the member's words, without the operators' command
+    r = reg.api("alice").post(
+        "/api/v1/presets/qwen-chat/import", json={"project_id": reg.world.projects["nlp"]}
+    )
+    assert r.status_code == 409
+    assert "ask an administrator" in r.json["message"]
+    assert "aipool models" not in r.json["message"]
+    assert login(reg, "alice").get("/presets/mirror").status_code == 403
+
+
+def test_the_mirror_page_tells_operators_what_is_missing(reg: Env) -> None:  # noqa: F811
+    from tests.unit.portal.test_pages import login
+
+    mirror = Path(reg.app.config["MODEL_MIRROR"]) / "shibing624" / "bert4ner-base-chinese"
+    mirror.mkdir(parents=True)
+    admin = login(reg, "admin")
+    presets = admin.get("/presets", headers={"Accept-Language": "zh-CN"}).get_data(as_text=True)
+    assert "镜像缺少哪些权重" in presets
+    page = admin.get("/presets/mirror", headers={"Accept-Language": "zh-CN"}).get_data(as_text=True)
+    missing = page[page.index("缺少的") : page.index("已在镜像中")]
+    assert 'id="qwen-chat"' in missing
+    assert 'id="bert-ner-zh"' not in missing  # it is here
+    assert 'id="digits-classifier"' not in missing  # it needs no hub
+    command = missing[missing.index('<pre class="log">') :].split("</pre>")[0]
+    assert "aipool models mirror fill" in command
+    assert "qwen-chat" in command
+    assert "bert-ner-zh" not in command
+    assert "共约" in missing  # the size of what is missing
