@@ -163,6 +163,9 @@ def test_a_preset_imports_once_the_mirror_holds_its_weights(reg: Env, tmp_path: 
     body = {"project_id": reg.world.projects["nlp"]}
     r = alice.post("/api/v1/presets/detr-detector/import", json=body)
     assert r.status_code == 409
+    assert "ask an administrator" in r.json["message"]  # a member; the operator gets the command
+    r = reg.api("admin").post("/api/v1/presets/detr-detector/import", json=body)
+    assert r.status_code == 409
     assert "aipool models mirror fill detr-detector --from huggingface" in r.json["message"]
     snapshot = tmp_path / "snapshot"
     snapshot.mkdir()
