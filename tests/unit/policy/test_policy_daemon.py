@@ -235,7 +235,8 @@ def test_run_forever_cycles_until_sigterm(tmp_path: Path) -> None:
         }
     )
     d = Daemon(cfg, SlurmClient(runner))
-    timer = threading.Timer(1.0, lambda: os.kill(os.getpid(), signal.SIGTERM))
+    # long enough for two 0.2 s cycles on a loaded machine (one first cycle took 1 s in a full run)
+    timer = threading.Timer(2.5, lambda: os.kill(os.getpid(), signal.SIGTERM))
     old = signal.getsignal(signal.SIGTERM)
     try:
         timer.start()
