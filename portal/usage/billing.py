@@ -87,51 +87,43 @@ def this_month(session: Session, access: Access, acct: BillingAccount) -> dict[s
 
 def view(session: Session, access: Access, tenant: str) -> dict[str, Any]:
     """The account as the caller may see it: whole for its managers (``full``), its balance
-    and this month for a project's members."""
+    and this month for a project's members (no bills, no ledger)."""
     acct = require_account(session, access, tenant, whole=False)
     full = _may_manage(session, access, tenant)
     plan = session.get(PricePlan, acct.plan_id)
     if plan is None:
         raise NotFound(gettext("The price plan of this account no longer exists."))
     package = session.get(Package, acct.package_id) if acct.package_id else None
-    month = this_month(session, access, acct)
-    if not full:
-        return {
-            "tenant": acct.tenant,
-            "plan": plan.name,
-            "currency": plan.currency,
-            "package": package.name if package else None,
-            "balance": acct.balance,
-            "this_month": month,
-            "full": False,
-            "bills": [],
-            "ledger": [],
-        }
-    bills = session.scalars(
-        select(Bill).where(Bill.account_id == acct.id).order_by(Bill.month.desc())
-    ).all()
-    lines = session.scalars(
-        select(BillLine).where(BillLine.bill_id.in_([b.id for b in bills])).order_by(BillLine.id)
-    ).all()
     return {
         "tenant": acct.tenant,
         "plan": plan.name,
         "currency": plan.currency,
         "package": package.name if package else None,
         "balance": acct.balance,
-        "bills": [
-            {
-                "id": b.id,
-                "month": b.month.strftime("%Y-%m"),
-                "total": b.total,
-                "lines": [ln for ln in lines if ln.bill_id == b.id],
-            }
-            for b in bills
-        ],
-        "ledger": billing.history(session, acct.tenant),
-        "this_month": month,
-        "full": True,
+        "this_month": this_month(session, access, acct),
+        "full": full,
+        "bills": _bills(session, acct) if full else [],
+        "ledger": billing.history(session, acct.tenant) if full else [],
     }
+
+
+def _bills(session: Session, acct: BillingAccount) -> list[dict[str, Any]]:
+    """The account's posted bills, newest first, each with its lines."""
+    bills = session.scalars(
+        select(Bill).where(Bill.account_id == acct.id).order_by(Bill.month.desc())
+    ).all()
+    lines = session.scalars(
+        select(BillLine).where(BillLine.bill_id.in_([b.id for b in bills])).order_by(BillLine.id)
+    ).all()
+    return [
+        {
+            "id": b.id,
+            "month": b.month.strftime("%Y-%m"),
+            "total": b.total,
+            "lines": [ln for ln in lines if ln.bill_id == b.id],
+        }
+        for b in bills
+    ]
 
 
 def top_up(
