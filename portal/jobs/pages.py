@@ -96,7 +96,7 @@ def submit() -> str | Response | tuple[str, int]:
             status = exc.status
     elif form.is_submitted():
         status = 422
-    limits = enforced(session(), projects)
+    limits = enforced(projects)
     return render_template(
         "jobs/submit.html", form=form, projects=projects, limits=limits, words=quota_words
     ), status

@@ -12,18 +12,17 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from flask import current_app
-from sqlalchemy.orm import Session
 
 from gres.naming import DEFAULT_SHARDS_PER_GPU
 from plumbing.errors import ConfigError
-from portal.quotas.policy import base_policy, portal_policy
+from portal.errors import DomainError
+from portal.quotas.policy import base_policy, tenant_of
 from portal.quotas.summary import TenantRow, summarise
 from portal.tenancy.models import Project
-from slurm_plugins.admission.config import PolicyError
 from slurm_plugins.policy import Guarantee, guarantees
 
 log = logging.getLogger("aipool.portal")
@@ -45,14 +44,19 @@ class EnforcedView:
     guarantees: bool  # the site's policy daemon guarantees quotas
 
 
-def _per_job(session: Session) -> tuple[dict[str, TenantRow], int] | None:
+def _per_job(projects: list[Project]) -> tuple[dict[str, TenantRow], int] | None:
+    """What the hook allows one job of each of ``projects``: each project's tenant as the
+    portal renders it into the hook's table (:func:`portal.quotas.policy.tenant_of`), read
+    for these projects only, not the whole policy."""
     if not current_app.config.get("ADMISSION_DIR"):
         return None
     try:
-        summary = summarise(portal_policy(session, base_policy()))
-    except PolicyError as exc:  # the admins' policy page says what does not hold together
-        log.warning("quotas: the admission policy does not render: %s", "; ".join(exc.messages))
+        base = base_policy()
+    except DomainError as exc:  # the admins' policy page says what is wrong with the file
+        log.warning("quotas: the base admission policy: %s", exc.message)
         return None
+    cfg = replace(base, tenants=tuple(tenant_of(p, base) for p in projects), users=())
+    summary = summarise(cfg)
     return {t.name: t for t in summary.tenants}, summary.shards_per_gpu
 
 
@@ -67,9 +71,10 @@ def _guarantees() -> dict[str, Guarantee] | None:
         return None
 
 
-def enforced(session: Session, projects: Iterable[Project]) -> EnforcedView:
+def enforced(projects: Iterable[Project]) -> EnforcedView:
     """What applies to each of ``projects`` (those the reader may see the quota of)."""
-    hook = _per_job(session)
+    projects = list(projects)
+    hook = _per_job(projects)
     rows, spg = hook if hook is not None else ({}, DEFAULT_SHARDS_PER_GPU)
     given = _guarantees()
     return EnforcedView(

@@ -72,7 +72,7 @@ def index() -> str:
         "domain": {d.id for d in domains} if access.platform_admin else set(),
         "project": {p.id for p in projects if Perm.QUOTA_MANAGE in access.on_project(p)},
     }
-    applies = enforced(session(), projects)
+    applies = enforced(projects)
     seen = {p.name for p in session().scalars(projects_query(access))}  # lenders named
     given = {p: e.guarantee for p, e in applies.projects.items() if e.guarantee is not None}
     spg = applies.shards_per_gpu

@@ -60,7 +60,9 @@ def _cards(owner: Project | Domain, shards_per_gpu: int) -> float | None:
     return _smallest([owner.gpus, shards])
 
 
-def _tenant(project: Project, base: PolicyConfig) -> Tenant:
+def tenant_of(project: Project, base: PolicyConfig) -> Tenant:
+    """The hook's tenant of one project: ``base``'s pools, shard sizes and limits for it, its
+    per-job cards no more than its and its domain's quota, priorities from its QOS list."""
     known = next((t for t in base.tenants if t.name == project.name), None)
     classes = tuple(dict.fromkeys(CLASS_OF_QOS[q] for q in project.qos_list() if q in CLASS_OF_QOS))
     classes = classes or (PriorityClass.MEDIUM, PriorityClass.LOW)
@@ -87,7 +89,7 @@ def portal_policy(session: Session, base: PolicyConfig) -> PolicyConfig:
     """``base`` with its tenants and users replaced by the portal's; raises
     :class:`PolicyError` naming what does not hold together."""
     projects = session.scalars(select(Project).order_by(Project.name)).all()
-    tenants = {p.name: _tenant(p, base) for p in projects}
+    tenants = {p.name: tenant_of(p, base) for p in projects}
     accounts: dict[str, list[str]] = defaultdict(list)
     for spec in plan(session).users:
         accounts[spec.name].append(spec.account)

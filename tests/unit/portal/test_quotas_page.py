@@ -194,3 +194,15 @@ def test_the_job_form_says_what_one_job_may_use(env: Env, monkeypatch) -> None:
     assert "4 小时" in limits  # and its time limit
     assert "GPU：2 张卡" in limits  # lab-daemon.yaml's guarantee
     assert "<b>nlp</b>" not in limits  # dave submits to cs101 only
+
+
+def test_a_broken_base_policy_leaves_the_pages_standing(env: Env, monkeypatch, tmp_path) -> None:
+    """The base admission policy file that no longer loads is the admins' to fix (their policy
+    page says why); the quotas page and the job form still open, without the hook's rows."""
+    bad = tmp_path / "policy.yaml"
+    bad.write_text("tenants: [\n")
+    monkeypatch.setitem(env.app.config, "ADMISSION_POLICY", str(bad))
+    quotas = login(env, "alice").get("/quotas")
+    assert quotas.status_code == 200
+    assert 'id="each-job"' not in quotas.get_data(as_text=True)
+    assert login(env, "alice").get("/jobs/new").status_code == 200
